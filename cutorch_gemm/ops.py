@@ -1,0 +1,105 @@
+"""Typed Python wrappers over ``torch.ops.gemm.*``.
+
+Every wrapper calls exactly one op; the ops themselves check their inputs (in C++ for real
+tensors, in ``_fake.py`` under torch.compile) and raise ``ValueError`` (shape, device, value)
+or ``TypeError`` (dtype) naming the offending argument and what was expected.
+
+Supported dtypes everywhere: float16, bfloat16, float32, float64. Accumulation is fp32 for
+16-bit and fp32 inputs, fp64 for fp64. ``out_dtype`` may be None (same as the inputs), the
+inputs' dtype, or float32 when the inputs are float16/bfloat16.
+"""
+from __future__ import annotations
+
+from typing import Optional, Sequence
+
+import torch
+
+ACTIVATIONS = ("none", "relu", "gelu", "gelu_tanh", "silu")
+
+
+def mm(a: torch.Tensor, b: torch.Tensor, *, out_dtype: Optional[torch.dtype] = None) -> torch.Tensor:
+    """Matrix product ``a @ b``.
+
+    Args:
+        a: (M, K), any strides.
+        b: (K, N), same dtype and device as ``a``, any strides.
+        out_dtype: dtype of the result (None: ``a.dtype``; float32 allowed for 16-bit inputs).
+
+    Returns:
+        (M, N) contiguous tensor.
+    """
+    return torch.ops.gemm.mm(a, b, out_dtype=out_dtype)
+
+
+def gemm(a: torch.Tensor, b: torch.Tensor, *, bias: Optional[torch.Tensor] = None,
+         c: Optional[torch.Tensor] = None, alpha: float = 1.0, beta: float = 0.0,
+         activation: str = "none", out_dtype: Optional[torch.dtype] = None) -> torch.Tensor:
+    """Fused GEMM: ``D = act(alpha * (a @ b) + beta * c + bias)``, one rounding at the end.
+
+    Args:
+        a: (M, K).
+        b: (K, N).
+        bias: optional (N,), broadcast over rows, dtype of ``a``.
+        c: optional (M, N), any strides, dtype of ``a``. Read only when ``beta != 0``
+            (BLAS convention: with beta == 0, NaN/Inf in ``c`` do not propagate).
+        alpha, beta: scalars.
+        activation: one of "none", "relu", "gelu" (erf), "gelu_tanh", "silu".
+        out_dtype: dtype of D (None: ``a.dtype``; float32 allowed for 16-bit inputs).
+
+    Returns:
+        D, (M, N) contiguous.
+    """
+    return torch.ops.gemm.gemm(a, b, bias=bias, c=c, alpha=float(alpha), beta=float(beta),
+                               activation=activation, out_dtype=out_dtype)
+
+
+def bmm(a: torch.Tensor, b: torch.Tensor, *, out_dtype: Optional[torch.dtype] = None) -> torch.Tensor:
+    """Batched matrix product: a (B, M, K) @ b (B, K, N) -> (B, M, N) contiguous.
+
+    Batch strides may be anything (including 0, i.e. an expanded operand).
+    """
+    return torch.ops.gemm.bmm(a, b, out_dtype=out_dtype)
+
+
+def grouped_mm(a: torch.Tensor, b: torch.Tensor, offs: Optional[torch.Tensor] = None, *,
+               bias: Optional[torch.Tensor] = None, activation: str = "none",
+               out_dtype: Optional[torch.dtype] = None) -> torch.Tensor:
+    """Grouped GEMM with ``torch._grouped_mm`` semantics; ``offs`` is int32 cumulative group ends.
+
+    Layouts (G groups):
+        2D x 3D: a (T, K), b (G, K, N), offs (G,) along T -> (T, N). Group g is rows
+            [offs[g-1], offs[g]) of ``a``; rows at or past offs[-1] are zero.
+            bias: (G, N).
+        3D x 2D: a (G, M, K), b (K, T), offs (G,) along T -> (M, T). Group g is columns
+            [offs[g-1], offs[g]) of ``b``; columns at or past offs[-1] are zero. bias: (T,).
+        2D x 2D: a (M, T), b (T, N), offs (G,) along the reduction -> (G, M, N): group g
+            multiplies columns [offs[g-1], offs[g]) of ``a`` by those rows of ``b`` (the MoE
+            weight gradient). An empty group gives act(bias[g]). bias: (G, N).
+        3D x 3D: a (G, M, K), b (G, K, N), offs None -> (G, M, N). bias: (G, N).
+
+    ``offs`` stays on the device: no host synchronisation. On the CPU, offsets that decrease
+    or exceed the grouped extent raise ValueError; on the GPU they are clamped (never an
+    out-of-bounds access).
+    """
+    return torch.ops.gemm.grouped_mm(a, b, offs, bias=bias, activation=activation,
+                                     out_dtype=out_dtype)
+
+
+def grouped_gemm(a: Sequence[torch.Tensor], b: Sequence[torch.Tensor], *,
+                 bias: Optional[Sequence[torch.Tensor]] = None,
+                 activation: str = "none",
+                 out_dtype: Optional[torch.dtype] = None) -> list[torch.Tensor]:
+    """A list of independent problems, each its own shape: ``out[i] = act(a[i] @ b[i] + bias[i])``.
+
+    Args:
+        a: list of (M_i, K_i).
+        b: list of (K_i, N_i), same length as ``a``.
+        bias: optional list, same length as ``a``, of (N_i,) tensors (all or none).
+        activation, out_dtype: as in :func:`gemm`, shared by all problems.
+
+    Returns:
+        list of (M_i, N_i) contiguous tensors.
+    """
+    bias_list = None if bias is None else list(bias)
+    return list(torch.ops.gemm.grouped_gemm(list(a), list(b), bias=bias_list,
+                                            activation=activation, out_dtype=out_dtype))
