@@ -1,0 +1,118 @@
+#pragma once
+// SIMT collective mainloop: the K loop for one threadblock tile (seeds: threadblock-level GEMM
+// fed by global load streams, warp-level GEMM from shared memory, thread-level FMA).
+//
+// Double-buffered: while the CTA multiplies the tile in shared-memory stage s, each thread
+// holds the next tile's slice in registers (SimtTileIterator::frag) and writes it to stage
+// s^1 afterwards; one __syncthreads per k-tile.
+
+#include "cutorch_gemm/collective/simt_tile_iterator.cuh"
+#include "cutorch_gemm/device/simt_configs.h"
+
+namespace cutorch_gemm {
+
+template <class Cfg, typename T, bool kAContigK, bool kBContigK>
+struct SimtMainloop {
+  using Acc = typename AccumulatorFor<T>::type;
+  using IterA = SimtTileIterator<T, Acc, Cfg::kBlockM, Cfg::kBlockK, Cfg::kThreads, kAContigK>;
+  using IterB = SimtTileIterator<T, Acc, Cfg::kBlockN, Cfg::kBlockK, Cfg::kThreads, kBContigK>;
+
+  struct SharedStorage {
+    alignas(32) typename IterA::SmemTile a[2];
+    alignas(32) typename IterB::SmemTile b[2];
+  };
+
+  // The thread's accumulator fragment: element (i, j) is row
+  //   warp_m0 + (i / 4) * kSubStrideM + lane_m * 4 + i % 4
+  // of the CTA tile, and likewise for columns (see thread_row / thread_col).
+  using Accumulators = Acc[Cfg::kThreadM][Cfg::kThreadN];
+
+  struct ThreadCoords {
+    int warp_m0;  // first tile row of this thread's warp
+    int warp_n0;
+    int lane_m;   // lane position within the warp's 8 x 4 arrangement
+    int lane_n;
+  };
+
+  // NOTE: ids come from the kernel (programming guidelines: components do not read threadIdx).
+  CG_DEVICE static ThreadCoords thread_coords(int warp_id, int lane_id) {
+    return ThreadCoords{(warp_id / Cfg::kWarpsN) * Cfg::kWarpTileM,
+                        (warp_id % Cfg::kWarpsN) * Cfg::kWarpTileN,
+                        lane_id / Cfg::kLanesN, lane_id % Cfg::kLanesN};
+  }
+  CG_DEVICE static int thread_row(const ThreadCoords& t, int i) {
+    return t.warp_m0 + (i / 4) * Cfg::kSubStrideM + t.lane_m * 4 + i % 4;
+  }
+  CG_DEVICE static int thread_col(const ThreadCoords& t, int j) {
+    return t.warp_n0 + (j / 4) * Cfg::kSubStrideN + t.lane_n * 4 + j % 4;
+  }
+
+  // Warp-level product of one shared-memory stage: kBlockK rank-1 updates of the thread tile.
+  CG_DEVICE static void warp_mma(const typename IterA::SmemTile& sa, const typename IterB::SmemTile& sb,
+                                 const ThreadCoords& t, Accumulators& acc) {
+#pragma unroll
+    for (int kk = 0; kk < Cfg::kBlockK; ++kk) {
+      Acc fa[Cfg::kThreadM];
+      Acc fb[Cfg::kThreadN];
+#pragma unroll
+      for (int s = 0; s < Cfg::kSubM; ++s) {
+        const auto x = *reinterpret_cast<const Vec<Acc, 4>*>(
+            &sa[kk][t.warp_m0 + s * Cfg::kSubStrideM + t.lane_m * 4]);
+#pragma unroll
+        for (int e = 0; e < 4; ++e) fa[s * 4 + e] = x.v[e];
+      }
+#pragma unroll
+      for (int s = 0; s < Cfg::kSubN; ++s) {
+        const auto x = *reinterpret_cast<const Vec<Acc, 4>*>(
+            &sb[kk][t.warp_n0 + s * Cfg::kSubStrideN + t.lane_n * 4]);
+#pragma unroll
+        for (int e = 0; e < 4; ++e) fb[s * 4 + e] = x.v[e];
+      }
+#pragma unroll
+      for (int i = 0; i < Cfg::kThreadM; ++i)
+#pragma unroll
+        for (int j = 0; j < Cfg::kThreadN; ++j) acc[i][j] = fma(fa[i], fb[j], acc[i][j]);
+    }
+  }
+
+  // Accumulates A[m0:, k_begin:k_end] x B[k_begin:k_end, n0:] into acc.
+  // a / b point at the problem's operand origins; m_end / n_end are the problem extents.
+  CG_DEVICE static void run(SharedStorage& smem, const T* a, index_t a_sm, index_t a_sk,
+                            const T* b, index_t b_sk, index_t b_sn, int m0, int m_end, int n0,
+                            int n_end, int k_begin, int k_end, int tid, const ThreadCoords& t,
+                            Accumulators& acc) {
+#pragma unroll
+    for (int i = 0; i < Cfg::kThreadM; ++i)
+#pragma unroll
+      for (int j = 0; j < Cfg::kThreadN; ++j) acc[i][j] = Acc(0);
+    if (k_begin >= k_end) return;
+
+    IterA ia(a, a_sm, a_sk, tid, m0, k_begin);
+    IterB ib(b, b_sn, b_sk, tid, n0, k_begin);
+    ia.load(a_sm, a_sk, m_end, k_end);
+    ib.load(b_sn, b_sk, n_end, k_end);
+    ia.store(smem.a[0], tid);
+    ib.store(smem.b[0], tid);
+    __syncthreads();
+
+    int stage = 0;
+    for (int k0 = k_begin; k0 < k_end; k0 += Cfg::kBlockK) {
+      const bool has_next = k0 + Cfg::kBlockK < k_end;
+      if (has_next) {  // global loads in flight while the FMAs below run
+        ia.advance(a_sk);
+        ib.advance(b_sk);
+        ia.load(a_sm, a_sk, m_end, k_end);
+        ib.load(b_sn, b_sk, n_end, k_end);
+      }
+      warp_mma(smem.a[stage], smem.b[stage], t, acc);
+      if (has_next) {
+        ia.store(smem.a[stage ^ 1], tid);
+        ib.store(smem.b[stage ^ 1], tid);
+      }
+      __syncthreads();
+      stage ^= 1;
+    }
+  }
+};
+
+}  // namespace cutorch_gemm
