@@ -210,6 +210,9 @@ def _make_sets(M: int, N: int, K: int, dtype: torch.dtype, with_bias: bool) -> l
 
 
 def _rel_err(ours: torch.Tensor, ref: torch.Tensor) -> float:
+    if ours.shape != ref.shape or ours.dtype != ref.dtype:
+        raise ValueError(f"returned {ours.dtype} {tuple(ours.shape)}, "
+                         f"expected {ref.dtype} {tuple(ref.shape)}")
     ours, ref = ours.float(), ref.float()
     err = float(torch.linalg.vector_norm(ours - ref) / torch.linalg.vector_norm(ref))
     return err if math.isfinite(err) else float("inf")
@@ -221,7 +224,9 @@ def _config_of(cg, op: str, *args, **kwargs) -> str:
     if explain is None:
         return "?"
     try:
-        return str(getattr(explain(op, *args, **kwargs), "config", "?"))
+        e = explain(op, *args, **kwargs)
+        splits = getattr(e, "splits", 1) or 1
+        return str(getattr(e, "config", "?")) + (f" splitK={splits}" if splits > 1 else "")
     except Exception as exc:  # explain is diagnostic only: never fail a benchmark on it
         return f"? ({type(exc).__name__})"
 
@@ -490,8 +495,8 @@ def run(suites: Sequence[str] = DEFAULT_SUITES, dtypes: Sequence[str] = DEFAULT_
             try:
                 rows.append(run_case(cg, suite, dtype, M, N, K))
             except Exception as exc:  # record it and go on: one bad case must not hide the rest
-                torch.cuda.empty_cache()
                 rows.append(_failed_row(suite, dtype, M, N, K, exc))
+            torch.cuda.empty_cache()   # after the except block has dropped the traceback
             bar.step()
     finally:
         bar.close()
