@@ -39,6 +39,9 @@ def make_extension():
     # NOTE: the arch list goes through TORCH_CUDA_ARCH_LIST only; adding -gencode here makes
     # torch drop the list (ARCHITECTURE.md, Build).
     os.environ.setdefault("TORCH_CUDA_ARCH_LIST", "8.0;9.0a")
+    arch_token = "_".join("".join(ch for ch in a if ch.isalnum() or ch == ".")
+                          for a in os.environ["TORCH_CUDA_ARCH_LIST"].replace(",", ";").split(";") if a.strip())
+    arch_define = f"-DCUTORCH_GEMM_ARCH_LIST={arch_token}"
     cuda_cpp = rel(glob.glob(os.path.join(ROOT, "csrc", "torch", "cuda", "*.cpp")))
     kernels = rel(glob.glob(os.path.join(ROOT, "csrc", "instantiations", "*.cu")))
     nvcc_flags = ["-O3", "-std=c++17", "--expt-relaxed-constexpr", "-lineinfo",
@@ -49,7 +52,8 @@ def make_extension():
           f"{os.environ['TORCH_CUDA_ARCH_LIST']} (CUDA {torch.version.cuda}, {len(kernels)} kernel files)")
     return cpp_extension.CUDAExtension(
         "cutorch_gemm._C", common_cpp + cuda_cpp + kernels, include_dirs=[INCLUDE],
-        extra_compile_args={"cxx": cxx_flags + ["-DCUTORCH_GEMM_WITH_CUDA"], "nvcc": nvcc_flags})
+        extra_compile_args={"cxx": cxx_flags + ["-DCUTORCH_GEMM_WITH_CUDA", arch_define],
+                            "nvcc": nvcc_flags})
 
 
 setup(

@@ -1,0 +1,206 @@
+#include "checks.h"
+
+#include <sstream>
+
+namespace cutorch_gemm::binding {
+
+DType to_dtype(at::ScalarType t) {
+  switch (t) {
+    case at::kHalf:     return DType::kFloat16;
+    case at::kBFloat16: return DType::kBFloat16;
+    case at::kFloat:    return DType::kFloat32;
+    case at::kDouble:   return DType::kFloat64;
+    default:
+      TORCH_CHECK_TYPE(false, "cutorch_gemm: unsupported dtype ", t,
+                       "; expected float16, bfloat16, float32 or float64");
+  }
+  return DType::kFloat32;
+}
+
+at::ScalarType acc_dtype(at::ScalarType t) { return t == at::kDouble ? at::kDouble : at::kFloat; }
+
+std::string shape_str(const at::Tensor& t) {
+  std::ostringstream s;
+  s << "(";
+  for (int64_t i = 0; i < t.dim(); ++i) s << (i ? ", " : "") << t.size(i);
+  if (t.dim() == 1) s << ",";
+  s << ")";
+  return s.str();
+}
+
+namespace {
+
+void check_input(const char* op, const char* name, const at::Tensor& t, int64_t rank,
+                 const char* expected_shape) {
+  TORCH_CHECK_VALUE(t.dim() == rank, op, ": ", name, " must be a ", rank, "-D tensor ",
+                    expected_shape, ", got shape ", shape_str(t));
+  TORCH_CHECK_TYPE(t.scalar_type() == at::kHalf || t.scalar_type() == at::kBFloat16 ||
+                       t.scalar_type() == at::kFloat || t.scalar_type() == at::kDouble,
+                   op, ": ", name, " has dtype ", t.scalar_type(),
+                   "; expected float16, bfloat16, float32 or float64");
+  TORCH_CHECK_VALUE(!t.is_complex(), op, ": ", name, " must be real");
+}
+
+void check_same(const char* op, const char* name, const at::Tensor& t, const at::Tensor& a) {
+  TORCH_CHECK_TYPE(t.scalar_type() == a.scalar_type(), op, ": ", name, " has dtype ",
+                   t.scalar_type(), " but a has dtype ", a.scalar_type(),
+                   "; expected the same dtype");
+  TORCH_CHECK_VALUE(t.device() == a.device(), op, ": ", name, " is on ", t.device(),
+                    " but a is on ", a.device(), "; expected the same device");
+}
+
+void check_bias(const char* op, const at::Tensor& bias, const at::Tensor& a,
+                std::vector<int64_t> expected) {
+  check_same(op, "bias", bias, a);
+  bool ok = bias.dim() == int64_t(expected.size());
+  for (size_t i = 0; ok && i < expected.size(); ++i) ok = bias.size(i) == expected[i];
+  std::ostringstream want;
+  want << "(";
+  for (size_t i = 0; i < expected.size(); ++i) want << (i ? ", " : "") << expected[i];
+  want << (expected.size() == 1 ? ",)" : ")");
+  TORCH_CHECK_VALUE(ok, op, ": bias must have shape ", want.str(), ", got ", shape_str(bias));
+}
+
+}  // namespace
+
+at::ScalarType check_out_dtype(const char* op, at::ScalarType in, std::optional<at::ScalarType> out) {
+  if (!out.has_value() || *out == in) return in;
+  const bool widen = (in == at::kHalf || in == at::kBFloat16) && *out == at::kFloat;
+  TORCH_CHECK_TYPE(widen, op, ": unsupported out_dtype ", *out, " for inputs of dtype ", in,
+                   "; expected None, ", in,
+                   (in == at::kHalf || in == at::kBFloat16) ? " or float32" : "");
+  return *out;
+}
+
+Activation check_activation(const char* op, const std::string& name) {
+  Activation act;
+  TORCH_CHECK_VALUE(parse_activation(name.c_str(), &act), op, ": unknown activation '", name,
+                    "'; expected one of none, relu, gelu, gelu_tanh, silu");
+  return act;
+}
+
+DenseSpec check_gemm(const char* op, const at::Tensor& a, const at::Tensor& b,
+                     const std::optional<at::Tensor>& bias, const std::optional<at::Tensor>& c,
+                     const std::string& activation, std::optional<at::ScalarType> out_dtype) {
+  check_input(op, "a", a, 2, "(M, K)");
+  check_input(op, "b", b, 2, "(K, N)");
+  check_same(op, "b", b, a);
+  TORCH_CHECK_VALUE(b.size(0) == a.size(1), op, ": b must have shape (K=", a.size(1),
+                    ", N) to match a of shape ", shape_str(a), ", got ", shape_str(b));
+  DenseSpec s{1, a.size(0), b.size(1), a.size(1), check_out_dtype(op, a.scalar_type(), out_dtype),
+              check_activation(op, activation)};
+  if (bias.has_value()) check_bias(op, *bias, a, {s.n});
+  if (c.has_value()) {
+    check_same(op, "c", *c, a);
+    TORCH_CHECK_VALUE(c->dim() == 2 && c->size(0) == s.m && c->size(1) == s.n, op,
+                      ": c must have shape (M=", s.m, ", N=", s.n, "), got ", shape_str(*c));
+  }
+  return s;
+}
+
+DenseSpec check_bmm(const at::Tensor& a, const at::Tensor& b, std::optional<at::ScalarType> out_dtype) {
+  const char* op = "gemm.bmm";
+  check_input(op, "a", a, 3, "(B, M, K)");
+  check_input(op, "b", b, 3, "(B, K, N)");
+  check_same(op, "b", b, a);
+  TORCH_CHECK_VALUE(b.size(0) == a.size(0) && b.size(1) == a.size(2), op,
+                    ": b must have shape (B=", a.size(0), ", K=", a.size(2),
+                    ", N) to match a of shape ", shape_str(a), ", got ", shape_str(b));
+  return DenseSpec{a.size(0), a.size(1), b.size(2), a.size(2),
+                   check_out_dtype(op, a.scalar_type(), out_dtype), Activation::kNone};
+}
+
+GroupedSpec check_grouped(const at::Tensor& a, const at::Tensor& b, const std::optional<at::Tensor>& offs,
+                          const std::optional<at::Tensor>& bias, const std::string& activation,
+                          std::optional<at::ScalarType> out_dtype) {
+  const char* op = "gemm.grouped_mm";
+  TORCH_CHECK_VALUE((a.dim() == 2 || a.dim() == 3) && (b.dim() == 2 || b.dim() == 3), op,
+                    ": a and b must be 2-D or 3-D (2D x 3D, 3D x 2D, 2D x 2D or 3D x 3D), got a ",
+                    shape_str(a), " and b ", shape_str(b));
+  check_input(op, "a", a, a.dim(), a.dim() == 2 ? "(M, K)" : "(G, M, K)");
+  check_input(op, "b", b, b.dim(), b.dim() == 2 ? "(K, N)" : "(G, K, N)");
+  check_same(op, "b", b, a);
+  GroupedSpec s;
+  s.out_dtype = check_out_dtype(op, a.scalar_type(), out_dtype);
+  s.act = check_activation(op, activation);
+  const int64_t ka = a.size(-1), kb = b.size(-2);
+  TORCH_CHECK_VALUE(ka == kb, op, ": b's reduction dimension (size(-2)) must equal a's (size(-1)=",
+                    ka, "), got b of shape ", shape_str(b), " for a of shape ", shape_str(a));
+
+  if (a.dim() == 3 && b.dim() == 3) {
+    TORCH_CHECK_VALUE(!offs.has_value(), op, ": offs must be None for 3D x 3D (batched) inputs");
+    TORCH_CHECK_VALUE(a.size(0) == b.size(0), op, ": b must have shape (G=", a.size(0),
+                      ", K, N) to match a of shape ", shape_str(a), ", got ", shape_str(b));
+    s.mode = GroupMode::kBatched;
+    s.groups = a.size(0);
+    s.m = a.size(1); s.n = b.size(2); s.k = ka;
+    s.out_shape = {s.groups, s.m, s.n};
+  } else {
+    TORCH_CHECK_VALUE(offs.has_value(), op, ": offs is required for ", a.dim(), "D x ", b.dim(),
+                      "D inputs (int32 cumulative group ends)");
+    const at::Tensor& o = *offs;
+    TORCH_CHECK_TYPE(o.scalar_type() == at::kInt, op, ": offs must have dtype int32, got ",
+                     o.scalar_type());
+    TORCH_CHECK_VALUE(o.dim() == 1, op, ": offs must be 1-D (G,), got shape ", shape_str(o));
+    TORCH_CHECK_VALUE(o.device() == a.device(), op, ": offs is on ", o.device(), " but a is on ",
+                      a.device(), "; expected the same device");
+    if (a.dim() == 2 && b.dim() == 3) {
+      s.mode = GroupMode::kGroupedM;
+      s.groups = b.size(0);
+      s.m = a.size(0); s.n = b.size(2); s.k = ka;
+      s.out_shape = {s.m, s.n};
+    } else if (a.dim() == 3 && b.dim() == 2) {
+      s.mode = GroupMode::kGroupedN;
+      s.groups = a.size(0);
+      s.m = a.size(1); s.n = b.size(1); s.k = ka;
+      s.out_shape = {s.m, s.n};
+    } else {
+      s.mode = GroupMode::kGroupedK;
+      s.groups = o.size(0);
+      s.m = a.size(0); s.n = b.size(1); s.k = ka;
+      s.out_shape = {s.groups, s.m, s.n};
+    }
+    TORCH_CHECK_VALUE(o.size(0) == s.groups, op, ": offs must have shape (G=", s.groups,
+                      ",) (one cumulative end per group), got ", shape_str(o));
+  }
+  if (bias.has_value()) {
+    if (s.mode == GroupMode::kGroupedN) {
+      check_bias(op, *bias, a, {s.n});
+    } else {
+      check_bias(op, *bias, a, {s.groups, s.n});
+    }
+  }
+  return s;
+}
+
+void check_grouped_gemm_lists(const std::vector<at::Tensor>& a, const std::vector<at::Tensor>& b,
+                              const std::optional<std::vector<at::Tensor>>& bias) {
+  const char* op = "gemm.grouped_gemm";
+  TORCH_CHECK_VALUE(a.size() == b.size(), op, ": a and b must be lists of the same length, got ",
+                    a.size(), " and ", b.size());
+  if (bias.has_value()) {
+    TORCH_CHECK_VALUE(bias->size() == a.size(), op,
+                      ": bias must be a list of the same length as a (", a.size(), "), got ",
+                      bias->size());
+  }
+  for (size_t i = 1; i < a.size(); ++i) {
+    TORCH_CHECK_TYPE(a[i].scalar_type() == a[0].scalar_type(), op, ": a[", i, "] has dtype ",
+                     a[i].scalar_type(), " but a[0] has ", a[0].scalar_type(),
+                     "; expected one dtype for all problems");
+  }
+}
+
+void check_offsets_values_cpu(const at::Tensor& offs, int64_t extent, const char* along) {
+  const at::Tensor o = offs.contiguous();
+  const int32_t* p = o.data_ptr<int32_t>();
+  int64_t prev = 0;
+  for (int64_t g = 0; g < o.numel(); ++g) {
+    TORCH_CHECK_VALUE(p[g] >= prev, "gemm.grouped_mm: offs must be non-decreasing and >= 0, got offs[",
+                      g, "]=", p[g], " after ", prev);
+    TORCH_CHECK_VALUE(p[g] <= extent, "gemm.grouped_mm: offs[", g, "]=", p[g], " exceeds the ",
+                      along, " extent ", extent);
+    prev = p[g];
+  }
+}
+
+}  // namespace cutorch_gemm::binding

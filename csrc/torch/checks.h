@@ -1,0 +1,58 @@
+#pragma once
+// Input validation shared by the CPU and CUDA implementations. Every check names the argument
+// and what was expected; shape / device / value problems raise ValueError, dtype problems
+// TypeError (TORCH_CHECK_VALUE / TORCH_CHECK_TYPE).
+
+#include <ATen/ATen.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cutorch_gemm/core/types.h"
+#include "cutorch_gemm/epilogue/fusion.h"
+#include "cutorch_gemm/scheduler/problem_visitor.h"
+
+namespace cutorch_gemm::binding {
+
+// The validated description of one dense call (mm, gemm, bmm: batch = 1 unless bmm).
+struct DenseSpec {
+  int64_t batch;
+  int64_t m, n, k;
+  at::ScalarType out_dtype;
+  Activation act;
+};
+
+// The validated description of a grouped_mm call.
+struct GroupedSpec {
+  GroupMode mode;          // kBatched for 3D x 3D
+  int64_t groups;          // G
+  int64_t m, n, k;         // per-problem extents; the grouped one is the total (T)
+  std::vector<int64_t> out_shape;
+  at::ScalarType out_dtype;
+  Activation act;
+};
+
+DType to_dtype(at::ScalarType t);
+at::ScalarType acc_dtype(at::ScalarType t);  // fp32, or fp64 for fp64
+std::string shape_str(const at::Tensor& t);
+
+// out_dtype: None -> input dtype; the input dtype itself; float32 for 16-bit inputs.
+at::ScalarType check_out_dtype(const char* op, at::ScalarType in, std::optional<at::ScalarType> out);
+Activation check_activation(const char* op, const std::string& name);
+
+DenseSpec check_gemm(const char* op, const at::Tensor& a, const at::Tensor& b,
+                     const std::optional<at::Tensor>& bias, const std::optional<at::Tensor>& c,
+                     const std::string& activation, std::optional<at::ScalarType> out_dtype);
+DenseSpec check_bmm(const at::Tensor& a, const at::Tensor& b, std::optional<at::ScalarType> out_dtype);
+GroupedSpec check_grouped(const at::Tensor& a, const at::Tensor& b, const std::optional<at::Tensor>& offs,
+                          const std::optional<at::Tensor>& bias, const std::string& activation,
+                          std::optional<at::ScalarType> out_dtype);
+void check_grouped_gemm_lists(const std::vector<at::Tensor>& a, const std::vector<at::Tensor>& b,
+                              const std::optional<std::vector<at::Tensor>>& bias);
+
+// CPU only: offsets must be non-decreasing, within [0, extent]. (The GPU clamps instead, to
+// avoid a host synchronisation.)
+void check_offsets_values_cpu(const at::Tensor& offs, int64_t extent, const char* along);
+
+}  // namespace cutorch_gemm::binding

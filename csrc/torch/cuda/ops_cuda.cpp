@@ -1,0 +1,180 @@
+// CUDA implementations: tensors -> GemmArgs (pointers, extents, strides; no copies of a or b)
+// -> heuristic plan -> kernel launch on the current stream under a device guard.
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <torch/library.h>
+
+#include <cstdlib>
+#include <limits>
+
+#include "../checks.h"
+#include "cutorch_gemm/device/simt_gemm.h"
+
+namespace cutorch_gemm::binding {
+namespace {
+
+constexpr int64_t kMaxExtent = std::numeric_limits<int32_t>::max();
+
+void check_extents(const char* op, std::initializer_list<int64_t> extents) {
+  for (int64_t e : extents) {
+    TORCH_CHECK_VALUE(e <= kMaxExtent, op, ": extents above 2^31-1 are not supported, got ", e);
+  }
+}
+
+// Size-1 dimensions have meaningless strides; reporting 1 lets such an operand take the
+// contiguous (vectorized) variant.
+int64_t stride_of(const at::Tensor& t, int64_t dim) { return t.size(dim) == 1 ? 1 : t.stride(dim); }
+
+SimtPlan plan_for(const GemmArgs& args, bool grouped) {
+  const cudaDeviceProp* prop = at::cuda::getCurrentDeviceProperties();
+  return choose_simt_plan(prop->major, prop->minor, args.dtype, args.shape.m, args.shape.n,
+                          args.shape.k, args.batch, prop->multiProcessorCount, grouped);
+}
+
+// Launches the SIMT family. (CUTORCH_GEMM_ARCH=simt forces it; it is the only family so far.)
+void run(const GemmArgs& args, bool grouped) {
+  if (args.batch == 0 || args.shape.m == 0 || args.shape.n == 0) return;
+  const SimtPlan plan = plan_for(args, grouped);
+  const size_t ws_bytes = simt_workspace_bytes(args, plan);
+  at::Tensor ws;
+  if (ws_bytes > 0) {  // from PyTorch's caching allocator, on the current stream
+    ws = at::empty({int64_t(ws_bytes)}, at::TensorOptions().dtype(at::kByte).device(at::kCUDA));
+  }
+  const cudaError_t err = simt_gemm(args, plan, ws_bytes ? ws.data_ptr() : nullptr,
+                                    at::cuda::getCurrentCUDAStream());
+  TORCH_CHECK(err == cudaSuccess, "cutorch_gemm: SIMT kernel launch failed (", simt_config_name(plan.config),
+              ", splits=", plan.splits, "): ", cudaGetErrorString(err));
+}
+
+GemmArgs base_args(const at::Tensor& a, const at::Tensor& b, at::ScalarType out_dtype, Activation act) {
+  GemmArgs g{};
+  g.dtype = to_dtype(a.scalar_type());
+  g.out_f32 = out_dtype == at::kFloat && a.scalar_type() != at::kFloat;
+  g.a = a.data_ptr();
+  g.b = b.data_ptr();
+  g.alpha = 1.0;
+  g.beta = 0.0;
+  g.act = act;
+  g.shape.mode = GroupMode::kBatched;
+  return g;
+}
+
+void set_2d(GemmArgs& g, const at::Tensor& a, const at::Tensor& b, const at::Tensor& d) {
+  g.shape.a_sm = stride_of(a, a.dim() - 2);
+  g.shape.a_sk = stride_of(a, a.dim() - 1);
+  g.shape.b_sk = stride_of(b, b.dim() - 2);
+  g.shape.b_sn = stride_of(b, b.dim() - 1);
+  g.shape.d_sm = d.stride(d.dim() - 2);
+  g.shape.d_sn = d.stride(d.dim() - 1);
+}
+
+at::Tensor gemm_cuda(const at::Tensor& a, const at::Tensor& b, const std::optional<at::Tensor>& bias,
+                     const std::optional<at::Tensor>& c, double alpha, double beta,
+                     c10::string_view activation, std::optional<at::ScalarType> out_dtype) {
+  const DenseSpec s = check_gemm("gemm.gemm", a, b, bias, c, std::string(activation), out_dtype);
+  check_extents("gemm.gemm", {s.m, s.n, s.k});
+  const c10::cuda::CUDAGuard guard(a.device());
+  at::Tensor d = at::empty({s.m, s.n}, a.options().dtype(s.out_dtype));
+  GemmArgs g = base_args(a, b, s.out_dtype, s.act);
+  g.batch = 1;
+  g.shape.m = int(s.m); g.shape.n = int(s.n); g.shape.k = int(s.k);
+  set_2d(g, a, b, d);
+  g.d = d.data_ptr();
+  g.alpha = alpha;
+  g.beta = beta;
+  at::Tensor bias_c;
+  if (bias.has_value()) {
+    bias_c = bias->contiguous();
+    g.bias = bias_c.data_ptr();
+  }
+  if (c.has_value() && beta != 0.0) {  // BLAS convention: beta == 0 never reads C
+    g.c = c->data_ptr();
+    g.shape.c_sm = c->stride(0);
+    g.shape.c_sn = c->stride(1);
+  }
+  run(g, false);
+  return d;
+}
+
+at::Tensor mm_cuda(const at::Tensor& a, const at::Tensor& b, std::optional<at::ScalarType> out_dtype) {
+  check_gemm("gemm.mm", a, b, std::nullopt, std::nullopt, "none", out_dtype);
+  return gemm_cuda(a, b, std::nullopt, std::nullopt, 1.0, 0.0, "none", out_dtype);
+}
+
+at::Tensor bmm_cuda(const at::Tensor& a, const at::Tensor& b, std::optional<at::ScalarType> out_dtype) {
+  const DenseSpec s = check_bmm(a, b, out_dtype);
+  check_extents("gemm.bmm", {s.m, s.n, s.k, s.batch});
+  const c10::cuda::CUDAGuard guard(a.device());
+  at::Tensor d = at::empty({s.batch, s.m, s.n}, a.options().dtype(s.out_dtype));
+  GemmArgs g = base_args(a, b, s.out_dtype, Activation::kNone);
+  g.batch = int(s.batch);
+  g.shape.m = int(s.m); g.shape.n = int(s.n); g.shape.k = int(s.k);
+  set_2d(g, a, b, d);
+  g.shape.a_sb = a.stride(0);
+  g.shape.b_sb = b.stride(0);
+  g.shape.d_sb = d.stride(0);
+  g.d = d.data_ptr();
+  run(g, false);
+  return d;
+}
+
+at::Tensor grouped_mm_cuda(const at::Tensor& a, const at::Tensor& b, const std::optional<at::Tensor>& offs,
+                           const std::optional<at::Tensor>& bias, c10::string_view activation,
+                           std::optional<at::ScalarType> out_dtype) {
+  const GroupedSpec s = check_grouped(a, b, offs, bias, std::string(activation), out_dtype);
+  check_extents("gemm.grouped_mm", {s.m, s.n, s.k, s.groups});
+  const c10::cuda::CUDAGuard guard(a.device());
+  // Rows (columns) outside every group stay zero: the grouped-M/N outputs start zeroed.
+  const bool zero_fill = s.mode == GroupMode::kGroupedM || s.mode == GroupMode::kGroupedN;
+  const auto opts = a.options().dtype(s.out_dtype);
+  at::Tensor d = zero_fill ? at::zeros(s.out_shape, opts) : at::empty(s.out_shape, opts);
+  GemmArgs g = base_args(a, b, s.out_dtype, s.act);
+  g.batch = int(s.groups);
+  g.shape.mode = s.mode;
+  g.shape.m = int(s.m); g.shape.n = int(s.n); g.shape.k = int(s.k);
+  set_2d(g, a, b, d);
+  g.shape.a_sb = a.dim() == 3 ? a.stride(0) : 0;
+  g.shape.b_sb = b.dim() == 3 ? b.stride(0) : 0;
+  g.shape.d_sb = d.dim() == 3 ? d.stride(0) : 0;
+  g.d = d.data_ptr();
+  at::Tensor offs_c, bias_c;
+  if (offs.has_value()) {
+    offs_c = offs->contiguous();
+    g.shape.offs = offs_c.data_ptr<int32_t>();
+  }
+  if (bias.has_value()) {
+    bias_c = bias->contiguous();
+    g.bias = bias_c.data_ptr();
+    g.shape.bias_sb = bias_c.dim() == 2 ? bias_c.stride(0) : 0;
+  }
+  run(g, s.mode != GroupMode::kBatched);
+  return d;
+}
+
+std::vector<at::Tensor> grouped_gemm_cuda(const std::vector<at::Tensor>& a, const std::vector<at::Tensor>& b,
+                                          const std::optional<std::vector<at::Tensor>>& bias,
+                                          c10::string_view activation, std::optional<at::ScalarType> out_dtype) {
+  check_grouped_gemm_lists(a, b, bias);
+  // NOTE: the correct path for now, one launch per problem; the persistent pointer-array
+  // grouped kernel (seeds: grouped scheduler) replaces this loop.
+  std::vector<at::Tensor> out;
+  out.reserve(a.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    std::optional<at::Tensor> bi;
+    if (bias.has_value()) bi = (*bias)[i];
+    out.push_back(gemm_cuda(a[i], b[i], bi, std::nullopt, 1.0, 0.0, activation, out_dtype));
+  }
+  return out;
+}
+
+}  // namespace
+}  // namespace cutorch_gemm::binding
+
+TORCH_LIBRARY_IMPL(gemm, CUDA, m) {
+  using namespace cutorch_gemm::binding;
+  m.impl("mm", &mm_cuda);
+  m.impl("gemm", &gemm_cuda);
+  m.impl("bmm", &bmm_cuda);
+  m.impl("grouped_mm", &grouped_mm_cuda);
+  m.impl("grouped_gemm", &grouped_gemm_cuda);
+}

@@ -1,0 +1,100 @@
+// The Python module cutorch_gemm._C. Importing it registers the `gemm` ops (schema.cpp and the
+// per-device implementations); the functions below expose the torch-free host-device logic
+// (rasterization, split-K partitioning, fusion functors, layout mapping, heuristics) so the CPU
+// test suite checks the exact code the kernels run.
+#include <torch/extension.h>
+
+#include <string>
+#include <vector>
+
+#include "checks.h"
+#include "cutorch_gemm/device/simt_heuristic.h"
+#include "cutorch_gemm/scheduler/split_k.h"
+#include "epilogue_cpu.h"
+
+#define CG_STR2(x) #x
+#define CG_STR(x) CG_STR2(x)
+
+namespace {
+
+using namespace cutorch_gemm;
+
+DType parse_dtype(const std::string& name) {
+  for (DType t : {DType::kFloat16, DType::kBFloat16, DType::kFloat32, DType::kFloat64}) {
+    if (name == dtype_name(t)) return t;
+  }
+  TORCH_CHECK_VALUE(false, "unknown dtype '", name, "'; expected float16, bfloat16, float32 or float64");
+  return DType::kFloat32;
+}
+
+std::vector<std::string> compiled_archs() {
+  std::vector<std::string> out;
+#ifdef CUTORCH_GEMM_ARCH_LIST
+  // setup.py passes TORCH_CUDA_ARCH_LIST as one token with '_' between entries.
+  std::string all = CG_STR(CUTORCH_GEMM_ARCH_LIST), cur;
+  for (char ch : all + "_") {
+    if (ch == '_') {
+      if (!cur.empty()) {
+        std::string sm = "sm_";
+        for (char x : cur) if (x != '.') sm += x;
+        out.push_back(sm);
+      }
+      cur.clear();
+    } else {
+      cur += ch;
+    }
+  }
+#endif
+  return out;
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_C, m) {
+  m.doc() = "cutorch_gemm native module: registers torch.ops.gemm.* and exposes host-device helpers";
+  m.def("cuda_built", [] {
+#ifdef CUTORCH_GEMM_WITH_CUDA
+    return true;
+#else
+    return false;
+#endif
+  }, "True when the CUDA kernels were compiled into this build.");
+  m.def("compiled_archs", &compiled_archs, "GPU architectures with machine code in this build.");
+  m.def("raster_tile", [](int linear, int tiles_m, int tiles_n, int group) {
+    TORCH_CHECK_VALUE(tiles_m > 0 && tiles_n > 0 && group > 0 && linear >= 0 && linear < tiles_m * tiles_n,
+                      "raster_tile: need 0 <= linear < tiles_m * tiles_n and group > 0");
+    const TileCoord t = raster_tile(linear, tiles_m, tiles_n, group);
+    return std::make_pair(t.m, t.n);
+  }, "Threadblock rasterization swizzle: linear CTA id -> (tile_m, tile_n).");
+  m.def("raster_group_for", &raster_group_for, "Band height the kernels use for a tile grid.");
+  m.def("splitk_range", [](int k, int block_k, int splits, int idx) {
+    TORCH_CHECK_VALUE(k >= 0 && block_k > 0 && splits > 0 && idx >= 0 && idx < splits,
+                      "splitk_range: need k >= 0, block_k > 0, 0 <= split_idx < splits");
+    const KRange r = splitk_range(k, block_k, splits, idx);
+    return std::make_pair(r.begin, r.end);
+  }, "Split-K slice of [0, k): (k_begin, k_end).");
+  m.def("classify_layout", [](int64_t rows, int64_t cols, int64_t sr, int64_t sc) {
+    return std::string(layout_name(classify_layout(rows, cols, sr, sc)));
+  }, "'row', 'col' or 'strided' for a 2-D operand.");
+  m.def("epilogue_ref", [](const at::Tensor& acc, double alpha, double beta, std::optional<at::Tensor> c,
+                           std::optional<at::Tensor> bias, const std::string& act) {
+    return binding::epilogue_cpu(acc, alpha, beta, c, bias, binding::check_activation("epilogue_ref", act));
+  }, "The fusion functor applied on the CPU: act(alpha * acc + beta * c + bias).",
+        pybind11::arg("acc"), pybind11::arg("alpha"), pybind11::arg("beta"), pybind11::arg("c"),
+        pybind11::arg("bias"), pybind11::arg("activation"));
+  m.def("choose_simt_config", [](int major, int minor, const std::string& dtype, int64_t m_, int64_t n,
+                                 int64_t k, int64_t batch, int num_sms, bool grouped) {
+    const SimtPlan p = choose_simt_plan(major, minor, parse_dtype(dtype), int(m_), int(n), int(k),
+                                        int(batch), num_sms, grouped);
+    pybind11::dict d;
+    d["config"] = std::string(simt_config_name(p.config));
+    d["splits"] = p.splits;
+    d["raster_group"] = p.raster_group;
+    d["tiles_m"] = p.tiles_m;
+    d["tiles_n"] = p.tiles_n;
+    d["reason"] = p.reason;
+    return d;
+  }, "The SIMT heuristic's plan for a problem.", pybind11::arg("sm_major"), pybind11::arg("sm_minor"),
+        pybind11::arg("dtype"), pybind11::arg("m"), pybind11::arg("n"), pybind11::arg("k"),
+        pybind11::arg("batch"), pybind11::arg("num_sms"), pybind11::arg("grouped") = false);
+}

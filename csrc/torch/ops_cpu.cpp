@@ -1,0 +1,112 @@
+// CPU implementations: the correct reference of every op. Products run in the accumulator
+// dtype (fp32, or fp64 for fp64 inputs) through ATen; the epilogue is the same fusion functor
+// the GPU kernels use; one rounding to out_dtype at the end.
+#include <torch/library.h>
+
+#include "checks.h"
+#include "epilogue_cpu.h"
+
+namespace cutorch_gemm::binding {
+namespace {
+
+at::Tensor up(const at::Tensor& t) { return t.to(acc_dtype(t.scalar_type())); }
+
+// act(alpha * acc + beta * c + bias), rounded once to out_dtype, contiguous.
+at::Tensor finish(const at::Tensor& acc, double alpha, double beta, const std::optional<at::Tensor>& c,
+                  const std::optional<at::Tensor>& bias, Activation act, at::ScalarType out_dtype) {
+  const bool trivial = alpha == 1.0 && (beta == 0.0 || !c.has_value()) && !bias.has_value() &&
+                       act == Activation::kNone;
+  const at::Tensor r = trivial ? acc : epilogue_cpu(acc, alpha, beta, c, bias, act);
+  return r.to(out_dtype).contiguous();
+}
+
+at::Tensor mm_cpu(const at::Tensor& a, const at::Tensor& b, std::optional<at::ScalarType> out_dtype) {
+  const DenseSpec s = check_gemm("gemm.mm", a, b, std::nullopt, std::nullopt, "none", out_dtype);
+  return at::mm(up(a), up(b)).to(s.out_dtype).contiguous();
+}
+
+at::Tensor gemm_cpu(const at::Tensor& a, const at::Tensor& b, const std::optional<at::Tensor>& bias,
+                    const std::optional<at::Tensor>& c, double alpha, double beta,
+                    c10::string_view activation, std::optional<at::ScalarType> out_dtype) {
+  const DenseSpec s = check_gemm("gemm.gemm", a, b, bias, c, std::string(activation), out_dtype);
+  return finish(at::mm(up(a), up(b)), alpha, beta, c, bias, s.act, s.out_dtype);
+}
+
+at::Tensor bmm_cpu(const at::Tensor& a, const at::Tensor& b, std::optional<at::ScalarType> out_dtype) {
+  const DenseSpec s = check_bmm(a, b, out_dtype);
+  return at::bmm(up(a), up(b)).to(s.out_dtype).contiguous();
+}
+
+at::Tensor grouped_mm_cpu(const at::Tensor& a, const at::Tensor& b, const std::optional<at::Tensor>& offs,
+                          const std::optional<at::Tensor>& bias, c10::string_view activation,
+                          std::optional<at::ScalarType> out_dtype) {
+  const GroupedSpec s = check_grouped(a, b, offs, bias, std::string(activation), out_dtype);
+  const at::ScalarType acc = acc_dtype(a.scalar_type());
+  const auto epi = [&](const at::Tensor& prod, const std::optional<at::Tensor>& bias_g) {
+    return finish(prod, 1.0, 0.0, std::nullopt, bias_g, s.act, acc);
+  };
+  const auto bias_row = [&](int64_t g) -> std::optional<at::Tensor> {
+    if (!bias.has_value()) return std::nullopt;
+    return (*bias)[g];
+  };
+  if (s.mode == GroupMode::kBatched) {
+    std::optional<at::Tensor> bias3;
+    if (bias.has_value()) bias3 = bias->unsqueeze(1);  // (G, 1, N) broadcasts over rows
+    return epi(at::bmm(up(a), up(b)), bias3).to(s.out_dtype).contiguous();
+  }
+
+  const at::Tensor o = offs->contiguous();
+  const int64_t extent = s.mode == GroupMode::kGroupedM ? s.m : s.mode == GroupMode::kGroupedN ? s.n : s.k;
+  check_offsets_values_cpu(o, extent, s.mode == GroupMode::kGroupedM ? "row (M)"
+                                      : s.mode == GroupMode::kGroupedN ? "column (N)" : "reduction (K)");
+  const int32_t* ends = o.data_ptr<int32_t>();
+  at::Tensor out = at::zeros(s.out_shape, a.options().dtype(acc));
+  const at::Tensor ua = up(a), ub = up(b);
+  for (int64_t g = 0; g < s.groups; ++g) {
+    const int64_t begin = g == 0 ? 0 : ends[g - 1];
+    const int64_t len = ends[g] - begin;
+    switch (s.mode) {
+      case GroupMode::kGroupedM:  // rows [begin, end) of a and out, expert g of b
+        out.narrow(0, begin, len).copy_(epi(at::mm(ua.narrow(0, begin, len), ub[g]), bias_row(g)));
+        break;
+      case GroupMode::kGroupedN: {  // columns [begin, end) of b and out, expert g of a
+        std::optional<at::Tensor> bias_cols;
+        if (bias.has_value()) bias_cols = bias->narrow(0, begin, len);
+        out.narrow(1, begin, len).copy_(epi(at::mm(ua[g], ub.narrow(1, begin, len)), bias_cols));
+        break;
+      }
+      case GroupMode::kGroupedK:  // reduction slice [begin, end): an empty group gives act(bias)
+        out[g].copy_(epi(at::mm(ua.narrow(1, begin, len), ub.narrow(0, begin, len)), bias_row(g)));
+        break;
+      case GroupMode::kBatched:
+        break;
+    }
+  }
+  return out.to(s.out_dtype).contiguous();
+}
+
+std::vector<at::Tensor> grouped_gemm_cpu(const std::vector<at::Tensor>& a, const std::vector<at::Tensor>& b,
+                                         const std::optional<std::vector<at::Tensor>>& bias,
+                                         c10::string_view activation, std::optional<at::ScalarType> out_dtype) {
+  check_grouped_gemm_lists(a, b, bias);
+  std::vector<at::Tensor> out;
+  out.reserve(a.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    std::optional<at::Tensor> bi;
+    if (bias.has_value()) bi = (*bias)[i];
+    out.push_back(gemm_cpu(a[i], b[i], bi, std::nullopt, 1.0, 0.0, activation, out_dtype));
+  }
+  return out;
+}
+
+}  // namespace
+}  // namespace cutorch_gemm::binding
+
+TORCH_LIBRARY_IMPL(gemm, CPU, m) {
+  using namespace cutorch_gemm::binding;
+  m.impl("mm", &mm_cpu);
+  m.impl("gemm", &gemm_cpu);
+  m.impl("bmm", &bmm_cpu);
+  m.impl("grouped_mm", &grouped_mm_cpu);
+  m.impl("grouped_gemm", &grouped_gemm_cpu);
+}

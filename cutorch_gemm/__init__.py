@@ -1,0 +1,19 @@
+"""cutorch_gemm: CUTLASS-style GEMM, grouped GEMM and fused-epilogue kernels as PyTorch ops.
+
+The ops live in ``torch.ops.gemm`` (registered by the native module ``cutorch_gemm._C``);
+this package adds their fake (meta) kernels, autograd, typed wrappers and ``explain``.
+"""
+from __future__ import annotations
+
+import torch  # noqa: F401  (the native module links against torch's libraries)
+
+from . import _C  # noqa: F401  registers torch.ops.gemm.*
+from . import _fake  # noqa: F401  register_fake for every op
+from . import _autograd  # noqa: F401  register_autograd for every op
+from .explain import Explanation, explain
+from .ops import ACTIVATIONS, bmm, gemm, grouped_gemm, grouped_mm, mm
+
+__version__ = "0.1.0"
+
+__all__ = ["mm", "gemm", "bmm", "grouped_mm", "grouped_gemm", "explain", "Explanation",
+           "ACTIVATIONS", "__version__"]

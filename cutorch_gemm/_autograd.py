@@ -1,0 +1,162 @@
+"""Autograd for every op (torch.library.register_autograd). Backward is built from the same
+ops: dA = dZ @ B^T and dB = A^T @ dZ are `mm` / `gemm` on transposed views (no copies); the
+grouped weight gradient is the 2D x 2D form of `grouped_mm`. With an activation, the
+pre-activation Z is recomputed by the same op in fp32 (one extra GEMM instead of saving Z).
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+
+_ops = torch.ops.gemm
+
+
+def act_grad(z: torch.Tensor, act: str) -> torch.Tensor:
+    """d act(z) / dz, evaluated in z's dtype."""
+    if act == "relu":
+        return (z > 0).to(z.dtype)
+    if act == "gelu":
+        cdf = 0.5 * (1.0 + torch.erf(z * (1.0 / math.sqrt(2.0))))
+        pdf = torch.exp(-0.5 * z * z) * (1.0 / math.sqrt(2.0 * math.pi))
+        return cdf + z * pdf
+    if act == "gelu_tanh":
+        k = math.sqrt(2.0 / math.pi)
+        t = torch.tanh(k * (z + 0.044715 * z * z * z))
+        return 0.5 * (1.0 + t) + 0.5 * z * (1.0 - t * t) * k * (1.0 + 3.0 * 0.044715 * z * z)
+    if act == "silu":
+        s = torch.sigmoid(z)
+        return s * (1.0 + z * (1.0 - s))
+    raise ValueError(f"unknown activation '{act}'")
+
+
+def _acc(dtype: torch.dtype) -> torch.dtype:
+    return torch.float64 if dtype == torch.float64 else torch.float32
+
+
+def _acc_out(dtype: torch.dtype):
+    """out_dtype that makes an op return the accumulator dtype for inputs of `dtype`."""
+    return None if dtype in (torch.float32, torch.float64) else torch.float32
+
+
+# ---- mm -------------------------------------------------------------------------------------
+
+def _mm_setup(ctx, inputs, keyword_only_inputs, output):
+    ctx.save_for_backward(*inputs)
+
+
+def _mm_backward(ctx, grad):
+    a, b = ctx.saved_tensors
+    g = grad.to(a.dtype)
+    ga = _ops.mm(g, b.t()) if ctx.needs_input_grad[0] else None
+    gb = _ops.mm(a.t(), g) if ctx.needs_input_grad[1] else None
+    return ga, gb
+
+
+# ---- gemm -----------------------------------------------------------------------------------
+
+def _gemm_setup(ctx, inputs, keyword_only_inputs, output):
+    a, b, bias, c = inputs
+    ctx.save_for_backward(a, b, bias, c)
+    ctx.kw = dict(keyword_only_inputs)
+
+
+def _gemm_backward(ctx, grad):
+    a, b, bias, c = ctx.saved_tensors
+    kw = ctx.kw
+    act, alpha, beta = kw["activation"], kw["alpha"], kw["beta"]
+    dz = grad.to(_acc(a.dtype))
+    if act != "none":
+        z = _ops.gemm(a, b, bias, c, alpha=alpha, beta=beta, out_dtype=_acc_out(a.dtype))
+        dz = dz * act_grad(z, act)
+    g = dz.to(a.dtype)
+    need = ctx.needs_input_grad
+    ga = _ops.gemm(g, b.t(), alpha=alpha) if need[0] else None
+    gb = _ops.gemm(a.t(), g, alpha=alpha) if need[1] else None
+    gbias = dz.sum(0).to(bias.dtype) if bias is not None and need[2] else None
+    gc = None
+    if c is not None and need[3]:
+        gc = (dz * beta).to(c.dtype) if beta != 0.0 else torch.zeros_like(c)
+    return ga, gb, gbias, gc
+
+
+# ---- bmm ------------------------------------------------------------------------------------
+
+def _bmm_backward(ctx, grad):
+    a, b = ctx.saved_tensors
+    g = grad.to(a.dtype)
+    ga = _ops.bmm(g, b.transpose(1, 2)) if ctx.needs_input_grad[0] else None
+    gb = _ops.bmm(a.transpose(1, 2), g) if ctx.needs_input_grad[1] else None
+    return ga, gb
+
+
+# ---- grouped_mm -----------------------------------------------------------------------------
+
+def _group_ids(offs: torch.Tensor, extent: int) -> torch.Tensor:
+    """Group of each row (column) along the grouped extent; len(offs) past the last group.
+    Computed on the device from offs (no host synchronisation)."""
+    idx = torch.arange(extent, device=offs.device, dtype=offs.dtype)
+    return torch.searchsorted(offs, idx, right=True)
+
+
+def _grouped_setup(ctx, inputs, keyword_only_inputs, output):
+    a, b, offs, bias = inputs
+    ctx.save_for_backward(a, b, offs, bias)
+    ctx.kw = dict(keyword_only_inputs)
+
+
+def _grouped_backward(ctx, grad):
+    a, b, offs, bias = ctx.saved_tensors
+    act = ctx.kw["activation"]
+    dz = grad.to(_acc(a.dtype))
+    if act != "none":
+        z = _ops.grouped_mm(a, b, offs, bias, out_dtype=_acc_out(a.dtype))
+        dz = dz * act_grad(z, act)
+    g = dz.to(a.dtype)
+    need = ctx.needs_input_grad
+    # The backward forms (see ops.grouped_mm): 2Dx3D <-> 2Dx2D (dW) and 3Dx2D <-> 2Dx2D.
+    ga = _ops.grouped_mm(g, b.transpose(-2, -1), offs) if need[0] else None
+    gb = _ops.grouped_mm(a.transpose(-2, -1), g, offs) if need[1] else None
+    gbias = None
+    if bias is not None and need[3]:
+        if a.dim() == 2 and b.dim() == 3:  # per-group sums of rows; rows past offs[-1] excluded
+            ids = _group_ids(offs, dz.shape[0])
+            acc = dz.new_zeros((offs.shape[0] + 1, dz.shape[1])).index_add_(0, ids, dz)
+            gbias = acc[:-1]
+        elif a.dim() == 3 and b.dim() == 2:  # bias per output column, columns past offs[-1] zero
+            ids = _group_ids(offs, dz.shape[1])
+            gbias = dz.sum(0) * (ids < offs.shape[0]).to(dz.dtype)
+        else:  # (G, M, N) outputs
+            gbias = dz.sum(1)
+        gbias = gbias.to(bias.dtype)
+    return ga, gb, None, gbias
+
+
+# ---- grouped_gemm ---------------------------------------------------------------------------
+
+def _grouped_gemm_setup(ctx, inputs, keyword_only_inputs, output):
+    a, b, bias = inputs
+    ctx.a, ctx.b, ctx.bias = list(a), list(b), None if bias is None else list(bias)
+    ctx.kw = dict(keyword_only_inputs)
+
+
+def _grouped_gemm_backward(ctx, grads):
+    a, b, bias, act = ctx.a, ctx.b, ctx.bias, ctx.kw["activation"]
+    dtype = a[0].dtype if a else torch.float32
+    dz = [g.to(_acc(dtype)) for g in grads]
+    if act != "none" and a:
+        z = _ops.grouped_gemm(a, b, bias, out_dtype=_acc_out(dtype))
+        dz = [d * act_grad(zi, act) for d, zi in zip(dz, z)]
+    g = [d.to(dtype) for d in dz]
+    ga = list(_ops.grouped_gemm(g, [bi.t() for bi in b])) if a else []
+    gb = list(_ops.grouped_gemm([ai.t() for ai in a], g)) if a else []
+    gbias = None if bias is None else [d.sum(0).to(bi.dtype) for d, bi in zip(dz, bias)]
+    return ga, gb, gbias
+
+
+torch.library.register_autograd("gemm::mm", _mm_backward, setup_context=_mm_setup)
+torch.library.register_autograd("gemm::gemm", _gemm_backward, setup_context=_gemm_setup)
+torch.library.register_autograd("gemm::bmm", _bmm_backward, setup_context=_mm_setup)
+torch.library.register_autograd("gemm::grouped_mm", _grouped_backward, setup_context=_grouped_setup)
+torch.library.register_autograd("gemm::grouped_gemm", _grouped_gemm_backward,
+                                setup_context=_grouped_gemm_setup)

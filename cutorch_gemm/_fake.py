@@ -1,0 +1,45 @@
+"""Fake (meta) kernels: output shape, dtype and strides (always contiguous, like the real ops)
+for torch.compile and other tracing."""
+from __future__ import annotations
+
+import torch
+
+from . import _shapes
+
+
+@torch.library.register_fake("gemm::mm")
+def _mm_fake(a, b, *, out_dtype=None):
+    m, n, dt = _shapes.gemm("gemm.mm", a, b, out=out_dtype)
+    return a.new_empty((m, n), dtype=dt)
+
+
+@torch.library.register_fake("gemm::gemm")
+def _gemm_fake(a, b, bias=None, c=None, *, alpha=1.0, beta=0.0, activation="none", out_dtype=None):
+    m, n, dt = _shapes.gemm("gemm.gemm", a, b, bias, c, activation, out_dtype)
+    return a.new_empty((m, n), dtype=dt)
+
+
+@torch.library.register_fake("gemm::bmm")
+def _bmm_fake(a, b, *, out_dtype=None):
+    shape, dt = _shapes.bmm(a, b, out_dtype)
+    return a.new_empty(shape, dtype=dt)
+
+
+@torch.library.register_fake("gemm::grouped_mm")
+def _grouped_mm_fake(a, b, offs=None, bias=None, *, activation="none", out_dtype=None):
+    shape, dt, _ = _shapes.grouped(a, b, offs, bias, activation, out_dtype)
+    return a.new_empty(shape, dtype=dt)
+
+
+@torch.library.register_fake("gemm::grouped_gemm")
+def _grouped_gemm_fake(a, b, bias=None, *, activation="none", out_dtype=None):
+    if len(a) != len(b):
+        raise ValueError(f"gemm.grouped_gemm: a and b must be lists of the same length, got {len(a)} and {len(b)}")
+    if bias is not None and len(bias) != len(a):
+        raise ValueError(f"gemm.grouped_gemm: bias must be a list of the same length as a ({len(a)}), got {len(bias)}")
+    outs = []
+    for i, (ai, bi) in enumerate(zip(a, b)):
+        m, n, dt = _shapes.gemm("gemm.grouped_gemm", ai, bi, None if bias is None else bias[i], None,
+                                activation, out_dtype)
+        outs.append(ai.new_empty((m, n), dtype=dt))
+    return outs
