@@ -9,8 +9,14 @@ import os
 
 from setuptools import setup
 
-import torch
-from torch.utils import cpp_extension
+# NOTE: torch.utils.cpp_extension fixes CUDA_HOME at import time from $CUDA_HOME or the nvcc on
+# PATH; on machines whose nvcc is not on PATH it would pick /usr/local and miss the headers.
+if "CUDA_HOME" not in os.environ and "CUDA_PATH" not in os.environ \
+        and os.path.exists("/usr/local/cuda/bin/nvcc"):
+    os.environ["CUDA_HOME"] = "/usr/local/cuda"
+
+import torch  # noqa: E402
+from torch.utils import cpp_extension  # noqa: E402
 
 ROOT = os.path.dirname(os.path.abspath(__file__))
 INCLUDE = os.path.join(ROOT, "csrc", "include")
@@ -28,7 +34,7 @@ def want_cuda() -> bool:
 
 def make_extension():
     common_cpp = rel(glob.glob(os.path.join(ROOT, "csrc", "torch", "*.cpp")))
-    cxx_flags = ["-O2", "-std=c++17"]
+    cxx_flags = ["-O2"]  # the C++ standard is torch's choice (C++20 for torch >= 2.13)
     if not want_cuda():
         print("cutorch_gemm: building the CPU-only extension "
               f"(torch.version.cuda={torch.version.cuda}, CUDA_HOME={cpp_extension.CUDA_HOME})")
@@ -44,7 +50,7 @@ def make_extension():
     arch_define = f"-DCUTORCH_GEMM_ARCH_LIST={arch_token}"
     cuda_cpp = rel(glob.glob(os.path.join(ROOT, "csrc", "torch", "cuda", "*.cpp")))
     kernels = rel(glob.glob(os.path.join(ROOT, "csrc", "instantiations", "*.cu")))
-    nvcc_flags = ["-O3", "-std=c++17", "--expt-relaxed-constexpr", "-lineinfo",
+    nvcc_flags = ["-O3", "--expt-relaxed-constexpr", "-lineinfo",
                   "-DCUTORCH_GEMM_WITH_CUDA"]
     if os.environ.get("CUTORCH_GEMM_PTXAS_VERBOSE", "0") == "1":
         nvcc_flags.append("-Xptxas=-v")
