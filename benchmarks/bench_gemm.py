@@ -488,6 +488,9 @@ def run(suites: Sequence[str] = DEFAULT_SUITES, dtypes: Sequence[str] = DEFAULT_
           f"{'triton do_bench' if _triton_do_bench() else 'CUDA-event loop (no triton)'}, "
           f"{len(cases)} cases", file=sys.stderr)
     torch.manual_seed(int.from_bytes(os.urandom(4), "little"))  # fresh inputs every run
+    os.makedirs(out_dir, exist_ok=True)
+    csv_path = os.path.join(out_dir, "bench_gemm.csv")
+    txt_path = os.path.join(out_dir, "bench_gemm.txt")
     rows, bar, t0 = [], _Progress(len(cases), progress), time.time()
     try:
         for suite, dtype, M, N, K in cases:
@@ -498,15 +501,14 @@ def run(suites: Sequence[str] = DEFAULT_SUITES, dtypes: Sequence[str] = DEFAULT_
                 rows.append(_failed_row(suite, dtype, M, N, K, exc))
             torch.cuda.empty_cache()   # after the except block has dropped the traceback
             bar.step()
+            # Rewritten after every case: a run cut short by a time limit keeps what it measured.
+            write_csv(rows, csv_path)
+            with open(txt_path, "w") as f:
+                f.write(format_table(rows) + "\n")
     finally:
         bar.close()
 
-    os.makedirs(out_dir, exist_ok=True)
-    csv_path = os.path.join(out_dir, "bench_gemm.csv")
-    write_csv(rows, csv_path)
     table = format_table(rows)
-    with open(os.path.join(out_dir, "bench_gemm.txt"), "w") as f:
-        f.write(table + "\n")
     note = write_plot(rows, os.path.join(out_dir, "bench_gemm.png")) if rows else "no rows"
     print(f"bench_gemm: {len(rows)} cases in {time.time() - t0:.0f} s; wrote {csv_path}"
           + (f"; {note}" if note else f", {os.path.join(out_dir, 'bench_gemm.png')}"),

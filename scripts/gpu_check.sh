@@ -260,8 +260,9 @@ else
   run_stage tests "${TEST_TIMEOUT:-300}" tail:30 "$PY" -m pytest -q -m gpu tests
 fi
 
-# The bench prints its table on stdout; the console gets the progress lines now and the
-# table once, at the very end.
+# The bench prints its table on stdout; the console gets its progress lines when it ends and
+# the table once, at the very end. It rewrites bench_gemm.{csv,txt} after every case, so a
+# timed-out run still leaves what it measured.
 bench_args=(--out "$OUT" --suite "$BENCH_SUITES" --dtype "$BENCH_DTYPES")
 if [[ "${BENCH_QUICK:-0}" == 1 ]]; then bench_args+=(--quick); fi
 rm -f "$OUT/bench_gemm.txt"
@@ -276,7 +277,7 @@ say "  results in $OUT: $(cd "$OUT" && ls | tr '\n' ' ')"
 if (( ${#FAILED[@]} )); then say "  FAILED stages: ${FAILED[*]}"; else say "  all stages passed"; fi
 say ""
 if [[ -s "$OUT/bench_gemm.txt" ]]; then
-  say "==== benchmark ($BENCH_SUITES; $BENCH_DTYPES)"
+  say "==== benchmark ($BENCH_SUITES; $BENCH_DTYPES)$(grep -q TIMED <<<"${SUMMARY[*]}" && echo ', cut short')"
   tee -a "$LOG" <"$OUT/bench_gemm.txt"
 else
   say "==== benchmark: no table; last lines of its output:"
