@@ -461,7 +461,7 @@ def cmd_bench(rest: Sequence[str]) -> int:
         rows = bench.run_from_args(args)
     except ValueError as exc:
         p.error(str(exc))
-    return bench.exit_code(rows)   # 3: WARN rows; 4: nothing measured (run() said why)
+    return bench.exit_code(rows)   # 0 also without a GPU; 3: WARN rows; 4: nothing measured
 
 
 # --------------------------------------------------------------------------------------------

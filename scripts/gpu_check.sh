@@ -66,9 +66,12 @@ run_stage() {
   # pytest: 5 means no test was selected (no GPU tests yet), not a failure.
   if [[ $name == tests && $rc == 5 ]]; then what="no tests selected (rc=5)"; rc=0; fi
   # bench (benchmarks/bench_gemm.py exit codes): 3 = some results did not match PyTorch's,
-  # 4 = nothing measured (no GPU or a CPU-only build).
+  # 4 = nothing measured (a CPU-only build); 0 without a table = no GPU: a failure here.
   if [[ $name == bench && $rc == 3 ]]; then what="ran, but some results did not match PyTorch (WARN rows)"; fi
-  if [[ $name == bench && $rc == 4 ]]; then what="nothing measured (no GPU, or _C built without CUDA)"; fi
+  if [[ $name == bench && $rc == 4 ]]; then what="nothing measured (_C built without CUDA?)"; fi
+  if [[ $name == bench && $rc == 0 && ! -s "$OUT/bench_gemm.txt" ]]; then
+    what="nothing measured (no GPU?)"; rc=4
+  fi
   say "==== $name: $what, $((SECONDS - t0)) s"
   SUMMARY+=("$(printf '%-8s %6s  %s' "$name" "$((SECONDS - t0))s" "$what")")
   if [[ $rc != 0 ]]; then FAILED+=("$name"); fi
