@@ -1,11 +1,14 @@
 // CUDA implementations: tensors -> GemmArgs (pointers, extents, strides; no copies of a or b)
 // -> heuristic plan -> kernel launch on the current stream under a device guard.
-#include <ATen/cuda/CUDAContext.h>
+// NOTE: only c10/cuda headers (CUDA runtime API): ATen/cuda/CUDAContext.h pulls in cuBLAS and
+// cuSPARSE headers, which a toolkit with just the compiler does not ship.
 #include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
 #include <torch/library.h>
 
-#include <cstdlib>
+#include <array>
 #include <limits>
+#include <mutex>
 
 #include "../checks.h"
 #include "cutorch_gemm/device/simt_gemm.h"
@@ -25,10 +28,30 @@ void check_extents(const char* op, std::initializer_list<int64_t> extents) {
 // contiguous (vectorized) variant.
 int64_t stride_of(const at::Tensor& t, int64_t dim) { return t.size(dim) == 1 ? 1 : t.stride(dim); }
 
+struct DeviceInfo {
+  int major = 0, minor = 0, sms = 0;
+};
+
+// Compute capability and SM count of the current device, queried once per device.
+const DeviceInfo& device_info() {
+  static std::array<DeviceInfo, 64> cache;
+  static std::array<std::once_flag, 64> once;
+  int dev = 0;
+  C10_CUDA_CHECK(cudaGetDevice(&dev));
+  TORCH_CHECK(dev >= 0 && dev < 64, "cutorch_gemm: device index ", dev, " out of range");
+  std::call_once(once[dev], [dev] {
+    DeviceInfo& d = cache[dev];
+    C10_CUDA_CHECK(cudaDeviceGetAttribute(&d.major, cudaDevAttrComputeCapabilityMajor, dev));
+    C10_CUDA_CHECK(cudaDeviceGetAttribute(&d.minor, cudaDevAttrComputeCapabilityMinor, dev));
+    C10_CUDA_CHECK(cudaDeviceGetAttribute(&d.sms, cudaDevAttrMultiProcessorCount, dev));
+  });
+  return cache[dev];
+}
+
 SimtPlan plan_for(const GemmArgs& args, bool grouped) {
-  const cudaDeviceProp* prop = at::cuda::getCurrentDeviceProperties();
-  return choose_simt_plan(prop->major, prop->minor, args.dtype, args.shape.m, args.shape.n,
-                          args.shape.k, args.batch, prop->multiProcessorCount, grouped);
+  const DeviceInfo& d = device_info();
+  return choose_simt_plan(d.major, d.minor, args.dtype, args.shape.m, args.shape.n, args.shape.k,
+                          args.batch, d.sms, grouped);
 }
 
 // Launches the SIMT family. (CUTORCH_GEMM_ARCH=simt forces it; it is the only family so far.)
@@ -41,7 +64,7 @@ void run(const GemmArgs& args, bool grouped) {
     ws = at::empty({int64_t(ws_bytes)}, at::TensorOptions().dtype(at::kByte).device(at::kCUDA));
   }
   const cudaError_t err = simt_gemm(args, plan, ws_bytes ? ws.data_ptr() : nullptr,
-                                    at::cuda::getCurrentCUDAStream());
+                                    c10::cuda::getCurrentCUDAStream().stream());
   TORCH_CHECK(err == cudaSuccess, "cutorch_gemm: SIMT kernel launch failed (", simt_config_name(plan.config),
               ", splits=", plan.splits, "): ", cudaGetErrorString(err));
 }
