@@ -1,6 +1,5 @@
 #include "checks.h"
 
-#include <sstream>
 
 namespace cutorch_gemm::binding {
 
@@ -20,12 +19,9 @@ DType to_dtype(at::ScalarType t) {
 at::ScalarType acc_dtype(at::ScalarType t) { return t == at::kDouble ? at::kDouble : at::kFloat; }
 
 std::string shape_str(const at::Tensor& t) {
-  std::ostringstream s;
-  s << "(";
-  for (int64_t i = 0; i < t.dim(); ++i) s << (i ? ", " : "") << t.size(i);
-  if (t.dim() == 1) s << ",";
-  s << ")";
-  return s.str();
+  std::string s = "(";
+  for (int64_t i = 0; i < t.dim(); ++i) s += (i ? ", " : "") + std::to_string(t.size(i));
+  return s + (t.dim() == 1 ? ",)" : ")");
 }
 
 namespace {
@@ -49,16 +45,14 @@ void check_same(const char* op, const char* name, const at::Tensor& t, const at:
                     " but a is on ", a.device(), "; expected the same device");
 }
 
-void check_bias(const char* op, const at::Tensor& bias, const at::Tensor& a,
-                std::vector<int64_t> expected) {
+// bias must be (n,) (rows < 0) or (rows, n).
+void check_bias(const char* op, const at::Tensor& bias, const at::Tensor& a, int64_t rows, int64_t n) {
   check_same(op, "bias", bias, a);
-  bool ok = bias.dim() == int64_t(expected.size());
-  for (size_t i = 0; ok && i < expected.size(); ++i) ok = bias.size(i) == expected[i];
-  std::ostringstream want;
-  want << "(";
-  for (size_t i = 0; i < expected.size(); ++i) want << (i ? ", " : "") << expected[i];
-  want << (expected.size() == 1 ? ",)" : ")");
-  TORCH_CHECK_VALUE(ok, op, ": bias must have shape ", want.str(), ", got ", shape_str(bias));
+  const bool ok = rows < 0 ? (bias.dim() == 1 && bias.size(0) == n)
+                           : (bias.dim() == 2 && bias.size(0) == rows && bias.size(1) == n);
+  const std::string want = rows < 0 ? "(" + std::to_string(n) + ",)"
+                                    : "(" + std::to_string(rows) + ", " + std::to_string(n) + ")";
+  TORCH_CHECK_VALUE(ok, op, ": bias must have shape ", want, ", got ", shape_str(bias));
 }
 
 }  // namespace
@@ -89,7 +83,7 @@ DenseSpec check_gemm(const char* op, const at::Tensor& a, const at::Tensor& b,
                     ", N) to match a of shape ", shape_str(a), ", got ", shape_str(b));
   DenseSpec s{1, a.size(0), b.size(1), a.size(1), check_out_dtype(op, a.scalar_type(), out_dtype),
               check_activation(op, activation)};
-  if (bias.has_value()) check_bias(op, *bias, a, {s.n});
+  if (bias.has_value()) check_bias(op, *bias, a, -1, s.n);
   if (c.has_value()) {
     check_same(op, "c", *c, a);
     TORCH_CHECK_VALUE(c->dim() == 2 && c->size(0) == s.m && c->size(1) == s.n, op,
@@ -165,9 +159,9 @@ GroupedSpec check_grouped(const at::Tensor& a, const at::Tensor& b, const std::o
   }
   if (bias.has_value()) {
     if (s.mode == GroupMode::kGroupedN) {
-      check_bias(op, *bias, a, {s.n});
+      check_bias(op, *bias, a, -1, s.n);
     } else {
-      check_bias(op, *bias, a, {s.groups, s.n});
+      check_bias(op, *bias, a, s.groups, s.n);
     }
   }
   return s;
