@@ -1,0 +1,289 @@
+"""Unit tests of the host-device C++ logic exposed in cutorch_gemm._C (rasterization swizzle,
+split-K ranges, the epilogue fusion functor, layout classification, the SIMT heuristic),
+and of cutorch_gemm.explain. All on the CPU."""
+from __future__ import annotations
+
+import re
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import cutorch_gemm as cg
+from conftest import ACTIVATIONS, make, offs_from_sizes
+
+_C = pytest.importorskip("cutorch_gemm._C")
+
+
+# --------------------------------------------------------------------------------------
+# raster_tile
+# --------------------------------------------------------------------------------------
+
+RASTER_CASES = [(1, 1, 1), (1, 7, 4), (7, 1, 4), (5, 3, 1), (8, 8, 8), (9, 13, 4),
+                (13, 9, 4), (16, 3, 8), (3, 16, 8), (7, 5, 16), (33, 17, 5), (64, 64, 8),
+                (4, 10, 3), (100, 7, 6)]
+
+
+@pytest.mark.parametrize("tm,tn,group", RASTER_CASES)
+def test_raster_tile_bijection(tm, tn, group):
+    seen = set()
+    for lid in range(tm * tn):
+        m, n = _C.raster_tile(lid, tm, tn, group)
+        assert 0 <= m < tm and 0 <= n < tn, f"id {lid} -> ({m}, {n}) outside {tm}x{tn}"
+        seen.add((m, n))
+    assert len(seen) == tm * tn, "raster_tile is not a bijection"
+
+
+@pytest.mark.parametrize("tm,tn,group", RASTER_CASES)
+def test_raster_tile_walks_down_m_in_groups(tm, tn, group):
+    """Ids are laid out group-row-block by group-row-block; inside a block of
+    ``g = min(group, rows left)`` tile-rows, consecutive ids walk down M first, then step
+    one column to the right."""
+    lid = 0
+    for m0 in range(0, tm, group):
+        g = min(group, tm - m0)
+        for n in range(tn):
+            for r in range(g):
+                got = tuple(_C.raster_tile(lid, tm, tn, group))
+                assert got == (m0 + r, n), (
+                    f"id {lid} -> {got}, expected {(m0 + r, n)} "
+                    f"(tiles {tm}x{tn}, group {group})")
+                lid += 1
+
+
+def test_raster_tile_group1_is_row_major():
+    for lid in range(6 * 4):
+        assert tuple(_C.raster_tile(lid, 6, 4, 1)) == (lid // 4, lid % 4)
+
+
+# --------------------------------------------------------------------------------------
+# splitk_range
+# --------------------------------------------------------------------------------------
+
+SPLITK_CASES = [(0, 32, 1), (0, 32, 4), (1, 32, 1), (1, 32, 3), (31, 32, 2), (32, 32, 1),
+                (33, 32, 2), (64, 32, 2), (100, 32, 3), (100, 64, 4), (1000, 32, 7),
+                (4096, 64, 16), (16384, 64, 13), (20000, 32, 9), (20000, 128, 157),
+                (65, 16, 5), (255, 8, 32), (7, 8, 5)]
+
+
+@pytest.mark.parametrize("k,bk,splits", SPLITK_CASES)
+def test_splitk_range(k, bk, splits):
+    ranges = [tuple(_C.splitk_range(k, bk, splits, i)) for i in range(splits)]
+    ktiles = -(-k // bk)
+    # consecutive ranges tile [0, k) exactly
+    assert ranges[0][0] == 0, ranges
+    assert ranges[-1][1] == k, ranges
+    for (b0, e0), (b1, e1) in zip(ranges, ranges[1:]):
+        assert e0 == b1, f"gap/overlap between splits: {ranges}"
+    for b, e in ranges:
+        assert b <= e, ranges
+        assert b % bk == 0 or b == e == k, f"split begins at {b}, not a multiple of {bk}"
+    sizes = [e - b for b, e in ranges]
+    body = sizes[:-1]
+    if body:
+        assert max(body) - min(body) <= bk, f"unbalanced splits {sizes} (block_k {bk})"
+        assert sizes[-1] <= max(body) + bk, f"last split too big {sizes}"
+    if ktiles >= splits:
+        assert all(s > 0 for s in sizes), (
+            f"{ktiles} k-tiles >= {splits} splits but some split is empty: {sizes}")
+
+
+def test_splitk_single_split_is_everything():
+    for k in (0, 1, 63, 64, 65, 12345):
+        assert tuple(_C.splitk_range(k, 64, 1, 0)) == (0, k)
+
+
+# --------------------------------------------------------------------------------------
+# epilogue_ref: the C++ fusion functor, elementwise on the CPU
+# --------------------------------------------------------------------------------------
+
+def _ref_epilogue64(acc, alpha, beta, c, bias, activation):
+    x = alpha * acc.double()
+    if c is not None and beta != 0:
+        x = x + beta * c.double()
+    if bias is not None:
+        x = x + bias.double()
+    if activation == "none":
+        return x
+    if activation == "relu":
+        return F.relu(x)
+    if activation == "gelu":
+        return F.gelu(x)
+    if activation == "gelu_tanh":
+        return F.gelu(x, approximate="tanh")
+    if activation == "silu":
+        return F.silu(x)
+    raise AssertionError(activation)
+
+
+@pytest.mark.parametrize("dtype,rtol,atol", [(torch.float64, 1e-12, 1e-14),
+                                             (torch.float32, 1e-5, 1e-6)],
+                         ids=["float64", "float32"])
+@pytest.mark.parametrize("activation", ACTIVATIONS)
+@pytest.mark.parametrize("with_c,with_bias,alpha,beta",
+                         [(False, False, 1.0, 0.0), (True, True, 0.75, -1.5),
+                          (False, True, -2.0, 0.0), (True, False, 1.0, 1.0)],
+                         ids=["plain", "c_bias", "bias_alpha", "c"])
+def test_epilogue_ref(dtype, rtol, atol, activation, with_c, with_bias, alpha, beta):
+    M, N = 37, 53
+    # a wide range of values, including the tails where gelu/silu saturate
+    acc = (torch.randn(M, N, dtype=torch.float64) * 4).to(dtype)
+    acc[0, :11] = torch.tensor([-20., -8., -3., -1., -1e-3, 0.0, 1e-3, 1., 3., 8., 20.])
+    c = torch.randn(M, N, dtype=torch.float64).to(dtype) if with_c else None
+    bias = torch.randn(N, dtype=torch.float64).to(dtype) if with_bias else None
+    out = _C.epilogue_ref(acc, alpha, beta, c, bias, activation)
+    assert out.shape == acc.shape
+    ref = _ref_epilogue64(acc, alpha, beta, c, bias, activation)
+    torch.testing.assert_close(out.double(), ref, rtol=rtol, atol=atol)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_epilogue_ref_beta0_ignores_c(dtype):
+    acc = torch.randn(5, 6, dtype=dtype)
+    c = torch.full((5, 6), float("nan"), dtype=dtype)
+    bias = torch.randn(6, dtype=dtype)
+    out = _C.epilogue_ref(acc, 1.5, 0.0, c, bias, "gelu_tanh")
+    assert torch.isfinite(out).all()
+    torch.testing.assert_close(out.double(), _ref_epilogue64(acc, 1.5, 0.0, None, bias,
+                                                             "gelu_tanh"),
+                               rtol=1e-5, atol=1e-6)
+
+
+def test_epilogue_ref_bad_activation():
+    with pytest.raises((ValueError, TypeError, RuntimeError), match=r"\bactivation\b"):
+        _C.epilogue_ref(torch.randn(2, 3), 1.0, 0.0, None, None, "swish")
+
+
+# --------------------------------------------------------------------------------------
+# classify_layout
+# --------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("rows,cols,sr,sc,expected", [
+    (4, 5, 5, 1, "row"),          # contiguous
+    (4, 5, 8, 1, "row"),          # padded leading dimension
+    (4, 5, 1, 4, "col"),          # transposed view
+    (4, 5, 1, 6, "col"),          # padded column-major
+    (4, 5, 10, 2, "strided"),     # two non-unit strides
+    (4, 5, 2, 8, "strided"),
+    (4, 5, 0, 0, "strided"),
+    (4, 5, 0, 1, "row"),          # broadcast rows
+    (4, 5, 1, 0, "col"),          # broadcast columns
+    (1, 5, 5, 1, "row"),
+    (1, 5, 1, 1, "row"),          # one row: both strides 1 -> row
+    (4, 1, 1, 1, "row"),          # one column: both strides 1 -> row
+    # a stride of an extent-1 dimension is irrelevant (like torch's is_contiguous): one
+    # column is row-major whatever its column stride, one row is column-major when its
+    # column stride is not 1
+    (4, 1, 1, 4, "row"),
+    (4, 1, 3, 9, "row"),
+    (1, 5, 7, 3, "col"),
+    (1, 1, 1, 1, "row"),
+    (7, 3, 3, 1, "row"),
+    (7, 3, 1, 7, "col"),
+])
+def test_classify_layout(rows, cols, sr, sc, expected):
+    assert _C.classify_layout(rows, cols, sr, sc) == expected
+
+
+def test_classify_layout_agrees_with_tensor_views():
+    for t, exp in [(make((6, 9), layout="row"), "row"), (make((6, 9), layout="col"), "col"),
+                   (make((6, 9), layout="padded"), "row"),
+                   (torch.randn(12, 18)[::2, ::2], "strided")]:
+        assert _C.classify_layout(t.shape[0], t.shape[1], t.stride(0), t.stride(1)) == exp
+
+
+# --------------------------------------------------------------------------------------
+# choose_simt_config
+# --------------------------------------------------------------------------------------
+
+SIMT_DTYPES = ["float16", "bfloat16", "float32", "float64"]
+
+
+def _block_k(config: str):
+    """BK from a config name that spells its tile as MxNxK (None when it does not)."""
+    m = re.search(r"(\d+)x(\d+)x(\d+)", config)
+    return int(m.group(3)) if m else None
+
+
+@pytest.mark.parametrize("dtype", SIMT_DTYPES)
+@pytest.mark.parametrize("sm", [(7, 5), (8, 0), (8, 6), (9, 0)], ids=lambda s: f"sm{s[0]}{s[1]}")
+def test_simt_config_keys(dtype, sm):
+    r = _C.choose_simt_config(sm[0], sm[1], dtype, 1000, 257, 65, 1, 132)
+    assert set(r) >= {"config", "splits", "reason"}, r
+    assert isinstance(r["config"], str) and r["config"]
+    assert isinstance(r["reason"], str) and r["reason"]
+    assert isinstance(r["splits"], int) and r["splits"] >= 1
+
+
+@pytest.mark.parametrize("dtype", SIMT_DTYPES)
+def test_simt_config_full_gpu_no_split(dtype):
+    r = _C.choose_simt_config(9, 0, dtype, 4096, 4096, 4096, 1, 132)
+    assert r["splits"] == 1, r
+
+
+@pytest.mark.parametrize("dtype", SIMT_DTYPES)
+def test_simt_config_small_mn_big_k_splits(dtype):
+    r = _C.choose_simt_config(9, 0, dtype, 256, 256, 16384, 1, 132)
+    assert r["splits"] > 1, r
+
+
+@pytest.mark.parametrize("dtype", SIMT_DTYPES)
+@pytest.mark.parametrize("mnkb", [(256, 256, 16384, 1), (64, 64, 20000, 1), (16, 16, 64, 1),
+                                  (8, 8, 9, 1), (1, 1, 1, 1), (32, 32, 33, 1),
+                                  (128, 128, 300, 1), (64, 64, 4096, 4), (1, 4096, 8192, 1)],
+                         ids=lambda s: "x".join(map(str, s)))
+def test_simt_config_splits_at_most_k_tiles(dtype, mnkb):
+    m, n, k, batch = mnkb
+    r = _C.choose_simt_config(9, 0, dtype, m, n, k, batch, 132)
+    assert 1 <= r["splits"] <= max(1, k), r
+    bk = _block_k(r["config"])
+    if bk is not None:
+        assert r["splits"] <= max(1, -(-k // bk)), f"{r}: more splits than {bk}-wide k tiles"
+    if k == 1:
+        assert r["splits"] == 1
+
+
+def test_simt_config_batch_fills_gpu():
+    """A batch that already fills the GPU needs no split."""
+    r = _C.choose_simt_config(9, 0, "float32", 256, 256, 16384, 512, 132)
+    assert r["splits"] == 1, r
+
+
+def test_simt_config_is_pure():
+    a = _C.choose_simt_config(8, 0, "bfloat16", 300, 500, 7000, 1, 108)
+    b = _C.choose_simt_config(8, 0, "bfloat16", 300, 500, 7000, 1, 108)
+    assert a == b
+
+
+# --------------------------------------------------------------------------------------
+# explain
+# --------------------------------------------------------------------------------------
+
+def _explain_calls():
+    a, b = make((33, 17)), make((17, 9), layout="col")
+    return [
+        ("mm", (a, b), {}),
+        ("gemm", (a, b), {"bias": make((9,)), "activation": "gelu"}),
+        ("bmm", (make((2, 5, 3)), make((2, 3, 4))), {}),
+        ("grouped_mm", (make((10, 4)), make((3, 4, 5)), offs_from_sizes([3, 0, 6])), {}),
+        ("grouped_gemm", ([make((3, 4)), make((5, 6))], [make((4, 2)), make((6, 7))]), {}),
+    ]
+
+
+@pytest.mark.parametrize("i", range(5), ids=["mm", "gemm", "bmm", "grouped_mm", "grouped_gemm"])
+def test_explain(i):
+    op, args, kwargs = _explain_calls()[i]
+    e = cg.explain(op, *args, **kwargs)
+    for attr in ("kernel", "config", "reason"):
+        v = getattr(e, attr)
+        assert isinstance(v, str) and v, f"explain({op}).{attr} = {v!r}"
+    s = str(e)
+    assert (e.kernel in s or e.config in s) and e.reason in s, s
+
+
+def test_explain_does_not_compute():
+    """explain only describes; inputs are untouched."""
+    a, b = make((8, 4)), make((4, 3))
+    a0, b0 = a.clone(), b.clone()
+    cg.explain("mm", a, b)
+    assert torch.equal(a, a0) and torch.equal(b, b0)
