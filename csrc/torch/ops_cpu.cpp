@@ -94,6 +94,8 @@ std::vector<at::Tensor> grouped_gemm_cpu(const std::vector<at::Tensor>& a, const
   for (size_t i = 0; i < a.size(); ++i) {
     std::optional<at::Tensor> bi;
     if (bias.has_value()) bi = (*bias)[i];
+    const std::string op = "gemm.grouped_gemm (problem " + std::to_string(i) + ")";
+    check_gemm(op.c_str(), a[i], b[i], bi, std::nullopt, std::string(activation), out_dtype);
     out.push_back(gemm_cpu(a[i], b[i], bi, std::nullopt, 1.0, 0.0, activation, out_dtype));
   }
   return out;
