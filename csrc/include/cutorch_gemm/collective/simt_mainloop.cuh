@@ -11,17 +11,10 @@
 
 namespace cutorch_gemm {
 
-template <class Cfg, typename T, bool kAContigK, bool kBContigK>
-struct SimtMainloop {
-  using Acc = typename AccumulatorFor<T>::type;
-  using IterA = SimtTileIterator<T, Acc, Cfg::kBlockM, Cfg::kBlockK, Cfg::kThreads, kAContigK>;
-  using IterB = SimtTileIterator<T, Acc, Cfg::kBlockN, Cfg::kBlockK, Cfg::kThreads, kBContigK>;
-
-  struct SharedStorage {
-    alignas(32) typename IterA::SmemTile a[2];
-    alignas(32) typename IterB::SmemTile b[2];
-  };
-
+// Warp- and thread-level part shared by the SIMT mainloops: where a thread's accumulators sit in
+// the CTA tile, and the rank-1 updates over one shared-memory stage.
+template <class Cfg, typename Acc>
+struct SimtWarpMma {
   // The thread's accumulator fragment: element (i, j) is row
   //   warp_m0 + (i / 4) * kSubStrideM + lane_m * 4 + i % 4
   // of the CTA tile, and likewise for columns (see thread_row / thread_col).
@@ -48,7 +41,8 @@ struct SimtMainloop {
   }
 
   // Warp-level product of one shared-memory stage: kBlockK rank-1 updates of the thread tile.
-  CG_DEVICE static void warp_mma(const typename IterA::SmemTile& sa, const typename IterB::SmemTile& sb,
+  template <class SmemA, class SmemB>
+  CG_DEVICE static void warp_mma(const SmemA& sa, const SmemB& sb,
                                  const ThreadCoords& t, Accumulators& acc) {
 #pragma unroll
     for (int kk = 0; kk < Cfg::kBlockK; ++kk) {
@@ -74,6 +68,24 @@ struct SimtMainloop {
         for (int j = 0; j < Cfg::kThreadN; ++j) acc[i][j] = fma(fa[i], fb[j], acc[i][j]);
     }
   }
+
+};
+
+// Register-staged double buffer (the 16-bit inputs: converted to fp32 on the way to shared
+// memory, which cp.async cannot do).
+template <class Cfg, typename T, bool kAContigK, bool kBContigK>
+struct SimtMainloop : SimtWarpMma<Cfg, typename AccumulatorFor<T>::type> {
+  using Acc = typename AccumulatorFor<T>::type;
+  using Base = SimtWarpMma<Cfg, Acc>;
+  using typename Base::Accumulators;
+  using typename Base::ThreadCoords;
+  using IterA = SimtTileIterator<T, Acc, Cfg::kBlockM, Cfg::kBlockK, Cfg::kThreads, kAContigK>;
+  using IterB = SimtTileIterator<T, Acc, Cfg::kBlockN, Cfg::kBlockK, Cfg::kThreads, kBContigK>;
+
+  struct SharedStorage {
+    alignas(32) typename IterA::SmemTile a[2];
+    alignas(32) typename IterB::SmemTile b[2];
+  };
 
   // Accumulates A[m0:, k_begin:k_end] x B[k_begin:k_end, n0:] into acc.
   // a / b point at the problem's operand origins; m_end / n_end are the problem extents.
@@ -104,7 +116,7 @@ struct SimtMainloop {
         ia.load(a_sm, a_sk, m_end, k_end);
         ib.load(b_sn, b_sk, n_end, k_end);
       }
-      warp_mma(smem.a[stage], smem.b[stage], t, acc);
+      Base::warp_mma(smem.a[stage], smem.b[stage], t, acc);
       if (has_next) {
         ia.store(smem.a[stage ^ 1], tid);
         ib.store(smem.b[stage ^ 1], tid);
