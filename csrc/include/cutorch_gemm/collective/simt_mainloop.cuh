@@ -71,8 +71,10 @@ struct SimtWarpMma {
 
 };
 
-// Register-staged double buffer (the 16-bit inputs: converted to fp32 on the way to shared
-// memory, which cp.async cannot do).
+// Register-staged double buffer.
+// NOTE: a 4-stage cp.async ring for fp32 measured slower (29.5 vs 39.3 TFLOP/s at 4096^3 on an
+// H200): the K-major operands are transposed into shared memory, which takes one 4-byte
+// cp.async per element, against one 16-byte load and four shared stores here.
 template <class Cfg, typename T, bool kAContigK, bool kBContigK>
 struct SimtMainloop : SimtWarpMma<Cfg, typename AccumulatorFor<T>::type> {
   using Acc = typename AccumulatorFor<T>::type;

@@ -16,7 +16,6 @@ enum class SimtConfigId : int { k128x128x8 = 0, k64x64x8 = 1 };
 template <int BlockM, int BlockN, int BlockK, int MinBlocksPerSM>
 struct SimtTileShape {
   static constexpr int kMinBlocksPerSM = MinBlocksPerSM;  // __launch_bounds__: caps registers
-  static constexpr int kStages = 4;  // shared-memory ring depth of the fp32/fp64 cp.async mainloop
   static constexpr int kBlockM = BlockM;
   static constexpr int kBlockN = BlockN;
   static constexpr int kBlockK = BlockK;

@@ -2,10 +2,7 @@
 // The SIMT GEMM kernel: rasterized CTA tile -> problem (batch entry or group) -> K range
 // (split-K slice) -> mainloop -> epilogue (fused store, or partial store when split).
 
-#include <type_traits>
-
 #include "cutorch_gemm/collective/simt_mainloop.cuh"
-#include "cutorch_gemm/collective/simt_multistage.cuh"
 #include "cutorch_gemm/epilogue/simt_epilogue.cuh"
 #include "cutorch_gemm/scheduler/raster.h"
 #include "cutorch_gemm/scheduler/split_k.h"
@@ -24,17 +21,10 @@ constexpr int simt_min_blocks() {
 #endif
 }
 
-// fp32 / fp64 stream operands through a cp.async stage ring; 16-bit inputs are converted to
-// fp32 on the way to shared memory, through registers.
-template <class Cfg, typename T, bool kAContigK, bool kBContigK>
-using SimtMainloopFor = std::conditional_t<(sizeof(T) >= 4),
-                                           SimtMultistageMainloop<Cfg, T, kAContigK, kBContigK>,
-                                           SimtMainloop<Cfg, T, kAContigK, kBContigK>>;
-
 template <class Cfg, typename T, bool kAContigK, bool kBContigK>
 __global__ void __launch_bounds__(Cfg::kThreads, simt_min_blocks<Cfg>())
 simt_gemm_kernel(const SimtParams p) {
-  using Mainloop = SimtMainloopFor<Cfg, T, kAContigK, kBContigK>;
+  using Mainloop = SimtMainloop<Cfg, T, kAContigK, kBContigK>;
   using Epilogue = SimtEpilogue<T>;
   using Acc = typename Mainloop::Acc;
   __shared__ typename Mainloop::SharedStorage smem;
