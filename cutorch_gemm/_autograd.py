@@ -133,30 +133,54 @@ def _grouped_backward(ctx, grad):
 
 
 # ---- grouped_gemm ---------------------------------------------------------------------------
+# NOTE: not register_autograd: for ops with Tensor[] arguments it returns one gradient too many
+# to its list wrapper in torch 2.11 ("Expected the return from backward to be of the same
+# structure as the inputs"). This is the same mechanism by hand: an autograd.Function over the
+# flattened lists, registered as the op's Autograd kernel, calling the op below autograd.
 
-def _grouped_gemm_setup(ctx, inputs, keyword_only_inputs, output):
-    a, b, bias = inputs
-    ctx.a, ctx.b, ctx.bias = list(a), list(b), None if bias is None else list(bias)
-    ctx.kw = dict(keyword_only_inputs)
+class _GroupedGemmFunction(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, n, has_bias, activation, out_dtype, *tensors):
+        a, b = list(tensors[:n]), list(tensors[n:2 * n])
+        bias = list(tensors[2 * n:3 * n]) if has_bias else None
+        with torch._C._AutoDispatchBelowAutograd():
+            outs = _ops.grouped_gemm(a, b, bias, activation=activation, out_dtype=out_dtype)
+        ctx.save_for_backward(*tensors)
+        ctx.n, ctx.has_bias, ctx.activation = n, has_bias, activation
+        return tuple(outs)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        n, act = ctx.n, ctx.activation
+        tensors = ctx.saved_tensors
+        a, b = list(tensors[:n]), list(tensors[n:2 * n])
+        bias = list(tensors[2 * n:3 * n]) if ctx.has_bias else None
+        dtype = a[0].dtype
+        dz = [g.to(_acc(dtype)) for g in grads]
+        if act != "none":
+            z = _ops.grouped_gemm(a, b, bias, out_dtype=_acc_out(dtype))
+            dz = [d * act_grad(zi, act) for d, zi in zip(dz, z)]
+        g = [d.to(dtype) for d in dz]
+        need = ctx.needs_input_grad[4:]
+        ga = list(_ops.grouped_gemm(g, [bi.t() for bi in b])) if any(need[:n]) else [None] * n
+        gb = list(_ops.grouped_gemm([ai.t() for ai in a], g)) if any(need[n:2 * n]) else [None] * n
+        gbias = [d.sum(0).to(bi.dtype) for d, bi in zip(dz, bias)] if bias is not None else []
+        return (None, None, None, None, *ga, *gb, *gbias)
 
 
-def _grouped_gemm_backward(ctx, grads):
-    a, b, bias, act = ctx.a, ctx.b, ctx.bias, ctx.kw["activation"]
-    dtype = a[0].dtype if a else torch.float32
-    dz = [g.to(_acc(dtype)) for g in grads]
-    if act != "none" and a:
-        z = _ops.grouped_gemm(a, b, bias, out_dtype=_acc_out(dtype))
-        dz = [d * act_grad(zi, act) for d, zi in zip(dz, z)]
-    g = [d.to(dtype) for d in dz]
-    ga = list(_ops.grouped_gemm(g, [bi.t() for bi in b])) if a else []
-    gb = list(_ops.grouped_gemm([ai.t() for ai in a], g)) if a else []
-    gbias = None if bias is None else [d.sum(0).to(bi.dtype) for d, bi in zip(dz, bias)]
-    return ga, gb, gbias
+def _grouped_gemm_autograd(a, b, bias=None, *, activation="none", out_dtype=None):
+    if len(a) == 0 or len(a) != len(b) or (bias is not None and len(bias) != len(a)):
+        with torch._C._AutoDispatchBelowAutograd():  # nothing to differentiate, or the op raises
+            return _ops.grouped_gemm(a, b, bias, activation=activation, out_dtype=out_dtype)
+    tensors = [*a, *b, *(bias if bias is not None else [])]
+    return list(_GroupedGemmFunction.apply(len(a), bias is not None, activation, out_dtype, *tensors))
+
+
+_lib = torch.library.Library("gemm", "IMPL")
+_lib.impl("grouped_gemm", _grouped_gemm_autograd, "Autograd")
 
 
 torch.library.register_autograd("gemm::mm", _mm_backward, setup_context=_mm_setup)
 torch.library.register_autograd("gemm::gemm", _gemm_backward, setup_context=_gemm_setup)
 torch.library.register_autograd("gemm::bmm", _bmm_backward, setup_context=_mm_setup)
 torch.library.register_autograd("gemm::grouped_mm", _grouped_backward, setup_context=_grouped_setup)
-torch.library.register_autograd("gemm::grouped_gemm", _grouped_gemm_backward,
-                                setup_context=_grouped_gemm_setup)

@@ -168,7 +168,8 @@ GroupedSpec check_grouped(const at::Tensor& a, const at::Tensor& b, const std::o
 }
 
 void check_grouped_gemm_lists(const std::vector<at::Tensor>& a, const std::vector<at::Tensor>& b,
-                              const std::optional<std::vector<at::Tensor>>& bias) {
+                              const std::optional<std::vector<at::Tensor>>& bias,
+                              const std::string& activation, std::optional<at::ScalarType> out_dtype) {
   const char* op = "gemm.grouped_gemm";
   TORCH_CHECK_VALUE(a.size() == b.size(), op, ": a and b must be lists of the same length, got ",
                     a.size(), " and ", b.size());
@@ -177,10 +178,16 @@ void check_grouped_gemm_lists(const std::vector<at::Tensor>& a, const std::vecto
                       ": bias must be a list of the same length as a (", a.size(), "), got ",
                       bias->size());
   }
-  for (size_t i = 1; i < a.size(); ++i) {
-    TORCH_CHECK_TYPE(a[i].scalar_type() == a[0].scalar_type(), op, ": a[", i, "] has dtype ",
-                     a[i].scalar_type(), " but a[0] has ", a[0].scalar_type(),
+  for (size_t i = 0; i < a.size(); ++i) {
+    const std::string name = std::string(op) + " (problem " + std::to_string(i) + ")";
+    std::optional<at::Tensor> bi;
+    if (bias.has_value()) bi = (*bias)[i];
+    check_gemm(name.c_str(), a[i], b[i], bi, std::nullopt, activation, out_dtype);
+    TORCH_CHECK_TYPE(a[i].scalar_type() == a[0].scalar_type(), name, ": a has dtype ",
+                     a[i].scalar_type(), " but problem 0 has ", a[0].scalar_type(),
                      "; expected one dtype for all problems");
+    TORCH_CHECK_VALUE(a[i].device() == a[0].device(), name, ": a is on ", a[i].device(),
+                      " but problem 0 is on ", a[0].device(), "; expected one device for all problems");
   }
 }
 

@@ -48,8 +48,10 @@ DenseSpec check_bmm(const at::Tensor& a, const at::Tensor& b, std::optional<at::
 GroupedSpec check_grouped(const at::Tensor& a, const at::Tensor& b, const std::optional<at::Tensor>& offs,
                           const std::optional<at::Tensor>& bias, const std::string& activation,
                           std::optional<at::ScalarType> out_dtype);
+// Checks every problem (shapes, dtypes, one device for all) before anything runs.
 void check_grouped_gemm_lists(const std::vector<at::Tensor>& a, const std::vector<at::Tensor>& b,
-                              const std::optional<std::vector<at::Tensor>>& bias);
+                              const std::optional<std::vector<at::Tensor>>& bias,
+                              const std::string& activation, std::optional<at::ScalarType> out_dtype);
 
 // CPU only: offsets must be non-decreasing, within [0, extent]. (The GPU clamps instead, to
 // avoid a host synchronisation.)
