@@ -69,7 +69,24 @@ struct SimtTileIterator {
     }
   }
 
+  // True when every vector of every k-tile in [k_begin, k_begin + whole tiles) of this CTA's
+  // tile is in bounds and aligned: the mainloop then runs unguarded loads (uniform per CTA).
+  CG_DEVICE static bool all_vectors_ok(const T* base, index_t s_mn, index_t s_k, int mn0, int mn_end,
+                                       int k_begin) {
+    const index_t contig_stride = kContigK ? s_k : s_mn;
+    const index_t other_stride = kContigK ? s_mn : s_k;
+    const int contig_origin = kContigK ? k_begin : mn0;
+    return mn0 + kTileMN <= mn_end && contig_stride == 1 && other_stride % kVec == 0 &&
+           contig_origin % kVec == 0 && is_aligned<T, kVec>(base);
+  }
+
+  template <bool kGuarded>
   CG_DEVICE void load(index_t s_mn, index_t s_k, int mn_end, int k_end) {
+    if (!kGuarded) {
+#pragma unroll
+      for (int it = 0; it < kIters; ++it) frag[it] = *reinterpret_cast<const Vec<T, kVec>*>(ptr[it]);
+      return;
+    }
 #pragma unroll
     for (int it = 0; it < kIters; ++it) {
       const T* p = ptr[it];
