@@ -14,13 +14,18 @@ template <typename T>
 struct SimtEpilogue {
   using Acc = typename AccumulatorFor<T>::type;
 
-  // act(alpha * acc + beta * C[m, n] + bias[n]) for one element of problem `prob`.
-  CG_DEVICE static Acc value(const GemmArgs& g, const Problem& prob, int m, int n, Acc acc) {
-    const LinearCombinationBiasAct<Acc> f{Acc(g.alpha), Acc(g.beta), g.act};
+  // alpha * acc + beta * C[m, n] + bias[n] for one in-bounds element of problem `prob`.
+  CG_DEVICE static Acc linear(const GemmArgs& g, const Problem& prob, int m, int n, Acc acc) {
+    const LinearCombinationBiasAct<Acc> f{Acc(g.alpha), Acc(g.beta), Activation::kNone};
     const Acc bias = g.bias ? to_acc<Acc>(static_cast<const T*>(g.bias)[prob.bias_off + n]) : Acc(0);
     if (g.c == nullptr) return f(acc, bias);
     const index_t off = prob.c_off + index_t(m) * g.shape.c_sm + index_t(n) * g.shape.c_sn;
     return f(acc, to_acc<Acc>(static_cast<const T*>(g.c)[off]), bias);
+  }
+
+  // act(alpha * acc + beta * C[m, n] + bias[n]) for one element of problem `prob`.
+  CG_DEVICE static Acc value(const GemmArgs& g, const Problem& prob, int m, int n, Acc acc) {
+    return apply_activation(g.act, linear(g, prob, m, n, acc));
   }
 
   template <typename Out>
@@ -41,7 +46,14 @@ struct SimtEpilogue {
     if (m >= prob.m) return;
     Acc v[4];
 #pragma unroll
-    for (int e = 0; e < 4; ++e) v[e] = (n + e < prob.n) ? value(g, prob, m, n + e, acc[e]) : Acc(0);
+    for (int e = 0; e < 4; ++e) v[e] = (n + e < prob.n) ? linear(g, prob, m, n + e, acc[e]) : Acc(0);
+    // NOTE: one uniform branch per four values skips the activation code entirely for plain
+    // products; a switch per element made every CTA fetch and branch through five activations
+    // (instruction-fetch stalls dominated short-K problems).
+    if (g.act != Activation::kNone) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) v[e] = apply_activation(g.act, v[e]);
+    }
     const index_t off = prob.d_off + index_t(m) * g.shape.d_sm + index_t(n) * g.shape.d_sn;
     const bool row_vec = g.shape.d_sn == 1 && n + 3 < prob.n;
     if (g.out_f32) {
