@@ -20,7 +20,7 @@ _FORCEABLE = ("auto", "simt", "sm80", "sm90")
 class Explanation:
     op: str
     device: str
-    kernel: str        # kernel family: "cpu_reference" or "simt" (tensor-core families come later)
+    kernel: str        # kernel family: "cpu_reference", "sm90" (TMA + wgmma) or "simt"
     config: str        # the named config (one struct in csrc/include/cutorch_gemm/device/)
     splits: int        # split-K slices (1: none)
     layouts: str       # operand layouts as the kernel sees them
@@ -35,6 +35,23 @@ class Explanation:
 def _layout(t: torch.Tensor) -> str:
     rows, cols = t.shape[-2], t.shape[-1]
     return _C.classify_layout(rows, cols, t.stride(-2), t.stride(-1))
+
+
+def _k_major(t: torch.Tensor, name: str) -> bool:
+    """The reduction dimension is contiguous (a: row-major (M, K); b: column-major (K, N)).
+    Size-1 dimensions count as stride 1, as in the binding."""
+    dim = -1 if name == "a" else -2
+    return t.shape[dim] == 1 or t.stride(dim) == 1
+
+
+def _tma_ok(a: torch.Tensor, b: torch.Tensor, k: int) -> bool:
+    """The binding's TMA condition: 16-byte aligned bases and row strides, rows k apart or more."""
+    def ok(t, row_stride):
+        es = t.element_size()
+        return t.data_ptr() % 16 == 0 and (row_stride * es) % 16 == 0 and row_stride >= k
+    a_rows = 1 if a.shape[-2] == 1 else a.stride(-2)
+    b_rows = 1 if b.shape[-1] == 1 else b.stride(-1)
+    return ok(a, a_rows) and ok(b, b_rows)
 
 
 def _problem(op: str, args, kwargs):
@@ -91,14 +108,19 @@ def explain(op: str, *args, **kwargs) -> Explanation:
         raise ValueError(f"{ARCH_ENV}={forced!r}; expected one of {', '.join(_FORCEABLE)}")
     prop = torch.cuda.get_device_properties(a.device)
     dtype = str(a.dtype).replace("torch.", "")
+    with torch.cuda.device(a.device):
+        sm90_built = _C.sm90_available()
+    fam = _C.choose_family(prop.major, dtype, _k_major(a, "a"), _k_major(b, "b"),
+                           _tma_ok(a, b, k), op in ("mm", "gemm", "grouped_gemm"), k > 0, sm90_built,
+                           "" if forced == "auto" else forced)
+    if fam["family"] == "sm90" and m > 0 and n > 0:
+        return Explanation(op, str(a.device), "sm90", fam["config"], 1, layouts,
+                           f"sm_{prop.major}{prop.minor}; {fam['reason']}")
     plan = _C.choose_simt_config(prop.major, prop.minor, dtype, m, n, k, batch,
                                  prop.multi_processor_count, grouped)
-    why = [f"sm_{prop.major}{prop.minor}"]
-    if forced == "simt":
-        why.append(f"{ARCH_ENV}=simt forces the SIMT family")
-    else:
-        why.append("the SIMT family is the only one built so far (tensor-core families: issues 3 and 4)"
-                   + (f"; {ARCH_ENV}={forced} has no kernels yet" if forced != "auto" else ""))
+    why = [f"sm_{prop.major}{prop.minor}", fam["reason"]]
+    if forced == "sm80":
+        why.append(f"{ARCH_ENV}=sm80 has no kernels yet (issue 3)")
     if op == "grouped_gemm":
         why.append("one launch per problem (first problem shown)")
     why.append(plan["reason"])

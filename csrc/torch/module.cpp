@@ -9,6 +9,10 @@
 
 #include "checks.h"
 #include "cutorch_gemm/device/simt_heuristic.h"
+#include "cutorch_gemm/device/sm90_configs.h"
+#ifdef CUTORCH_GEMM_WITH_CUDA
+#include "cutorch_gemm/device/sm90_gemm.h"
+#endif
 #include "cutorch_gemm/scheduler/split_k.h"
 #include "epilogue_cpu.h"
 
@@ -60,6 +64,23 @@ PYBIND11_MODULE(_C, m) {
 #endif
   }, "True when the CUDA kernels were compiled into this build.");
   m.def("compiled_archs", &compiled_archs, "GPU architectures with machine code in this build.");
+  m.def("sm90_available", [] {
+#ifdef CUTORCH_GEMM_WITH_CUDA
+    return sm90_kernels_available();
+#else
+    return false;
+#endif
+  }, "True when this build has sm_90a kernels the current device runs.");
+  m.def("choose_family", [](int major, const std::string& dtype, bool a_k_major, bool b_k_major, bool tma_ok,
+                            bool dense, bool k_positive, bool sm90_built, const std::string& forced) {
+    const FamilyChoice c = choose_family(major, parse_dtype(dtype), a_k_major, b_k_major, tma_ok, dense,
+                                         k_positive, sm90_built, forced);
+    pybind11::dict d;
+    d["family"] = std::string(c.family == GemmFamily::kSm90 ? "sm90" : "simt");
+    d["config"] = std::string(c.family == GemmFamily::kSm90 ? Sm90_128x256x64_Coop_S4::kName : "");
+    d["reason"] = c.reason;
+    return d;
+  }, "Which kernel family a call takes (the binding's own rule).");
   m.def("raster_tile", [](int linear, int tiles_m, int tiles_n, int group) {
     TORCH_CHECK_VALUE(tiles_m > 0 && tiles_n > 0 && group > 0 && linear >= 0 && linear < tiles_m * tiles_n,
                       "raster_tile: need 0 <= linear < tiles_m * tiles_n and group > 0");

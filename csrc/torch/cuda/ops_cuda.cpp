@@ -10,7 +10,11 @@
 #include <limits>
 #include <mutex>
 
+#include <cctype>
+#include <cstdlib>
+
 #include "../checks.h"
+#include "cutorch_gemm/device/sm90_gemm.h"
 #include "cutorch_gemm/device/simt_gemm.h"
 
 namespace cutorch_gemm::binding {
@@ -30,6 +34,7 @@ int64_t stride_of(const at::Tensor& t, int64_t dim) { return t.size(dim) == 1 ? 
 
 struct DeviceInfo {
   int major = 0, minor = 0, sms = 0;
+  bool sm90 = false;  // this build has sm_90a code this device runs
 };
 
 // Compute capability and SM count of the current device, queried once per device.
@@ -44,6 +49,7 @@ const DeviceInfo& device_info() {
     C10_CUDA_CHECK(cudaDeviceGetAttribute(&d.major, cudaDevAttrComputeCapabilityMajor, dev));
     C10_CUDA_CHECK(cudaDeviceGetAttribute(&d.minor, cudaDevAttrComputeCapabilityMinor, dev));
     C10_CUDA_CHECK(cudaDeviceGetAttribute(&d.sms, cudaDevAttrMultiProcessorCount, dev));
+    d.sm90 = d.major == 9 && sm90_kernels_available();
   });
   return cache[dev];
 }
@@ -67,6 +73,36 @@ void run(const GemmArgs& args, bool grouped) {
                                     c10::cuda::getCurrentCUDAStream().stream());
   TORCH_CHECK(err == cudaSuccess, "cutorch_gemm: SIMT kernel launch failed (", simt_config_name(plan.config),
               ", splits=", plan.splits, "): ", cudaGetErrorString(err));
+}
+
+// CUTORCH_GEMM_ARCH, read at every call so tests can force a family.
+std::string forced_arch() {
+  const char* e = std::getenv("CUTORCH_GEMM_ARCH");
+  std::string v = e ? e : "";
+  for (char& ch : v) ch = char(std::tolower(static_cast<unsigned char>(ch)));
+  return v;
+}
+
+// TMA reads rows of `cols` 16-bit elements: base and row stride 16-byte aligned, rows apart.
+bool tma_aligned(const at::Tensor& t, int64_t row_stride_elems, int64_t cols) {
+  return reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 == 0 && (row_stride_elems * t.element_size()) % 16 == 0 &&
+         row_stride_elems >= cols;
+}
+
+// Runs a dense (batch 1) GEMM on the Hopper family when it applies, else on SIMT.
+void run_dense(const GemmArgs& g, const at::Tensor& a, const at::Tensor& b) {
+  const DeviceInfo& d = device_info();
+  const FamilyChoice fc = choose_family(d.major, g.dtype, g.shape.a_sk == 1, g.shape.b_sk == 1,
+                                        tma_aligned(a, g.shape.a_sm, g.shape.k) && tma_aligned(b, g.shape.b_sn, g.shape.k),
+                                        true, g.shape.k > 0, d.sm90, forced_arch());
+  if (fc.family == GemmFamily::kSm90 && g.shape.m > 0 && g.shape.n > 0) {
+    const cudaError_t err = sm90_gemm(g, d.sms, c10::cuda::getCurrentCUDAStream().stream());
+    if (err == cudaErrorNotSupported) return run(g, false);  // the driver refused the tensor maps
+    TORCH_CHECK(err == cudaSuccess, "cutorch_gemm: sm90 kernel launch failed (", Sm90_128x256x64_Coop_S4::kName,
+                "): ", cudaGetErrorString(err));
+    return;
+  }
+  run(g, false);
 }
 
 GemmArgs base_args(const at::Tensor& a, const at::Tensor& b, at::ScalarType out_dtype, Activation act) {
@@ -115,7 +151,7 @@ at::Tensor gemm_cuda(const at::Tensor& a, const at::Tensor& b, const std::option
     g.shape.c_sm = c->stride(0);
     g.shape.c_sn = c->stride(1);
   }
-  run(g, false);
+  run_dense(g, a, b);
   return d;
 }
 

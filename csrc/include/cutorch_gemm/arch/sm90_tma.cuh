@@ -1,0 +1,24 @@
+#pragma once
+// TMA atoms (sm_90): bulk tensor copies global -> shared described by a CUtensorMap that the
+// host encodes (device/sm90_tma_desc.h) and passes as a __grid_constant__ kernel parameter.
+
+#include <cuda.h>
+
+#include "cutorch_gemm/arch/sm90_mbarrier.cuh"
+
+namespace cutorch_gemm::sm90 {
+
+CG_DEVICE void tma_prefetch_descriptor(const CUtensorMap* map) {
+  asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(map)) : "memory");
+}
+
+// 2-D tile load: c0 is the innermost (contiguous) coordinate, c1 the row. Out-of-bounds
+// elements of the box arrive as zeros, so edge tiles need no predication.
+CG_DEVICE void tma_load_2d(void* smem_dst, const CUtensorMap* map, uint64_t* bar, int c0, int c1) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n"
+      ::"r"(smem_addr(smem_dst)), "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(smem_addr(bar))
+      : "memory");
+}
+
+}  // namespace cutorch_gemm::sm90

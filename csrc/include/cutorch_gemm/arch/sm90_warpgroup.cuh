@@ -1,0 +1,19 @@
+#pragma once
+// Warpgroup-level atoms (sm_90): register reallocation between warpgroups.
+
+#include "cutorch_gemm/core/macros.h"
+
+namespace cutorch_gemm::sm90 {
+
+// The producer warpgroup gives registers back, the consumer warpgroups take them (the
+// accumulator of a 64x256 fp32 tile is 128 registers per thread).
+template <int kRegs>
+CG_DEVICE void setmaxnreg_dec() {
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kRegs));
+}
+template <int kRegs>
+CG_DEVICE void setmaxnreg_inc() {
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kRegs));
+}
+
+}  // namespace cutorch_gemm::sm90

@@ -1,0 +1,178 @@
+#pragma once
+// Hopper GEMM kernel: persistent, warp-specialized, cooperative (seeds: the Hopper talk).
+//   warpgroup 0  producer: one elected thread issues TMA loads of A and B k-slices into a ring
+//                of shared-memory stages (full/empty mbarriers), tile after tile
+//   warpgroups 1..kConsumers  consumers: wgmma from shared memory into registers, 64 rows of
+//                the 128-row tile each; one wgmma group in flight, the stage behind it released;
+//                then the fused epilogue straight from registers while the producer already
+//                loads the next tile.
+// Operands: K-major A (M x K) and B given as N x K (the nn.Linear weight), fp16 / bf16.
+
+#include <cuda.h>
+
+#include "cutorch_gemm/arch/sm90_tma.cuh"
+#include "cutorch_gemm/arch/sm90_warpgroup.cuh"
+#include "cutorch_gemm/arch/sm90_wgmma.cuh"
+#include "cutorch_gemm/device/gemm_args.h"
+#include "cutorch_gemm/epilogue/simt_epilogue.cuh"
+#include "cutorch_gemm/pipeline/sm90_pipeline.cuh"
+#include "cutorch_gemm/scheduler/raster.h"
+
+namespace cutorch_gemm {
+
+struct Sm90Params {
+  GemmArgs args;     // extents, epilogue operands and scalars (A and B come through TMA)
+  int tiles_m;
+  int tiles_n;
+  int raster_group;
+};
+
+template <class Cfg, typename T>
+struct Sm90SharedStorage {
+  alignas(1024) T a[Cfg::kStages][Cfg::kBlockM * Cfg::kBlockK];  // 128B-swizzled by TMA
+  alignas(1024) T b[Cfg::kStages][Cfg::kBlockN * Cfg::kBlockK];
+  alignas(8) uint64_t full[Cfg::kStages];
+  alignas(8) uint64_t empty[Cfg::kStages];
+};
+
+template <typename T>
+CG_DEVICE void sm90_wgmma(float (&d)[128], uint64_t da, uint64_t db, int scale_d);
+template <>
+CG_DEVICE void sm90_wgmma<__nv_bfloat16>(float (&d)[128], uint64_t da, uint64_t db, int scale_d) {
+  sm90::wgmma_m64n256k16_bf16(d, da, db, scale_d);
+}
+template <>
+CG_DEVICE void sm90_wgmma<__half>(float (&d)[128], uint64_t da, uint64_t db, int scale_d) {
+  sm90::wgmma_m64n256k16_f16(d, da, db, scale_d);
+}
+
+// Fused epilogue of one consumer warpgroup: wgmma's accumulator layout gives thread (warp w,
+// lane l) rows 16w + l/4 (+8) and column pairs 8j + 2(l%4) of its 64 x 256 slice.
+template <typename T>
+CG_DEVICE void sm90_store_tile(const GemmArgs& g, const float (&acc)[128], int row_base, int col_base,
+                               int tid_in_wg) {
+  using Epi = SimtEpilogue<T>;
+  const Problem prob = resolve_problem(g.shape, 0);
+  const int warp = tid_in_wg / 32;
+  const int lane = tid_in_wg % 32;
+  const bool activate = g.act != Activation::kNone;
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int m = row_base + warp * 16 + lane / 4 + 8 * h;
+    if (m >= prob.m) continue;
+#pragma unroll
+    for (int j = 0; j < 32; ++j) {
+      const int n = col_base + 8 * j + 2 * (lane % 4);
+      float v[2];
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        v[e] = (n + e < prob.n) ? Epi::linear(g, prob, m, n + e, acc[4 * j + 2 * h + e]) : 0.f;
+      }
+      if (activate) {
+#pragma unroll
+        for (int e = 0; e < 2; ++e) v[e] = apply_activation(g.act, v[e]);
+      }
+      const index_t off = index_t(m) * g.shape.d_sm + index_t(n) * g.shape.d_sn;
+      if (g.out_f32) {
+        float* d = static_cast<float*>(g.d) + off;
+        if (n + 1 < prob.n && g.shape.d_sn == 1 && is_aligned<float, 2>(d)) {
+          *reinterpret_cast<Vec<float, 2>*>(d) = Vec<float, 2>{{v[0], v[1]}};
+        } else {
+          for (int e = 0; e < 2; ++e)
+            if (n + e < prob.n) d[e * g.shape.d_sn] = v[e];
+        }
+      } else {
+        T* d = static_cast<T*>(g.d) + off;
+        if (n + 1 < prob.n && g.shape.d_sn == 1 && is_aligned<T, 2>(d)) {
+          *reinterpret_cast<Vec<T, 2>*>(d) = Vec<T, 2>{{from_acc<T>(v[0]), from_acc<T>(v[1])}};
+        } else {
+          for (int e = 0; e < 2; ++e)
+            if (n + e < prob.n) d[e * g.shape.d_sn] = from_acc<T>(v[e]);
+        }
+      }
+    }
+  }
+}
+
+template <class Cfg, typename T>
+__global__ void __launch_bounds__(Cfg::kThreads, 1)
+sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_constant__ CUtensorMap tma_b,
+                    const Sm90Params p) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  using Storage = Sm90SharedStorage<Cfg, T>;
+  using State = sm90::PipelineState<Cfg::kStages>;
+  extern __shared__ uint8_t smem_raw[];
+  // NOTE: the 128-byte swizzle pattern repeats every 1024 bytes; stages must start on it.
+  Storage& s = *reinterpret_cast<Storage*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
+  const sm90::TmaPipeline<Cfg::kStages> pipe{s.full, s.empty};
+
+  const int warpgroup = threadIdx.x / 128;
+  const int tid_in_wg = threadIdx.x % 128;
+  if (threadIdx.x == 0) {
+    for (int i = 0; i < Cfg::kStages; ++i) {
+      sm90::mbarrier_init(&s.full[i], 1);
+      sm90::mbarrier_init(&s.empty[i], 128 * Cfg::kConsumers);
+    }
+    sm90::mbarrier_init_fence();
+    sm90::tma_prefetch_descriptor(&tma_a);
+    sm90::tma_prefetch_descriptor(&tma_b);
+  }
+  __syncthreads();
+
+  const GemmArgs& g = p.args;
+  const int tiles = p.tiles_m * p.tiles_n;
+  const int k_blocks = ceil_div(g.shape.k, Cfg::kBlockK);
+  constexpr uint32_t kStageBytes = (Cfg::kBlockM + Cfg::kBlockN) * Cfg::kBlockK * sizeof(T);
+
+  if (warpgroup == 0) {
+    sm90::setmaxnreg_dec<Cfg::kProducerRegs>();
+    if (tid_in_wg == 0) {
+      State st;
+      for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+        const TileCoord tc = raster_tile(tile, p.tiles_m, p.tiles_n, p.raster_group);
+        for (int kb = 0; kb < k_blocks; ++kb) {
+          pipe.producer_acquire(st);
+          pipe.producer_commit(st, kStageBytes);
+          sm90::tma_load_2d(s.a[st.index], &tma_a, &s.full[st.index], kb * Cfg::kBlockK, tc.m * Cfg::kBlockM);
+          sm90::tma_load_2d(s.b[st.index], &tma_b, &s.full[st.index], kb * Cfg::kBlockK, tc.n * Cfg::kBlockN);
+          st.advance();
+        }
+      }
+    }
+  } else {
+    sm90::setmaxnreg_inc<Cfg::kConsumerRegs>();
+    const int consumer = warpgroup - 1;
+    State st;
+    float acc[128];
+    for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+      const TileCoord tc = raster_tile(tile, p.tiles_m, p.tiles_n, p.raster_group);
+      State prev;
+      for (int kb = 0; kb < k_blocks; ++kb) {
+        pipe.consumer_wait(st);
+        const T* a_tile = s.a[st.index] + consumer * 64 * Cfg::kBlockK;
+        const uint64_t da = sm90::make_desc_k_major_sw128(a_tile);
+        const uint64_t db = sm90::make_desc_k_major_sw128(s.b[st.index]);
+        sm90::fence_accumulators(acc);
+        sm90::wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < Cfg::kBlockK / 16; ++kk) {
+          // Each 16-element K step is 32 bytes further into the swizzled rows (>> 4: 2).
+          sm90_wgmma<T>(acc, da + 2 * kk, db + 2 * kk, (kb > 0 || kk > 0) ? 1 : 0);
+        }
+        sm90::wgmma_commit();
+        sm90::fence_accumulators(acc);
+        sm90::wgmma_wait<1>();  // the previous k-slice's wgmma is done: release its stage
+        if (kb > 0) pipe.consumer_release(prev);
+        prev = st;
+        st.advance();
+      }
+      sm90::wgmma_wait<0>();
+      sm90::fence_accumulators(acc);
+      if (k_blocks > 0) pipe.consumer_release(prev);
+      sm90_store_tile<T>(g, acc, tc.m * Cfg::kBlockM + consumer * 64, tc.n * Cfg::kBlockN, tid_in_wg);
+    }
+  }
+#endif
+}
+
+}  // namespace cutorch_gemm

@@ -1,0 +1,39 @@
+#pragma once
+// The TMA pipeline: a ring of shared-memory stages guarded by two mbarriers each. `full[s]`
+// completes when stage s's bytes have landed (the producer's arrive.expect_tx plus TMA's
+// complete_tx); `empty[s]` completes when every consumer thread has released stage s.
+// Both sides walk the ring with a {index, phase} state.
+
+#include "cutorch_gemm/arch/sm90_mbarrier.cuh"
+
+namespace cutorch_gemm::sm90 {
+
+template <int kStages>
+struct PipelineState {
+  int index = 0;
+  uint32_t phase = 0;
+  CG_DEVICE void advance() {
+    if (++index == kStages) {
+      index = 0;
+      phase ^= 1;
+    }
+  }
+};
+
+template <int kStages>
+struct TmaPipeline {
+  uint64_t* full;
+  uint64_t* empty;
+
+  // NOTE: a fresh barrier counts its (virtual) previous phase as complete, so the producer's
+  // first pass over the ring (phase 0, waiting on parity 1) does not block.
+  CG_DEVICE void producer_acquire(const PipelineState<kStages>& s) const { mbarrier_wait(&empty[s.index], s.phase ^ 1); }
+  // Announces the stage's bytes; the TMA loads issued next complete the phase.
+  CG_DEVICE void producer_commit(const PipelineState<kStages>& s, uint32_t bytes) const {
+    mbarrier_arrive_expect_tx(&full[s.index], bytes);
+  }
+  CG_DEVICE void consumer_wait(const PipelineState<kStages>& s) const { mbarrier_wait(&full[s.index], s.phase); }
+  CG_DEVICE void consumer_release(const PipelineState<kStages>& s) const { mbarrier_arrive(&empty[s.index]); }
+};
+
+}  // namespace cutorch_gemm::sm90
