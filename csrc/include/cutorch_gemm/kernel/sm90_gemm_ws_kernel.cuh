@@ -27,10 +27,19 @@ struct Sm90Params {
   int raster_group;
 };
 
+constexpr int Sm90EpilogueCols = 32;
+
+struct Acc4 {
+  float v[4];
+};
+
 template <class Cfg, typename T>
 struct Sm90SharedStorage {
   alignas(1024) T a[Cfg::kStages][Cfg::kBlockM * Cfg::kBlockK];  // 128B-swizzled by TMA
   alignas(1024) T b[Cfg::kStages][Cfg::kBlockN * Cfg::kBlockK];
+  // Per consumer warpgroup: a 64 x 32 fp32 slice of its accumulators on the way out (padded
+  // rows: the fragment writes and the row-wise reads both stay free of bank conflicts).
+  alignas(16) float epi[Cfg::kConsumers][64][Sm90EpilogueCols + 4];
   alignas(8) uint64_t full[Cfg::kStages];
   alignas(8) uint64_t empty[Cfg::kStages];
 };
@@ -46,50 +55,50 @@ CG_DEVICE void sm90_wgmma<__half>(float (&d)[128], uint64_t da, uint64_t db, int
   sm90::wgmma_m64n256k16_f16(d, da, db, scale_d);
 }
 
-// Fused epilogue of one consumer warpgroup: wgmma's accumulator layout gives thread (warp w,
-// lane l) rows 16w + l/4 (+8) and column pairs 8j + 2(l%4) of its 64 x 256 slice.
+CG_DEVICE void named_barrier_sync(int id, int threads) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+
+// Fused epilogue of one consumer warpgroup, staged through shared memory 32 columns at a time.
+// wgmma's accumulator layout gives thread (warp w, lane l) rows 16w + l/4 (+8) and column pairs
+// 8j + 2(l%4) of its 64 x 256 slice; each slice goes to smem in that layout, then the
+// warpgroup reads it back row-wise and applies the fusion functor in a compact (not unrolled)
+// loop with 4-element vector stores.
+// NOTE: applying the functor straight from registers unrolls it 128 times per thread (~40K
+// SASS instructions); the instruction fetch of that code dominated the whole kernel.
 template <typename T>
-CG_DEVICE void sm90_store_tile(const GemmArgs& g, const float (&acc)[128], int row_base, int col_base,
-                               int tid_in_wg) {
+CG_DEVICE void sm90_store_tile(const GemmArgs& g, const float (&acc)[128], float (*epi)[Sm90EpilogueCols + 4],
+                               int row_base, int col_base, int tid_in_wg, int barrier_id) {
   using Epi = SimtEpilogue<T>;
   const Problem prob = resolve_problem(g.shape, 0);
   const int warp = tid_in_wg / 32;
   const int lane = tid_in_wg % 32;
-  const bool activate = g.act != Activation::kNone;
+  constexpr int kChunkJ = Sm90EpilogueCols / 8;  // n8 blocks per chunk
 #pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    const int m = row_base + warp * 16 + lane / 4 + 8 * h;
-    if (m >= prob.m) continue;
+  for (int chunk = 0; chunk < 256 / Sm90EpilogueCols; ++chunk) {
+    named_barrier_sync(barrier_id, 128);  // the previous chunk has been read
 #pragma unroll
-    for (int j = 0; j < 32; ++j) {
-      const int n = col_base + 8 * j + 2 * (lane % 4);
-      float v[2];
+    for (int jj = 0; jj < kChunkJ; ++jj) {
+      const int j = chunk * kChunkJ + jj;
 #pragma unroll
-      for (int e = 0; e < 2; ++e) {
-        v[e] = (n + e < prob.n) ? Epi::linear(g, prob, m, n + e, acc[4 * j + 2 * h + e]) : 0.f;
+      for (int h = 0; h < 2; ++h) {
+        const int r = warp * 16 + lane / 4 + 8 * h;
+        const int cc = 8 * jj + 2 * (lane % 4);
+        *reinterpret_cast<float2*>(&epi[r][cc]) = make_float2(acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
       }
-      if (activate) {
-#pragma unroll
-        for (int e = 0; e < 2; ++e) v[e] = apply_activation(g.act, v[e]);
-      }
-      const index_t off = index_t(m) * g.shape.d_sm + index_t(n) * g.shape.d_sn;
-      if (g.out_f32) {
-        float* d = static_cast<float*>(g.d) + off;
-        if (n + 1 < prob.n && g.shape.d_sn == 1 && is_aligned<float, 2>(d)) {
-          *reinterpret_cast<Vec<float, 2>*>(d) = Vec<float, 2>{{v[0], v[1]}};
-        } else {
-          for (int e = 0; e < 2; ++e)
-            if (n + e < prob.n) d[e * g.shape.d_sn] = v[e];
-        }
-      } else {
-        T* d = static_cast<T*>(g.d) + off;
-        if (n + 1 < prob.n && g.shape.d_sn == 1 && is_aligned<T, 2>(d)) {
-          *reinterpret_cast<Vec<T, 2>*>(d) = Vec<T, 2>{{from_acc<T>(v[0]), from_acc<T>(v[1])}};
-        } else {
-          for (int e = 0; e < 2; ++e)
-            if (n + e < prob.n) d[e * g.shape.d_sn] = from_acc<T>(v[e]);
-        }
-      }
+    }
+    named_barrier_sync(barrier_id, 128);
+    const int n_chunk = col_base + chunk * Sm90EpilogueCols;
+#pragma unroll 1
+    for (int idx = tid_in_wg; idx < 64 * (Sm90EpilogueCols / 4); idx += 128) {
+      const int r = idx / (Sm90EpilogueCols / 4);
+      const int c4 = (idx % (Sm90EpilogueCols / 4)) * 4;
+      const int m = row_base + r;
+      const int n = n_chunk + c4;
+      if (m >= prob.m || n >= prob.n) continue;
+      const float4 x = *reinterpret_cast<const float4*>(&epi[r][c4]);
+      const Acc4 raw{{x.x, x.y, x.z, x.w}};
+      Epi::store4(g, prob, m, n, raw.v);
     }
   }
 }
@@ -169,7 +178,8 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
       sm90::wgmma_wait<0>();
       sm90::fence_accumulators(acc);
       if (k_blocks > 0) pipe.consumer_release(prev);
-      sm90_store_tile<T>(g, acc, tc.m * Cfg::kBlockM + consumer * 64, tc.n * Cfg::kBlockN, tid_in_wg);
+      sm90_store_tile<T>(g, acc, s.epi[consumer], tc.m * Cfg::kBlockM + consumer * 64, tc.n * Cfg::kBlockN,
+                         tid_in_wg, 1 + consumer);
     }
   }
 #endif
