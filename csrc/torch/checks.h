@@ -53,6 +53,24 @@ void check_grouped_gemm_lists(const std::vector<at::Tensor>& a, const std::vecto
                               const std::optional<std::vector<at::Tensor>>& bias,
                               const std::string& activation, std::optional<at::ScalarType> out_dtype);
 
+// grouped_gemm's shape on every device: check all problems, then run `gemm(a_i, b_i, bias_i)`
+// for each (the per-device implementations pass their dense gemm).
+template <class Gemm>
+std::vector<at::Tensor> grouped_gemm_by_problem(const std::vector<at::Tensor>& a, const std::vector<at::Tensor>& b,
+                                                const std::optional<std::vector<at::Tensor>>& bias,
+                                                const std::string& activation,
+                                                std::optional<at::ScalarType> out_dtype, Gemm gemm) {
+  check_grouped_gemm_lists(a, b, bias, activation, out_dtype);
+  std::vector<at::Tensor> out;
+  out.reserve(a.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    std::optional<at::Tensor> bi;
+    if (bias.has_value()) bi = (*bias)[i];
+    out.push_back(gemm(a[i], b[i], bi));
+  }
+  return out;
+}
+
 // CPU only: offsets must be non-decreasing, within [0, extent]. (The GPU clamps instead, to
 // avoid a host synchronisation.)
 void check_offsets_values_cpu(const at::Tensor& offs, int64_t extent, const char* along);

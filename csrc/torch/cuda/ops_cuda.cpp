@@ -213,17 +213,12 @@ at::Tensor grouped_mm_cuda(const at::Tensor& a, const at::Tensor& b, const std::
 std::vector<at::Tensor> grouped_gemm_cuda(const std::vector<at::Tensor>& a, const std::vector<at::Tensor>& b,
                                           const std::optional<std::vector<at::Tensor>>& bias,
                                           c10::string_view activation, std::optional<at::ScalarType> out_dtype) {
-  check_grouped_gemm_lists(a, b, bias, std::string(activation), out_dtype);
   // NOTE: the correct path for now, one launch per problem; the persistent pointer-array
   // grouped kernel (seeds: grouped scheduler) replaces this loop.
-  std::vector<at::Tensor> out;
-  out.reserve(a.size());
-  for (size_t i = 0; i < a.size(); ++i) {
-    std::optional<at::Tensor> bi;
-    if (bias.has_value()) bi = (*bias)[i];
-    out.push_back(gemm_cuda(a[i], b[i], bi, std::nullopt, 1.0, 0.0, activation, out_dtype));
-  }
-  return out;
+  return grouped_gemm_by_problem(a, b, bias, std::string(activation), out_dtype,
+                                 [&](const at::Tensor& ai, const at::Tensor& bi, const std::optional<at::Tensor>& biasi) {
+                                   return gemm_cuda(ai, bi, biasi, std::nullopt, 1.0, 0.0, activation, out_dtype);
+                                 });
 }
 
 }  // namespace
