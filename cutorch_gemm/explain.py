@@ -114,8 +114,11 @@ def explain(op: str, *args, **kwargs) -> Explanation:
                            _tma_ok(a, b, k), op in ("mm", "gemm", "grouped_gemm"), k > 0, sm90_built,
                            "" if forced == "auto" else forced)
     if fam["family"] == "sm90" and m > 0 and n > 0:
-        return Explanation(op, str(a.device), "sm90", fam["config"], 1, layouts,
-                           f"sm_{prop.major}{prop.minor}; {fam['reason']}")
+        sm90_forced = os.environ.get("CUTORCH_GEMM_SM90_CONFIG", "").strip().lower()
+        config = _C.choose_sm90_config(m, n, k, prop.multi_processor_count, sm90_forced)
+        return Explanation(op, str(a.device), "sm90", config, 1, layouts,
+                           f"sm_{prop.major}{prop.minor}; {fam['reason']}"
+                           + (f"; CUTORCH_GEMM_SM90_CONFIG={sm90_forced}" if sm90_forced else ""))
     plan = _C.choose_simt_config(prop.major, prop.minor, dtype, m, n, k, batch,
                                  prop.multi_processor_count, grouped)
     why = [f"sm_{prop.major}{prop.minor}", fam["reason"]]

@@ -27,18 +27,29 @@ def linear_operands(m, n, k, dtype):
     return x, w.t()
 
 
+CONFIGS = {"coop": "Sm90_128x256x64_Coop_S4", "pingpong": "Sm90_64x256x64_Pingpong_S5"}
+
+
+@pytest.mark.parametrize("config", list(CONFIGS))
 @pytest.mark.parametrize("dtype", HALF_DTYPES, ids=dtype_id)
-@pytest.mark.parametrize("mnk", SHAPES, ids=lambda s: "x".join(map(str, s)))
-def test_sm90_mm_matches_reference(dtype, mnk):
+@pytest.mark.parametrize("mnk", SHAPES + [(8960, 256, 320), (2048, 2048, 1024)],
+                         ids=lambda s: "x".join(map(str, s)))
+def test_sm90_mm_matches_reference(dtype, mnk, config, monkeypatch):
+    # The last two shapes give CTAs several tiles with K >= the ring depth (the ping-pong
+    # ordering case).
+    monkeypatch.setenv("CUTORCH_GEMM_SM90_CONFIG", config)
     a, b = linear_operands(*mnk, dtype)
-    assert cg.explain("mm", a, b).kernel == "sm90"
+    e = cg.explain("mm", a, b)
+    assert e.kernel == "sm90" and e.config == CONFIGS[config], str(e)
     torch.empty(mnk[0] * mnk[1] * 2, device="cuda", dtype=dtype).fill_(float("nan"))
     check(cg.mm(a, b), ref_gemm(a, b), dtype, what=f"sm90 mm {mnk}")
 
 
+@pytest.mark.parametrize("config", list(CONFIGS))
 @pytest.mark.parametrize("dtype", HALF_DTYPES, ids=dtype_id)
 @pytest.mark.parametrize("activation", ACTIVATIONS)
-def test_sm90_gemm_epilogue(dtype, activation):
+def test_sm90_gemm_epilogue(dtype, activation, config, monkeypatch):
+    monkeypatch.setenv("CUTORCH_GEMM_SM90_CONFIG", config)
     m, n, k = 257, 520, 200
     a, b = linear_operands(m, n, k, dtype)
     bias = torch.randn(n, device="cuda", dtype=dtype)

@@ -77,10 +77,12 @@ PYBIND11_MODULE(_C, m) {
                                          k_positive, sm90_built, forced);
     pybind11::dict d;
     d["family"] = std::string(c.family == GemmFamily::kSm90 ? "sm90" : "simt");
-    d["config"] = std::string(c.family == GemmFamily::kSm90 ? Sm90_128x256x64_Coop_S4::kName : "");
     d["reason"] = c.reason;
     return d;
   }, "Which kernel family a call takes (the binding's own rule).");
+  m.def("choose_sm90_config", [](int64_t m_, int64_t n, int64_t k, int num_sms, const std::string& forced) {
+    return std::string(sm90_config_name(choose_sm90_config(int(m_), int(n), int(k), num_sms, forced)));
+  }, "The sm90 heuristic's config for a problem (forced: CUTORCH_GEMM_SM90_CONFIG).");
   m.def("raster_tile", [](int linear, int tiles_m, int tiles_n, int group) {
     TORCH_CHECK_VALUE(tiles_m > 0 && tiles_n > 0 && group > 0 && linear >= 0 && linear < tiles_m * tiles_n,
                       "raster_tile: need 0 <= linear < tiles_m * tiles_n and group > 0");

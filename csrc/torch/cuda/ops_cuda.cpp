@@ -75,13 +75,14 @@ void run(const GemmArgs& args, bool grouped) {
               ", splits=", plan.splits, "): ", cudaGetErrorString(err));
 }
 
-// CUTORCH_GEMM_ARCH, read at every call so tests can force a family.
-std::string forced_arch() {
-  const char* e = std::getenv("CUTORCH_GEMM_ARCH");
+// CUTORCH_GEMM_ARCH / CUTORCH_GEMM_SM90_CONFIG, read at every call so tests can force a path.
+std::string env_lower(const char* name) {
+  const char* e = std::getenv(name);
   std::string v = e ? e : "";
   for (char& ch : v) ch = char(std::tolower(static_cast<unsigned char>(ch)));
   return v;
 }
+std::string forced_arch() { return env_lower("CUTORCH_GEMM_ARCH"); }
 
 // TMA reads rows of `cols` 16-bit elements: base and row stride 16-byte aligned, rows apart.
 bool tma_aligned(const at::Tensor& t, int64_t row_stride_elems, int64_t cols) {
@@ -96,9 +97,11 @@ void run_dense(const GemmArgs& g, const at::Tensor& a, const at::Tensor& b) {
                                         tma_aligned(a, g.shape.a_sm, g.shape.k) && tma_aligned(b, g.shape.b_sn, g.shape.k),
                                         true, g.shape.k > 0, d.sm90, forced_arch());
   if (fc.family == GemmFamily::kSm90 && g.shape.m > 0 && g.shape.n > 0) {
-    const cudaError_t err = sm90_gemm(g, d.sms, c10::cuda::getCurrentCUDAStream().stream());
+    const Sm90ConfigId config = choose_sm90_config(g.shape.m, g.shape.n, g.shape.k, d.sms,
+                                                   env_lower("CUTORCH_GEMM_SM90_CONFIG"));
+    const cudaError_t err = sm90_gemm(g, config, d.sms, c10::cuda::getCurrentCUDAStream().stream());
     if (err == cudaErrorNotSupported) return run(g, false);  // the driver refused the tensor maps
-    TORCH_CHECK(err == cudaSuccess, "cutorch_gemm: sm90 kernel launch failed (", Sm90_128x256x64_Coop_S4::kName,
+    TORCH_CHECK(err == cudaSuccess, "cutorch_gemm: sm90 kernel launch failed (", sm90_config_name(config),
                 "): ", cudaGetErrorString(err));
     return;
   }

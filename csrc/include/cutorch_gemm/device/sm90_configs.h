@@ -12,6 +12,7 @@ namespace cutorch_gemm {
 // producer warpgroup and two cooperative consumer warpgroups, each owning 64x256 of the tile.
 struct Sm90_128x256x64_Coop_S4 {
   static constexpr const char* kName = "Sm90_128x256x64_Coop_S4";
+  static constexpr bool kPingpong = false;
   static constexpr int kBlockM = 128;
   static constexpr int kBlockN = 256;
   static constexpr int kBlockK = 64;
@@ -23,6 +24,43 @@ struct Sm90_128x256x64_Coop_S4 {
   static_assert(kBlockM == 64 * kConsumers, "each consumer warpgroup owns 64 rows");
   static_assert(kProducerRegs * 128 + kConsumerRegs * 128 * kConsumers <= 65536, "register file");
 };
+
+// Ping-pong: 64x256 tiles, the two consumer warpgroups take alternate tiles of the CTA's
+// sequence, so one's epilogue runs while the other's wgmma keep the tensor cores busy (the
+// stage ring hands them their tiles in turn, which staggers them by one mainloop).
+struct Sm90_64x256x64_Pingpong_S5 {
+  static constexpr const char* kName = "Sm90_64x256x64_Pingpong_S5";
+  static constexpr bool kPingpong = true;
+  static constexpr int kBlockM = 64;
+  static constexpr int kBlockN = 256;
+  static constexpr int kBlockK = 64;
+  static constexpr int kStages = 5;
+  static constexpr int kConsumers = 2;
+  static constexpr int kThreads = 128 * (1 + kConsumers);
+  static constexpr int kProducerRegs = 40;
+  static constexpr int kConsumerRegs = 232;
+  static_assert(kProducerRegs * 128 + kConsumerRegs * 128 * kConsumers <= 65536, "register file");
+};
+
+enum class Sm90ConfigId : int { kCoop128x256 = 0, kPingpong64x256 = 1 };
+
+inline const char* sm90_config_name(Sm90ConfigId id) {
+  return id == Sm90ConfigId::kCoop128x256 ? Sm90_128x256x64_Coop_S4::kName : Sm90_64x256x64_Pingpong_S5::kName;
+}
+
+// The sm90 heuristic (pure). `forced` is CUTORCH_GEMM_SM90_CONFIG ("", "coop", "pingpong"):
+// the override the tests and benchmarks use to run every config.
+// Measured on an H200 (benchmarks/RESULTS.md): cooperative 128x256 wins once its tiles fill
+// the GPU (less B traffic per FLOP); ping-pong 64x256 wins for M <= 128 and for problems whose
+// 128x256 tiles leave SMs idle (its tiles are half as tall, and epilogues overlap wgmma).
+inline Sm90ConfigId choose_sm90_config(int m, int n, int k, int num_sms, const std::string& forced) {
+  (void)k;
+  if (forced == "coop") return Sm90ConfigId::kCoop128x256;
+  if (forced == "pingpong") return Sm90ConfigId::kPingpong64x256;
+  const long long coop_tiles = (long long)((m + 127) / 128) * ((n + 255) / 256);
+  if (m <= 128 || coop_tiles < num_sms) return Sm90ConfigId::kPingpong64x256;
+  return Sm90ConfigId::kCoop128x256;
+}
 
 enum class GemmFamily : int { kSimt = 0, kSm90 = 1 };
 

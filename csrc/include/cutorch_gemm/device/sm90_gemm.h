@@ -12,11 +12,12 @@ namespace cutorch_gemm {
 bool sm90_kernels_available();
 
 // Dense K-major fp16/bf16 GEMM (args.batch == 1, a_sk == 1, b_sk == 1, 16-byte aligned).
-cudaError_t sm90_gemm_f16(const GemmArgs& args, int num_sms, cudaStream_t stream);
-cudaError_t sm90_gemm_bf16(const GemmArgs& args, int num_sms, cudaStream_t stream);
+cudaError_t sm90_gemm_f16(const GemmArgs& args, Sm90ConfigId config, int num_sms, cudaStream_t stream);
+cudaError_t sm90_gemm_bf16(const GemmArgs& args, Sm90ConfigId config, int num_sms, cudaStream_t stream);
 
-inline cudaError_t sm90_gemm(const GemmArgs& args, int num_sms, cudaStream_t stream) {
-  return args.dtype == DType::kBFloat16 ? sm90_gemm_bf16(args, num_sms, stream) : sm90_gemm_f16(args, num_sms, stream);
+inline cudaError_t sm90_gemm(const GemmArgs& args, Sm90ConfigId config, int num_sms, cudaStream_t stream) {
+  return args.dtype == DType::kBFloat16 ? sm90_gemm_bf16(args, config, num_sms, stream)
+                                        : sm90_gemm_f16(args, config, num_sms, stream);
 }
 
 }  // namespace cutorch_gemm

@@ -42,6 +42,7 @@ struct Sm90SharedStorage {
   alignas(16) float epi[Cfg::kConsumers][64][Sm90EpilogueCols + 4];
   alignas(8) uint64_t full[Cfg::kStages];
   alignas(8) uint64_t empty[Cfg::kStages];
+  alignas(8) uint64_t order[2];  // ping-pong: "consumer c finished a mainloop"
 };
 
 template <typename T>
@@ -120,8 +121,11 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
   if (threadIdx.x == 0) {
     for (int i = 0; i < Cfg::kStages; ++i) {
       sm90::mbarrier_init(&s.full[i], 1);
-      sm90::mbarrier_init(&s.empty[i], 128 * Cfg::kConsumers);
+      // Cooperative: both consumer warpgroups read every stage; ping-pong: one does.
+      sm90::mbarrier_init(&s.empty[i], Cfg::kPingpong ? 128 : 128 * Cfg::kConsumers);
     }
+    sm90::mbarrier_init(&s.order[0], 1);
+    sm90::mbarrier_init(&s.order[1], 1);
     sm90::mbarrier_init_fence();
     sm90::tma_prefetch_descriptor(&tma_a);
     sm90::tma_prefetch_descriptor(&tma_b);
@@ -153,12 +157,27 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
     const int consumer = warpgroup - 1;
     State st;
     float acc[128];
-    for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+    // Cooperative: every tile, rows [64c, 64c + 64) of it. Ping-pong: every other tile, all rows;
+    // the ring carries the other warpgroup's tiles in between, which this one skips.
+    const int first = Cfg::kPingpong ? blockIdx.x + consumer * gridDim.x : blockIdx.x;
+    const int step = Cfg::kPingpong ? Cfg::kConsumers * gridDim.x : gridDim.x;
+    const int row_in_tile = Cfg::kPingpong ? 0 : consumer * 64;
+    if (Cfg::kPingpong) st.advance(consumer * k_blocks);
+    int own = 0;  // tiles this warpgroup has done
+    for (int tile = first; tile < tiles; tile += step, ++own) {
       const TileCoord tc = raster_tile(tile, p.tiles_m, p.tiles_n, p.raster_group);
+      // NOTE: ping-pong mainloops take turns: a warpgroup starts only after the other has
+      // passed every full-barrier wait of the tile before it in the ring. Besides staggering
+      // the epilogues against the other's wgmma, this keeps every parity wait within one
+      // phase of the barrier: with K >= kStages slices, the second warpgroup's first wait
+      // would otherwise see the barrier's initial "previous phase complete" and read early.
+      if (Cfg::kPingpong && (consumer == 1 || own > 0)) {
+        sm90::mbarrier_wait(&s.order[1 - consumer], consumer == 0 ? uint32_t(own - 1) & 1u : uint32_t(own) & 1u);
+      }
       State prev;
       for (int kb = 0; kb < k_blocks; ++kb) {
         pipe.consumer_wait(st);
-        const T* a_tile = s.a[st.index] + consumer * 64 * Cfg::kBlockK;
+        const T* a_tile = s.a[st.index] + row_in_tile * Cfg::kBlockK;
         const uint64_t da = sm90::make_desc_k_major_sw128(a_tile);
         const uint64_t db = sm90::make_desc_k_major_sw128(s.b[st.index]);
         sm90::fence_accumulators(acc);
@@ -175,11 +194,13 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
         prev = st;
         st.advance();
       }
+      if (Cfg::kPingpong && tid_in_wg == 0) sm90::mbarrier_arrive(&s.order[consumer]);
       sm90::wgmma_wait<0>();
       sm90::fence_accumulators(acc);
       if (k_blocks > 0) pipe.consumer_release(prev);
-      sm90_store_tile<T>(g, acc, s.epi[consumer], tc.m * Cfg::kBlockM + consumer * 64, tc.n * Cfg::kBlockN,
+      sm90_store_tile<T>(g, acc, s.epi[consumer], tc.m * Cfg::kBlockM + row_in_tile, tc.n * Cfg::kBlockN,
                          tid_in_wg, 1 + consumer);
+      if (Cfg::kPingpong) st.advance((Cfg::kConsumers - 1) * k_blocks);
     }
   }
 #endif

@@ -18,6 +18,12 @@ struct PipelineState {
       phase ^= 1;
     }
   }
+  // Skips n stages (the ping-pong consumers skip the other warpgroup's tiles).
+  CG_DEVICE void advance(int n) {
+    const int i = index + n;
+    phase ^= uint32_t(i / kStages) & 1u;
+    index = i % kStages;
+  }
 };
 
 template <int kStages>
