@@ -49,8 +49,9 @@ def _tma_ok(a: torch.Tensor, b: torch.Tensor, k: int) -> bool:
     def ok(t, row_stride):
         es = t.element_size()
         return t.data_ptr() % 16 == 0 and (row_stride * es) % 16 == 0 and row_stride >= k
-    a_rows = 1 if a.shape[-2] == 1 else a.stride(-2)
-    b_rows = 1 if b.shape[-1] == 1 else b.stride(-1)
+    k_padded = (k + 7) // 8 * 8  # a single row / column: the binding reports a padded stride
+    a_rows = (k_padded if _k_major(a, "a") else 1) if a.shape[-2] == 1 else a.stride(-2)
+    b_rows = (k_padded if _k_major(b, "b") else 1) if b.shape[-1] == 1 else b.stride(-1)
     return ok(a, a_rows) and ok(b, b_rows)
 
 

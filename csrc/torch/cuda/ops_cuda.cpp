@@ -126,6 +126,11 @@ void set_2d(GemmArgs& g, const at::Tensor& a, const at::Tensor& b, const at::Ten
   g.shape.a_sk = stride_of(a, a.dim() - 1);
   g.shape.b_sk = stride_of(b, b.dim() - 2);
   g.shape.b_sn = stride_of(b, b.dim() - 1);
+  // NOTE: a single row (M = 1, decode) or column (N = 1) has no real row stride; report a
+  // 16-byte multiple >= K so TMA can read it (the SIMT kernels never step along it).
+  const int64_t k = a.size(-1), k_padded = (k + 7) / 8 * 8;
+  if (a.size(-2) == 1 && g.shape.a_sk == 1) g.shape.a_sm = k_padded;
+  if (b.size(-1) == 1 && g.shape.b_sk == 1) g.shape.b_sn = k_padded;
   g.shape.d_sm = d.stride(d.dim() - 2);
   g.shape.d_sn = d.stride(d.dim() - 1);
 }
