@@ -10,10 +10,13 @@ import torch  # noqa: F401  (the native module links against torch's libraries)
 from . import _C  # noqa: F401  registers torch.ops.gemm.*
 from . import _fake  # noqa: F401  register_fake for every op
 from . import _autograd  # noqa: F401  register_autograd for every op
+from . import nn  # noqa: F401  Linear, replace_linear
+from .dropin import linear, matmul
+from .enable import enable
 from .explain import Explanation, explain
 from .ops import ACTIVATIONS, bmm, gemm, grouped_gemm, grouped_mm, mm
 
 __version__ = "0.1.0"
 
-__all__ = ["mm", "gemm", "bmm", "grouped_mm", "grouped_gemm", "explain", "Explanation",
-           "ACTIVATIONS", "__version__"]
+__all__ = ["mm", "gemm", "bmm", "matmul", "linear", "grouped_mm", "grouped_gemm", "enable", "nn",
+           "explain", "Explanation", "ACTIVATIONS", "__version__"]

@@ -1,0 +1,127 @@
+"""Drop-in entry points: `matmul` with torch.matmul's semantics and `linear` with F.linear's
+(plus an optional fused activation). What our ops cover runs on them; everything else falls
+back to PyTorch, so neither ever fails where PyTorch works. `route_matmul` / `route_linear` say
+which path a call takes (used by `explain_dropin` and by `enable()`).
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+import torch.nn.functional as F
+
+from . import ops
+
+_OUR_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
+
+# CPU tensors go to PyTorch (our CPU ops are references). The CPU test suite sets this to True
+# to run the routing and reshaping logic through the reference ops.
+ROUTE_CPU = False
+_ACT_FN = {
+    None: lambda x: x,
+    "none": lambda x: x,
+    "relu": F.relu,
+    "gelu": F.gelu,
+    "gelu_tanh": lambda x: F.gelu(x, approximate="tanh"),
+    "silu": F.silu,
+}
+
+
+def _why_not(*tensors: torch.Tensor) -> Optional[str]:
+    """None when our ops take these operands, else the reason for the fallback."""
+    t0 = tensors[0]
+    for t in tensors:
+        if not isinstance(t, torch.Tensor) or type(t) is not torch.Tensor and not isinstance(t, torch.nn.Parameter):
+            return "tensor subclass"
+        if t.dtype not in _OUR_DTYPES:
+            return f"dtype {t.dtype}"
+        if t.dtype != t0.dtype:
+            return "mixed dtypes (PyTorch's promotion rules apply)"
+        if t.device != t0.device:
+            return "operands on different devices"
+        if t.device.type != "cuda" and not (ROUTE_CPU and t.device.type == "cpu"):
+            return f"{t.device.type} tensors (our CPU ops are references, PyTorch's are faster)"
+    return None
+
+
+def route_matmul(a: torch.Tensor, b: torch.Tensor) -> str:
+    """'mm', 'bmm' or 'torch: <reason>' for cutorch_gemm.matmul(a, b)."""
+    why = _why_not(a, b)
+    if why is not None:
+        return f"torch: {why}"
+    if a.dim() == 0 or b.dim() == 0:
+        return "torch: 0-d operand"
+    if a.dim() == 1 and b.dim() == 1:
+        return "torch: dot product"
+    if b.dim() <= 2:
+        return "mm"
+    return "bmm"
+
+
+def matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """torch.matmul with the same semantics (1-D operands, batch broadcasting, every dtype).
+
+    Float CUDA operands of one dtype run on `mm` (a batch folded into rows when b is 2-D) or
+    `bmm` (broadcast batches, expanded views: stride-0 batches are not copied when they
+    collapse); everything else is torch.matmul.
+    """
+    route = route_matmul(a, b)
+    if route.startswith("torch"):
+        return torch.matmul(a, b)
+    a2 = a.unsqueeze(0) if a.dim() == 1 else a
+    b2 = b.unsqueeze(-1) if b.dim() == 1 else b
+    if route == "mm":
+        # (..., M, K) @ (K, N): fold the batch into rows (a view when a's rows are uniform).
+        lead = a2.shape[:-1]
+        rows = 1
+        for d in lead:
+            rows *= d
+        out = ops.mm(a2.reshape(rows, a2.shape[-1]), b2).reshape(*lead, b2.shape[-1])
+    else:
+        batch = torch.broadcast_shapes(a2.shape[:-2], b2.shape[:-2])
+        nb = 1
+        for d in batch:
+            nb *= d
+        a3 = a2.expand(*batch, *a2.shape[-2:]).reshape(nb, *a2.shape[-2:])
+        b3 = b2.expand(*batch, *b2.shape[-2:]).reshape(nb, *b2.shape[-2:])
+        out = ops.bmm(a3, b3).reshape(*batch, a2.shape[-2], b2.shape[-1])
+    if a.dim() == 1:
+        out = out.squeeze(-2)
+    if b.dim() == 1:
+        out = out.squeeze(-1)
+    return out
+
+
+def route_linear(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor] = None) -> str:
+    """'gemm' or 'torch: <reason>' for cutorch_gemm.linear."""
+    tensors = (x, weight) if bias is None else (x, weight, bias)
+    why = _why_not(*tensors)
+    if why is not None:
+        return f"torch: {why}"
+    if x.dim() == 0 or weight.dim() != 2 or (bias is not None and bias.dim() != 1):
+        return "torch: shapes outside (..., K) x (N, K)"
+    return "gemm"
+
+
+def linear(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor] = None,
+           activation: Optional[str] = None) -> torch.Tensor:
+    """F.linear(x, weight, bias) followed by `activation` (none | relu | gelu | gelu_tanh | silu),
+    fused into one GEMM epilogue when our ops take the operands.
+
+    Args:
+        x: (..., K). weight: (N, K), the nn.Linear layout (read through a transposed view).
+        bias: optional (N,).
+    Returns:
+        (..., N).
+    """
+    if activation not in _ACT_FN:
+        raise ValueError(f"linear: unknown activation {activation!r}; expected one of none, relu, "
+                         "gelu, gelu_tanh, silu")
+    if route_linear(x, weight, bias).startswith("torch"):
+        return _ACT_FN[activation](F.linear(x, weight, bias))
+    rows = 1
+    for d in x.shape[:-1]:
+        rows *= d
+    x2 = x.reshape(rows, x.shape[-1]) if x.dim() != 2 else x
+    out = ops.gemm(x2, weight.t(), bias=bias, activation=activation or "none")
+    return out.reshape(*x.shape[:-1], weight.shape[0]) if x.dim() != 2 else out

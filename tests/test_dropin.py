@@ -1,0 +1,250 @@
+"""Drop-in use: matmul with torch.matmul's semantics, linear / nn.Linear / replace_linear,
+enable(), autocast. On the CPU the routing runs through the reference ops (dropin.ROUTE_CPU)
+so every reshape/broadcast path is checked against torch.matmul; the fallbacks are checked as
+they ship (ROUTE_CPU off)."""
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import cutorch_gemm as cg
+from cutorch_gemm import dropin
+
+MATMUL_SHAPES = [
+    ((5,), (5,)), ((5,), (5, 3)), ((4, 5), (5,)), ((4, 5), (5, 3)),
+    ((2, 4, 5), (5, 3)), ((2, 4, 5), (5,)), ((5,), (2, 5, 3)), ((2, 4, 5), (2, 5, 3)),
+    ((1, 4, 5), (3, 5, 2)), ((3, 1, 4, 5), (2, 5, 6)), ((2, 3, 4, 5), (3, 5, 2)),
+    ((0, 4, 5), (5, 3)), ((2, 0, 5), (2, 5, 3)), ((2, 4, 0), (2, 0, 3)), ((7, 1, 9), (9, 1)),
+]
+
+
+@pytest.fixture
+def route_cpu(monkeypatch):
+    monkeypatch.setattr(dropin, "ROUTE_CPU", True)
+
+
+@pytest.mark.parametrize("shapes", MATMUL_SHAPES, ids=str)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_matmul_semantics(route_cpu, shapes, dtype):
+    a = torch.randn(*shapes[0], dtype=dtype)
+    b = torch.randn(*shapes[1], dtype=dtype)
+    ref = torch.matmul(a.double(), b.double())
+    out = cg.matmul(a, b)
+    assert out.shape == ref.shape and out.dtype == dtype
+    torch.testing.assert_close(out.double(), ref, rtol=1e-5, atol=1e-5)
+
+
+def test_matmul_transposed_and_expanded_views(route_cpu):
+    a = torch.randn(6, 5).t()                       # column-major view
+    b = torch.randn(3, 1, 6, 4).expand(3, 2, 6, 4)  # stride-0 batch
+    torch.testing.assert_close(cg.matmul(a.unsqueeze(0), b), torch.matmul(a.unsqueeze(0), b))
+
+
+@pytest.mark.parametrize("a,b", [
+    (torch.randint(0, 5, (3, 4)), torch.randint(0, 5, (4, 2))),           # integers
+    (torch.randn(3, 4, dtype=torch.complex64), torch.randn(4, 2, dtype=torch.complex64)),
+    (torch.randn(3, 4), torch.randn(4, 2)),                               # CPU: PyTorch
+])
+def test_matmul_falls_back_exactly(a, b):
+    assert dropin.route_matmul(a, b).startswith("torch")
+    assert torch.equal(cg.matmul(a, b), torch.matmul(a, b))
+
+
+def test_matmul_mixed_dtypes_raise_like_torch(route_cpu):
+    a, b = torch.randn(3, 4), torch.randn(4, 2, dtype=torch.float64)
+    assert dropin.route_matmul(a, b).startswith("torch")
+    with pytest.raises(RuntimeError):
+        torch.matmul(a, b)
+    with pytest.raises(RuntimeError):
+        cg.matmul(a, b)
+
+
+def test_matmul_errors_like_torch(route_cpu):
+    with pytest.raises(RuntimeError):
+        torch.matmul(torch.randn(3, 4), torch.randn(5, 2))
+    with pytest.raises((RuntimeError, ValueError)):
+        cg.matmul(torch.randn(3, 4), torch.randn(5, 2))
+
+
+@pytest.mark.parametrize("activation", [None, "relu", "gelu", "gelu_tanh", "silu"])
+@pytest.mark.parametrize("xshape", [(7,), (3, 7), (2, 3, 7), (0, 7)])
+def test_linear(route_cpu, activation, xshape):
+    x, w, bias = torch.randn(*xshape), torch.randn(5, 7), torch.randn(5)
+    act = dropin._ACT_FN[activation]
+    torch.testing.assert_close(cg.linear(x, w, bias, activation), act(F.linear(x, w, bias)),
+                               rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(cg.linear(x, w), F.linear(x, w), rtol=1e-5, atol=1e-5)
+
+
+def test_nn_linear_state_dict_compatible(route_cpu):
+    ref = torch.nn.Linear(7, 5)
+    ours = cg.nn.Linear(7, 5)
+    assert list(ours.state_dict()) == list(ref.state_dict())
+    ours.load_state_dict(ref.state_dict())
+    x = torch.randn(4, 7)
+    torch.testing.assert_close(ours(x), ref(x))
+    ref.load_state_dict(cg.nn.Linear(7, 5, bias=True, activation="relu").state_dict())
+    nobias = cg.nn.Linear(7, 5, bias=False)
+    assert nobias.bias is None and list(nobias.state_dict()) == ["weight"]
+
+
+def test_from_linear_shares_parameters(route_cpu):
+    m = torch.nn.Linear(4, 3)
+    ours = cg.nn.Linear.from_linear(m, activation="silu")
+    assert ours.weight is m.weight and ours.bias is m.bias
+    x = torch.randn(2, 4)
+    torch.testing.assert_close(ours(x), F.silu(m(x)))
+
+
+def _mlp():
+    return torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.GELU(approximate="tanh"),
+                               torch.nn.Linear(16, 16), torch.nn.ReLU(),
+                               torch.nn.Sequential(torch.nn.Linear(16, 4)))
+
+
+def test_replace_linear_counts_and_filters(route_cpu):
+    model, ref = _mlp(), _mlp()
+    ref.load_state_dict(model.state_dict())
+    assert cg.nn.replace_linear(model) == 3
+    assert cg.nn.replace_linear(model) == 0  # already replaced
+    x = torch.randn(5, 8)
+    torch.testing.assert_close(model(x), ref(x), rtol=1e-5, atol=1e-5)
+    assert cg.nn.replace_linear(_mlp(), include=["0", "4.0"]) == 2
+    assert cg.nn.replace_linear(_mlp(), include=lambda name, m: m.out_features == 16) == 2
+
+
+def test_replace_linear_fuses_activations(route_cpu):
+    model, ref = _mlp(), _mlp()
+    ref.load_state_dict(model.state_dict())
+    assert cg.nn.replace_linear(model, fuse_activations=True) == 3
+    assert isinstance(model[1], torch.nn.Identity) and model[0].activation == "gelu_tanh"
+    assert isinstance(model[3], torch.nn.Identity) and model[2].activation == "relu"
+    x = torch.randn(5, 8)
+    torch.testing.assert_close(model(x), ref(x), rtol=1e-5, atol=1e-5)
+    # gradients through the fused model match the stock one
+    model(x).sum().backward()
+    ref(x).sum().backward()
+    torch.testing.assert_close(model[0].weight.grad, ref[0].weight.grad, rtol=1e-4, atol=1e-5)
+
+
+def test_enable_routes_and_restores(route_cpu, monkeypatch):
+    calls = []
+    real_mm = cg.ops.mm
+    monkeypatch.setattr(cg.ops, "mm", lambda *a, **k: calls.append("mm") or real_mm(*a, **k))
+    a, b = torch.randn(3, 4), torch.randn(4, 5)
+    with cg.enable():
+        y = a @ b
+        z = torch.mm(a, b)
+        w = torch.matmul(a, b)
+    assert len(calls) >= 3
+    for t in (y, z, w):
+        torch.testing.assert_close(t, a @ b)
+    n = len(calls)
+    _ = a @ b  # outside: PyTorch again
+    assert len(calls) == n
+    with pytest.raises(ZeroDivisionError):
+        with cg.enable():
+            raise ZeroDivisionError
+    _ = a @ b
+    assert len(calls) == n
+
+
+def test_enable_nested_and_decorator(route_cpu):
+    a, b = torch.randn(3, 4), torch.randn(4, 5)
+
+    @cg.enable()
+    def f(x, y):
+        with cg.enable():
+            return F.linear(x, y.t()) + torch.addmm(torch.randn(5), x, y)
+
+    out = f(a, b)
+    assert out.shape == (3, 5)
+
+
+@pytest.mark.parametrize("case", ["cpu_int", "complex", "requires_grad", "noncontig_batch", "empty_batch"])
+def test_enable_matches_pytorch_on_edge_inputs(case):
+    if case == "cpu_int":
+        a, b = torch.randint(0, 9, (3, 4)), torch.randint(0, 9, (4, 2))
+    elif case == "complex":
+        a, b = torch.randn(3, 4, dtype=torch.complex64), torch.randn(4, 2, dtype=torch.complex64)
+    elif case == "requires_grad":
+        a, b = torch.randn(3, 4, requires_grad=True), torch.randn(4, 2)
+    elif case == "noncontig_batch":
+        a, b = torch.randn(4, 3, 5).transpose(0, 1)[:, ::2], torch.randn(3, 5, 2)[:, :, :]
+    else:
+        a, b = torch.randn(0, 3, 4), torch.randn(0, 4, 2)
+    ref = torch.matmul(a, b)
+    with cg.enable():
+        out = torch.matmul(a, b)
+    assert torch.equal(out, ref)
+
+
+def test_autocast_casts_like_matmul():
+    a, b, bias = torch.randn(6, 8), torch.randn(8, 4), torch.randn(4)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        assert cg.mm(a, b).dtype == torch.matmul(a, b).dtype == torch.bfloat16
+        y = cg.gemm(a, b, bias=bias, activation="gelu")
+        assert y.dtype == torch.bfloat16
+        assert cg.bmm(a[None], b[None]).dtype == torch.bfloat16
+    ref = F.gelu(a.double() @ b.double() + bias.double())
+    assert ((y.double() - ref).norm() / ref.norm()) < 2e-2
+
+
+def test_autocast_training_step_grads(route_cpu):
+    model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.SiLU(), torch.nn.Linear(8, 2))
+    cg.nn.replace_linear(model, fuse_activations=True)
+    x = torch.randn(4, 8)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        loss = model(x).float().square().mean()
+    loss.backward()
+    assert all(p.grad is not None and torch.isfinite(p.grad).all() for p in model.parameters())
+
+
+def test_compiled_block_matches_eager(route_cpu):
+    torch._dynamo.reset()
+    block = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.GELU(), torch.nn.Linear(16, 8))
+    cg.nn.replace_linear(block, fuse_activations=True)
+    x = torch.randn(4, 8)
+    compiled = torch.compile(block, fullgraph=True, backend="aot_eager")
+    torch.testing.assert_close(compiled(x), block(x))
+    with cg.enable():
+        torch.testing.assert_close(torch.compile(lambda u, v: u @ v, fullgraph=True, backend="aot_eager")(x, x.t()),
+                                   x @ x.t(), rtol=1e-5, atol=1e-5)
+
+
+gpu = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+
+
+@pytest.mark.gpu
+@gpu
+@pytest.mark.parametrize("shapes", MATMUL_SHAPES, ids=str)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_matmul_semantics_cuda(shapes, dtype):
+    a = torch.randn(*shapes[0], dtype=dtype, device="cuda")
+    b = torch.randn(*shapes[1], dtype=dtype, device="cuda")
+    ref = torch.matmul(a.double(), b.double())
+    out = cg.matmul(a, b)
+    assert out.shape == ref.shape and out.dtype == dtype
+    tol = 2e-2 if dtype == torch.bfloat16 else 1e-4
+    if ref.numel():
+        assert ((out.double() - ref).norm() / ref.norm().clamp_min(1e-12)) < tol
+
+
+@pytest.mark.gpu
+@gpu
+def test_enable_and_autocast_cuda():
+    model = torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.GELU(), torch.nn.Linear(128, 32)).cuda()
+    ref = torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.GELU(), torch.nn.Linear(128, 32)).cuda()
+    ref.load_state_dict(model.state_dict())
+    x = torch.randn(16, 64, device="cuda")
+    with torch.autocast("cuda", dtype=torch.bfloat16):
+        expect = ref(x)
+        with cg.enable():
+            got = model(x)
+    assert got.dtype == expect.dtype == torch.bfloat16
+    assert ((got.float() - expect.float()).norm() / expect.float().norm()) < 2e-2
+    assert cg.nn.replace_linear(model, fuse_activations=True) == 2
+    with torch.autocast("cuda", dtype=torch.bfloat16):
+        got = model(x)
+    assert ((got.float() - expect.float()).norm() / expect.float().norm()) < 2e-2
