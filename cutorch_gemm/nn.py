@@ -83,3 +83,69 @@ def replace_linear(model: torch.nn.Module,
             setattr(parent, child_name, Linear.from_linear(child, activation=act))
             count += 1
     return count
+
+
+class GroupedExperts(torch.nn.Module):
+    """A Mixture-of-Experts feed-forward layer on `grouped_mm`.
+
+    Parameters (E experts, hidden H, intermediate F):
+        w_gate_up: (E, H, 2F), laid out [gate | up] along the last dimension.
+        w_down:    (E, F, H).
+
+    forward(x (T, H), expert_idx (T, k) integer, expert_weights (T, k)) -> (T, H):
+        the T*k (token, expert) pairs are sorted by expert on the device (a stable sort and a
+        scatter-add of counts: no host synchronisation), gathered, run through the two grouped
+        GEMMs with SwiGLU between them, weighted and summed back per token.
+
+    `validate=True` checks expert_idx's range on the host (one synchronisation on CUDA); pass
+    False inside CUDA graph capture or when the router is trusted.
+    NOTE: SwiGLU runs as separate element-wise ops for now; the fused grouped epilogue is
+    issue 5's kernel work.
+    """
+
+    def __init__(self, num_experts: int, hidden_size: int, intermediate_size: int, activation: str = "swiglu",
+                 device=None, dtype=None, validate: bool = True) -> None:
+        super().__init__()
+        if activation != "swiglu":
+            raise ValueError(f"GroupedExperts: activation must be 'swiglu', got {activation!r}")
+        if min(num_experts, hidden_size, intermediate_size) <= 0:
+            raise ValueError("GroupedExperts: num_experts, hidden_size and intermediate_size must be positive")
+        kw = dict(device=device, dtype=dtype)
+        self.num_experts, self.hidden_size, self.intermediate_size = num_experts, hidden_size, intermediate_size
+        self.validate = validate
+        self.w_gate_up = torch.nn.Parameter(torch.empty(num_experts, hidden_size, 2 * intermediate_size, **kw))
+        self.w_down = torch.nn.Parameter(torch.empty(num_experts, intermediate_size, hidden_size, **kw))
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        # nn.Linear's default: U(-1/sqrt(fan_in), 1/sqrt(fan_in)).
+        torch.nn.init.uniform_(self.w_gate_up, -self.hidden_size ** -0.5, self.hidden_size ** -0.5)
+        torch.nn.init.uniform_(self.w_down, -self.intermediate_size ** -0.5, self.intermediate_size ** -0.5)
+
+    def forward(self, x: torch.Tensor, expert_idx: torch.Tensor, expert_weights: torch.Tensor) -> torch.Tensor:
+        from .ops import grouped_mm
+
+        E, H, Fi = self.num_experts, self.hidden_size, self.intermediate_size
+        if x.dim() != 2 or x.shape[1] != H:
+            raise ValueError(f"GroupedExperts: x must have shape (T, H={H}), got {tuple(x.shape)}")
+        if expert_idx.dim() != 2 or expert_idx.shape[0] != x.shape[0] or expert_idx.dtype.is_floating_point:
+            raise ValueError(f"GroupedExperts: expert_idx must be an integer (T={x.shape[0]}, k) tensor, "
+                             f"got {tuple(expert_idx.shape)} {expert_idx.dtype}")
+        if tuple(expert_weights.shape) != tuple(expert_idx.shape):
+            raise ValueError(f"GroupedExperts: expert_weights must have shape {tuple(expert_idx.shape)}, "
+                             f"got {tuple(expert_weights.shape)}")
+        if self.validate and expert_idx.numel() and not (0 <= int(expert_idx.min()) and int(expert_idx.max()) < E):
+            raise ValueError(f"GroupedExperts: expert_idx values must be in [0, {E}), got "
+                             f"[{int(expert_idx.min())}, {int(expert_idx.max())}]")
+        T, k = expert_idx.shape
+        flat = expert_idx.reshape(-1).long()
+        order = torch.argsort(flat, stable=True)
+        token_of = order // k
+        counts = torch.zeros(E, dtype=torch.int32, device=x.device).scatter_add_(
+            0, flat, torch.ones_like(flat, dtype=torch.int32))
+        offs = torch.cumsum(counts, 0, dtype=torch.int32)
+        h = grouped_mm(x[token_of], self.w_gate_up, offs)              # (T*k, 2F)
+        act = torch.nn.functional.silu(h[:, :Fi]) * h[:, Fi:]           # SwiGLU
+        y = grouped_mm(act, self.w_down, offs)                          # (T*k, H)
+        y = y * expert_weights.reshape(-1)[order].to(y.dtype).unsqueeze(1)
+        return torch.zeros(T, H, dtype=y.dtype, device=y.device).index_add_(0, token_of, y)
