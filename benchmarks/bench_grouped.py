@@ -1,0 +1,125 @@
+"""Grouped-GEMM benchmark: cutorch_gemm.grouped_mm against torch._grouped_mm and a loop of
+torch.mm over the MoE shape set of ANCHORS.md, in one run on one GPU, plus the GroupedExperts
+layer forward+backward against the same layer written with torch._grouped_mm.
+
+Cases (experts E, routed rows T, K -> N), bf16, weights (E, N, K) contiguous used as
+w.transpose(1, 2) (K-major, the nn.Linear layout); routing skewed (expert e gets weight
+u^2 + 0.05), uniform, or with empty experts; counts rounded to 16 rows. Forms:
+    fwd  2D x 3D: x (T, K) @ w[e] per expert group -> (T, N)
+    dW   2D x 2D: x^T (K, T) @ dy (T, N) per group -> (E, K, N)
+
+Usage:
+    python benchmarks/bench_grouped.py [--quick] [--out results]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Optional, Sequence
+
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from benchmarks.bench_gemm import time_ms, write_csv  # noqa: E402
+
+# (name, experts, routed rows, K, N, in quick set)
+CASES = (
+    ("mixtral_up", 8, 16384, 4096, 14336, True),
+    ("mixtral_down", 8, 16384, 14336, 4096, False),
+    ("qwen3_30b_a3b_up", 128, 32768, 2048, 1536, True),
+    ("qwen3_30b_a3b_down", 128, 32768, 768, 2048, False),
+    ("deepseek_v3_rank_up", 32, 32768, 7168, 4096, False),
+    ("olmoe_up", 64, 16384, 2048, 2048, False),
+    ("small_64x1024", 64, 4096, 1024, 1024, True),
+)
+ROUTINGS = ("skewed", "uniform", "empty")
+
+
+def group_sizes(experts: int, rows: int, routing: str, gen: torch.Generator) -> list:
+    """Rows per expert, multiples of 16 summing to `rows` (ANCHORS.md's routing)."""
+    if routing == "uniform":
+        w = torch.ones(experts)
+    else:
+        w = torch.rand(experts, generator=gen) ** 2 + 0.05
+        if routing == "empty":
+            w[torch.randperm(experts, generator=gen)[: max(1, experts // 8)]] = 0
+    units = rows // 16
+    counts = torch.floor(w / w.sum() * units).long()
+    counts[torch.argmax(w)] += units - int(counts.sum())
+    return (counts * 16).tolist()
+
+
+def torch_grouped(a, b, offs):
+    return torch._grouped_mm(a, b, offs=offs)
+
+
+def run_case(cg, name, E, T, K, N, routing, form, device, gen) -> dict:
+    sizes = group_sizes(E, T, routing, gen)
+    offs = torch.tensor(sizes, device=device).cumsum(0).to(torch.int32)
+    dt = torch.bfloat16
+    if form == "fwd":
+        a = torch.randn(T, K, device=device, dtype=dt)
+        b = torch.randn(E, N, K, device=device, dtype=dt).transpose(1, 2)
+        flops = 2 * T * K * N
+    else:
+        a = torch.randn(T, K, device=device, dtype=dt).t()  # x^T (K, T)
+        b = torch.randn(T, N, device=device, dtype=dt)       # dy (T, N)
+        flops = 2 * T * K * N
+    ours = lambda: cg.grouped_mm(a, b, offs)  # noqa: E731
+    ref = lambda: torch_grouped(a, b, offs)  # noqa: E731
+
+    def loop():
+        start = 0
+        for e, s in enumerate(sizes):
+            if form == "fwd":
+                torch.mm(a[start:start + s], b[e])
+            else:
+                torch.mm(a[:, start:start + s], b[start:start + s])
+            start += s
+
+    got, expect = ours(), ref()
+    live = slice(0, int(offs[-1])) if form == "fwd" else slice(None)
+    err = float((got[live].float() - expect[live].float()).norm() / expect[live].float().norm().clamp_min(1e-30))
+    t_ours, t_ref, t_loop = time_ms(ours), time_ms(ref), time_ms(loop)
+    return dict(case=name, routing=routing, form=form, E=E, T=T, K=K, N=N, ours_ms=t_ours,
+                torch_ms=t_ref, loop_ms=t_loop, ours_tflops=flops / t_ours / 1e9,
+                torch_tflops=flops / t_ref / 1e9, ratio=t_ref / t_ours, ratio_loop=t_loop / t_ours,
+                rel_err=err, ok=err < 2e-2, config=cg.explain("grouped_mm", a, b, offs).config)
+
+
+def run(quick: bool = False, out_dir: str = "results") -> list:
+    if not torch.cuda.is_available():
+        print("bench_grouped: no CUDA GPU here; nothing measured")
+        return []
+    import cutorch_gemm as cg
+
+    gen = torch.Generator().manual_seed(0)
+    rows = []
+    for name, E, T, K, N, in_quick in CASES:
+        if quick and not in_quick:
+            continue
+        for routing in (("skewed",) if quick else ROUTINGS):
+            for form in ("fwd", "dW"):
+                row = run_case(cg, name, E, T, K, N, routing, form, "cuda", gen)
+                rows.append(row)
+                print(f"{name:20s} {routing:8s} {form:4s} ours {row['ours_tflops']:7.1f} TF/s  "
+                      f"torch {row['torch_tflops']:7.1f}  x{row['ratio']:.3f} vs _grouped_mm  "
+                      f"x{row['ratio_loop']:.2f} vs loop  {'ok' if row['ok'] else 'MISMATCH'}  {row['config']}",
+                      flush=True)
+    os.makedirs(out_dir, exist_ok=True)
+    write_csv(rows, os.path.join(out_dir, "bench_grouped.csv"))
+    return rows
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--quick", action="store_true")
+    p.add_argument("--out", default="results")
+    args = p.parse_args(argv)
+    rows = run(args.quick, args.out)
+    return 3 if any(not r["ok"] for r in rows) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
