@@ -39,6 +39,15 @@ def _acc_out(dtype: torch.dtype):
     return None if dtype in (torch.float32, torch.float64) else torch.float32
 
 
+def _pre_activation_grad(grad: torch.Tensor, act: str, dtype: torch.dtype, recompute) -> torch.Tensor:
+    """dL/dZ for D = act(Z): grad in the accumulator dtype times act'(Z), with Z recomputed by
+    `recompute(out_dtype)` (the same op without its activation)."""
+    dz = grad.to(_acc(dtype))
+    if act == "none":
+        return dz
+    return dz * act_grad(recompute(_acc_out(dtype)), act)
+
+
 # ---- mm -------------------------------------------------------------------------------------
 
 def _mm_setup(ctx, inputs, keyword_only_inputs, output):
@@ -65,10 +74,8 @@ def _gemm_backward(ctx, grad):
     a, b, bias, c = ctx.saved_tensors
     kw = ctx.kw
     act, alpha, beta = kw["activation"], kw["alpha"], kw["beta"]
-    dz = grad.to(_acc(a.dtype))
-    if act != "none":
-        z = _ops.gemm(a, b, bias, c, alpha=alpha, beta=beta, out_dtype=_acc_out(a.dtype))
-        dz = dz * act_grad(z, act)
+    dz = _pre_activation_grad(grad, act, a.dtype,
+                              lambda od: _ops.gemm(a, b, bias, c, alpha=alpha, beta=beta, out_dtype=od))
     g = dz.to(a.dtype)
     need = ctx.needs_input_grad
     ga = _ops.gemm(g, b.t(), alpha=alpha) if need[0] else None
@@ -108,10 +115,7 @@ def _grouped_setup(ctx, inputs, keyword_only_inputs, output):
 def _grouped_backward(ctx, grad):
     a, b, offs, bias = ctx.saved_tensors
     act = ctx.kw["activation"]
-    dz = grad.to(_acc(a.dtype))
-    if act != "none":
-        z = _ops.grouped_mm(a, b, offs, bias, out_dtype=_acc_out(a.dtype))
-        dz = dz * act_grad(z, act)
+    dz = _pre_activation_grad(grad, act, a.dtype, lambda od: _ops.grouped_mm(a, b, offs, bias, out_dtype=od))
     g = dz.to(a.dtype)
     need = ctx.needs_input_grad
     # The backward forms (see ops.grouped_mm): 2Dx3D <-> 2Dx2D (dW) and 3Dx2D <-> 2Dx2D.

@@ -7,10 +7,9 @@ import re
 
 import pytest
 import torch
-import torch.nn.functional as F
 
 import cutorch_gemm as cg
-from conftest import ACTIVATIONS, make, offs_from_sizes
+from conftest import ACTIVATIONS, make, offs_from_sizes, ref_act
 
 _C = pytest.importorskip("cutorch_gemm._C")
 
@@ -98,22 +97,14 @@ def test_splitk_single_split_is_everything():
 # --------------------------------------------------------------------------------------
 
 def _ref_epilogue64(acc, alpha, beta, c, bias, activation):
+    """The functor in float64 with the explicit activation formulas of conftest.ref_act
+    (written independently of the C++ code under test)."""
     x = alpha * acc.double()
     if c is not None and beta != 0:
         x = x + beta * c.double()
     if bias is not None:
         x = x + bias.double()
-    if activation == "none":
-        return x
-    if activation == "relu":
-        return F.relu(x)
-    if activation == "gelu":
-        return F.gelu(x)
-    if activation == "gelu_tanh":
-        return F.gelu(x, approximate="tanh")
-    if activation == "silu":
-        return F.silu(x)
-    raise AssertionError(activation)
+    return ref_act(x, activation)
 
 
 @pytest.mark.parametrize("dtype,rtol,atol", [(torch.float64, 1e-12, 1e-14),
