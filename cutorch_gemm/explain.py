@@ -37,22 +37,28 @@ def _layout(t: torch.Tensor) -> str:
     return _C.classify_layout(rows, cols, t.stride(-2), t.stride(-1))
 
 
-def _k_major(t: torch.Tensor, name: str) -> bool:
-    """The reduction dimension is contiguous (a: row-major (M, K); b: column-major (K, N)).
-    Size-1 dimensions count as stride 1, as in the binding."""
-    dim = -1 if name == "a" else -2
-    return t.shape[dim] == 1 or t.stride(dim) == 1
+def _strides(t: torch.Tensor, k_dim: int, mn_dim: int, k: int):
+    """(k_stride, mn_stride) as the binding reports them: size-1 dimensions count as stride 1; a
+    single row / column gets a padded stride along the dimension it never steps (set_2d)."""
+    def s(d):
+        return 1 if t.shape[d] == 1 else t.stride(d)
+    k_s, mn_s = s(k_dim), s(mn_dim)
+    if t.shape[mn_dim] == 1 and k_s == 1:
+        mn_s = (k + 7) // 8 * 8
+    mn = t.shape[mn_dim]
+    if k == 1 and mn_s == 1 and mn > 1:
+        k_s = (mn + 7) // 8 * 8
+    return k_s, mn_s
 
 
-def _tma_ok(a: torch.Tensor, b: torch.Tensor, k: int) -> bool:
-    """The binding's TMA condition: 16-byte aligned bases and row strides, rows k apart or more."""
-    def ok(t, row_stride):
-        es = t.element_size()
-        return t.data_ptr() % 16 == 0 and (row_stride * es) % 16 == 0 and row_stride >= k
-    k_padded = (k + 7) // 8 * 8  # a single row / column: the binding reports a padded stride
-    a_rows = (k_padded if _k_major(a, "a") else 1) if a.shape[-2] == 1 else a.stride(-2)
-    b_rows = (k_padded if _k_major(b, "b") else 1) if b.shape[-1] == 1 else b.stride(-1)
-    return ok(a, a_rows) and ok(b, b_rows)
+def _sm90_operands(a: torch.Tensor, b: torch.Tensor, k: int, batch: int):
+    """The binding's sm90_operand verdicts (ok, mn_major) for a and b."""
+    out = []
+    for t, k_dim, mn_dim in ((a, -1, -2), (b, -2, -1)):
+        k_s, mn_s = _strides(t, k_dim, mn_dim, k)
+        batch_stride = t.stride(0) if t.dim() == 3 and batch > 1 else 0
+        out.append(_C.sm90_operand(k_s, mn_s, batch_stride, t.data_ptr() % 16 == 0, t.element_size()))
+    return out
 
 
 def _problem(op: str, args, kwargs):
@@ -111,12 +117,20 @@ def explain(op: str, *args, **kwargs) -> Explanation:
     dtype = str(a.dtype).replace("torch.", "")
     with torch.cuda.device(a.device):
         sm90_built = _C.sm90_available()
-    fam = _C.choose_family(prop.major, dtype, _k_major(a, "a"), _k_major(b, "b"),
-                           _tma_ok(a, b, k), op in ("mm", "gemm", "grouped_gemm"), k > 0, sm90_built,
+    op_a, op_b = _sm90_operands(a, b, k, batch)
+    mode = "none"
+    if op == "grouped_mm" and grouped:
+        mode = {(2, 3): "m", (3, 2): "n", (2, 2): "k"}[(a.dim(), b.dim())]
+    fam = _C.choose_family(prop.major, dtype, op_a, op_b, mode, k > 0, sm90_built,
                            "" if forced == "auto" else forced)
-    if fam["family"] == "sm90" and m > 0 and n > 0:
+    if fam["family"] == "sm90" and m > 0 and n > 0 and batch > 0:
         sm90_forced = os.environ.get("CUTORCH_GEMM_SM90_CONFIG", "").strip().lower()
-        config = _C.choose_sm90_config(m, n, k, prop.multi_processor_count, sm90_forced)
+        m_per, n_per = m, n
+        if op == "grouped_mm" and a.dim() == 2 and b.dim() == 3:    # groups along M
+            m_per = -(-m // batch)
+        if op == "grouped_mm" and a.dim() == 3 and b.dim() == 2:    # groups along N
+            n_per = -(-n // batch)
+        config = _C.choose_sm90_config(m_per, n_per, k, batch, prop.multi_processor_count, sm90_forced)
         return Explanation(op, str(a.device), "sm90", config, 1, layouts,
                            f"sm_{prop.major}{prop.minor}; {fam['reason']}"
                            + (f"; CUTORCH_GEMM_SM90_CONFIG={sm90_forced}" if sm90_forced else ""))

@@ -1,14 +1,17 @@
 """The Hopper family (TMA + wgmma), on sm_90 GPUs only: it must be the kernel that runs for
-K-major fp16/bf16 operands, agree with the float64 reference element by element on awkward
-shapes (edge tiles, K not a multiple of 64, M < 64), through every epilogue, and agree with
-the SIMT family on the same inputs. Skipped elsewhere."""
+fp16/bf16 operands that TMA can read (K-major or MN-major, 16-byte aligned), agree with the
+float64 reference element by element on awkward shapes (edge tiles, K not a multiple of 64,
+M < 64), through every epilogue, every operand-major combination, batched and grouped launches
+(odd and empty groups, grouped-K tails), and agree with the SIMT family on the same inputs.
+Skipped elsewhere."""
 from __future__ import annotations
 
 import pytest
 import torch
 
 import cutorch_gemm as cg
-from conftest import ACTIVATIONS, HALF_DTYPES, check, dtype_id, ref_gemm
+from conftest import (ACTIVATIONS, HALF_DTYPES, check, dtype_id, make, offs_from_sizes, ref_bmm, ref_gemm,
+                      ref_grouped_mm)
 
 pytestmark = [
     pytest.mark.gpu,
@@ -72,20 +75,152 @@ def test_sm90_agrees_with_simt(dtype, monkeypatch):
     assert torch.allclose(fast, slow, rtol=1e-4, atol=1e-3 * fast.abs().max().item())
 
 
+def poison(nbytes: int):
+    """A freed 0xFF block (NaN) the next output of about that size is likely to reuse."""
+    if nbytes > 0:
+        block = torch.full((nbytes,), 255, dtype=torch.uint8, device="cuda")
+        del block
+
+
 def test_sm90_falls_back_when_not_eligible():
     dt = torch.bfloat16
     x = torch.randn(64, 100, device="cuda", dtype=dt)
     w = torch.randn(96, 100, device="cuda", dtype=dt)
-    # MN-major b (w itself as (K, N) would be (100, 96) row-major): not yet on sm90.
-    b_mn = torch.randn(100, 96, device="cuda", dtype=dt)
-    assert cg.explain("mm", x, b_mn).kernel == "simt"
-    check(cg.mm(x, b_mn), ref_gemm(x, b_mn), dt, what="MN-major fallback")
-    # Odd K: rows of 100 elements are 200 bytes apart, not a multiple of 16 for x[:, :99].
-    xs, ws = x[:, :99], w[:, :99]
+    # Neither dimension of b contiguous: no TMA layout.
+    b_strided = torch.randn(200, 192, device="cuda", dtype=dt)[::2, ::2]
+    assert cg.explain("mm", x, b_strided).kernel == "simt"
+    check(cg.mm(x, b_strided), ref_gemm(x, b_strided), dt, what="strided fallback")
+    # Odd K: rows of 99 elements are 198 bytes apart, not a multiple of 16.
+    xs = torch.randn(64, 99, device="cuda", dtype=dt)
+    ws = torch.randn(96, 99, device="cuda", dtype=dt)
     assert cg.explain("mm", xs, ws.t()).kernel == "simt"
     check(cg.mm(xs, ws.t()), ref_gemm(xs, ws.t()), dt, what="misaligned fallback")
+    # Groups along M with an M-contiguous a: group starts are arbitrary rows.
+    xg, wg = make((128, 64), dt, "cuda", "col"), make((2, 64, 64), dt, "cuda")
+    og = offs_from_sizes([37, 91], "cuda")
+    assert cg.explain("grouped_mm", xg, wg, og).kernel == "simt"
+    check(cg.grouped_mm(xg, wg, og), ref_grouped_mm(xg, wg, og), dt, what="grouped-M MN-major a fallback")
     # Aligned K-major operands do take the sm90 path.
     x96 = torch.randn(64, 96, device="cuda", dtype=dt)
     w96 = torch.randn(96, 96, device="cuda", dtype=dt)
     assert cg.explain("mm", x96, w96.t()).kernel == "sm90"
     check(cg.mm(x96, w96.t()), ref_gemm(x96, w96.t()), dt, what="aligned sm90")
+
+
+# --------------------------------------------------------------------------------------
+# operand-major combinations: a row (K-major) / col (MN-major), b col (K-major) / row (MN-major)
+# --------------------------------------------------------------------------------------
+
+MAJOR_SHAPES = [(128, 256, 64), (136, 264, 72), (8, 8, 8), (1000, 1000, 1000), (1, 520, 136),
+                (16, 4096, 1024), (2048, 2048, 1024), (520, 24, 4104)]
+
+
+@pytest.mark.parametrize("config", list(CONFIGS))
+@pytest.mark.parametrize("dtype", HALF_DTYPES, ids=dtype_id)
+@pytest.mark.parametrize("layouts", [("row", "row"), ("col", "col"), ("col", "row")], ids="-".join)
+@pytest.mark.parametrize("mnk", MAJOR_SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_sm90_mm_operand_majors(dtype, layouts, mnk, config, monkeypatch):
+    monkeypatch.setenv("CUTORCH_GEMM_SM90_CONFIG", config)
+    m, n, k = mnk
+    a, b = make((m, k), dtype, "cuda", layouts[0]), make((k, n), dtype, "cuda", layouts[1])
+    e = cg.explain("mm", a, b)
+    assert e.kernel == "sm90" and e.config == CONFIGS[config], str(e)
+    poison(m * n * 2)
+    check(cg.mm(a, b), ref_gemm(a, b), dtype, what=f"sm90 mm {layouts} {mnk}")
+
+
+@pytest.mark.parametrize("config", list(CONFIGS))
+@pytest.mark.parametrize("layouts", [("row", "col"), ("row", "row"), ("col", "row")], ids="-".join)
+def test_sm90_bmm(layouts, config, monkeypatch):
+    monkeypatch.setenv("CUTORCH_GEMM_SM90_CONFIG", config)
+    dt = torch.bfloat16
+    a, b = make((5, 200, 136), dt, "cuda", layouts[0]), make((5, 136, 264), dt, "cuda", layouts[1])
+    assert cg.explain("bmm", a, b).kernel == "sm90"
+    poison(5 * 200 * 264 * 2)
+    check(cg.bmm(a, b), ref_bmm(a, b), dt, what=f"sm90 bmm {layouts}")
+    # a batch-broadcast weight (batch stride 0) reads one 2-D map
+    w = make((136, 264), dt, "cuda", layouts[1]).expand(5, 136, 264)
+    check(cg.bmm(a, w), ref_bmm(a, w), dt, what="sm90 bmm broadcast b")
+
+
+# --------------------------------------------------------------------------------------
+# grouped: one persistent launch over every group's tiles
+# --------------------------------------------------------------------------------------
+
+GROUP_SIZES = {
+    "skewed_empty": [900, 0, 17, 1, 0, 2000, 129, 0],
+    "many_small": [5, 64, 0, 63, 65, 1, 128, 7] * 5,   # 40 groups: the scan crosses a warp
+    "tail": [100, 300, 0, 77],                      # rows past offs[-1]
+}
+
+
+def grouped_operands(layout, sizes, dtype, weight_major):
+    G, total = len(sizes), sum(sizes)
+    T = (total + 61 + 7) // 8 * 8   # rows past the last group; 16-byte aligned strides
+    K, N, M = 136, 264, 200
+    w_layout = "row" if weight_major == "mn" else "col"
+    if layout == "2d3d":   # tokens sorted by expert x expert weights
+        return make((T, K), dtype, "cuda"), make((G, K, N), dtype, "cuda", w_layout), make((G, N), dtype, "cuda")
+    if layout == "3d2d":
+        return make((G, M, K), dtype, "cuda"), make((K, T), dtype, "cuda", w_layout), make((T,), dtype, "cuda")
+    # 2d2d: dW = x^T dY per group; x (T, M) row-major read as x^T (MN-major) or a K-major copy
+    a = make((M, T), dtype, "cuda", "col" if weight_major == "mn" else "row")
+    return a, make((T, N), dtype, "cuda"), make((G, N), dtype, "cuda")
+
+
+@pytest.mark.parametrize("config", list(CONFIGS))
+@pytest.mark.parametrize("dtype", HALF_DTYPES, ids=dtype_id)
+@pytest.mark.parametrize("layout", ["2d3d", "3d2d", "2d2d"])
+@pytest.mark.parametrize("scenario", list(GROUP_SIZES))
+@pytest.mark.parametrize("weight_major", ["mn", "k"])
+def test_sm90_grouped_mm(dtype, layout, scenario, weight_major, config, monkeypatch):
+    monkeypatch.setenv("CUTORCH_GEMM_SM90_CONFIG", config)
+    sizes = GROUP_SIZES[scenario]
+    offs = offs_from_sizes(sizes, "cuda")
+    a, b, bias = grouped_operands(layout, sizes, dtype, weight_major)
+    e = cg.explain("grouped_mm", a, b, offs)
+    # The grouped dimension must not be an operand's contiguous one (TMA box starts need 16-byte
+    # alignment there): those two forms run on SIMT.
+    if (layout, weight_major) in (("3d2d", "mn"), ("2d2d", "k")):
+        assert e.kernel == "simt", str(e)
+    else:
+        assert e.kernel == "sm90" and e.config == CONFIGS[config], str(e)
+    ref = ref_grouped_mm(a, b, offs, bias, "silu")
+    poison(ref.numel() * 2)
+    out = cg.grouped_mm(a, b, offs, bias=bias, activation="silu")
+    check(out, ref, dtype, what=f"sm90 grouped {layout} {scenario} w={weight_major}")
+    total = sum(sizes)
+    if layout == "2d3d":
+        assert torch.all(out[total:] == 0)
+    if layout == "3d2d":
+        assert torch.all(out[:, total:] == 0)
+
+
+@pytest.mark.parametrize("config", list(CONFIGS))
+def test_sm90_grouped_3d3d(config, monkeypatch):
+    monkeypatch.setenv("CUTORCH_GEMM_SM90_CONFIG", config)
+    dt = torch.bfloat16
+    a, b = make((6, 72, 136), dt, "cuda"), make((6, 136, 520), dt, "cuda")
+    assert cg.explain("grouped_mm", a, b).kernel == "sm90"
+    check(cg.grouped_mm(a, b), ref_grouped_mm(a, b, None), dt, what="sm90 grouped 3d3d")
+
+
+def test_sm90_grouped_cuda_graph_new_offsets():
+    """Offsets stay on the device: a captured launch replays with new group sizes."""
+    dt = torch.bfloat16
+    T, K, N, G = 1024, 256, 512, 8
+    x, w = make((T, K), dt, "cuda"), make((G, K, N), dt, "cuda")
+    offs = offs_from_sizes([128] * 8, "cuda")
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        cg.grouped_mm(x, w, offs)
+    torch.cuda.current_stream().wait_stream(s)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        out = cg.grouped_mm(x, w, offs)
+    for sizes in ([128] * 8, [0, 1000, 0, 3, 0, 0, 21, 0], [1, 2, 3, 4, 5, 6, 7, 900]):
+        offs.copy_(offs_from_sizes(sizes, "cuda"))
+        graph.replay()
+        torch.cuda.synchronize()
+        check(out, ref_grouped_mm(x, w, offs, None), dt, what=f"replay {sizes}")

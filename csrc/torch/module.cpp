@@ -71,18 +71,29 @@ PYBIND11_MODULE(_C, m) {
     return false;
 #endif
   }, "True when this build has sm_90a kernels the current device runs.");
-  m.def("choose_family", [](int major, const std::string& dtype, bool a_k_major, bool b_k_major, bool tma_ok,
-                            bool dense, bool k_positive, bool sm90_built, const std::string& forced) {
-    const FamilyChoice c = choose_family(major, parse_dtype(dtype), a_k_major, b_k_major, tma_ok, dense,
-                                         k_positive, sm90_built, forced);
+  m.def("sm90_operand", [](int64_t k_stride, int64_t mn_stride, int64_t batch_stride, bool base_aligned,
+                           int elem_bytes) {
+    const Sm90Operand o = sm90_operand(k_stride, mn_stride, batch_stride, base_aligned, elem_bytes);
+    return std::make_pair(o.ok, o.mn_major);
+  }, "(ok, mn_major): whether the sm90 kernels can read an operand with these strides (elements).");
+  m.def("choose_family", [](int major, const std::string& dtype, std::pair<bool, bool> a, std::pair<bool, bool> b,
+                            const std::string& mode, bool k_positive, bool sm90_built, const std::string& forced) {
+    GroupMode gm = GroupMode::kBatched;
+    if (mode == "m") gm = GroupMode::kGroupedM;
+    else if (mode == "n") gm = GroupMode::kGroupedN;
+    else if (mode == "k") gm = GroupMode::kGroupedK;
+    else TORCH_CHECK_VALUE(mode == "none", "choose_family: mode must be none, m, n or k, got ", mode);
+    const FamilyChoice c = choose_family(major, parse_dtype(dtype), Sm90Operand{a.first, a.second},
+                                         Sm90Operand{b.first, b.second}, gm, k_positive, sm90_built, forced);
     pybind11::dict d;
     d["family"] = std::string(c.family == GemmFamily::kSm90 ? "sm90" : "simt");
     d["reason"] = c.reason;
     return d;
-  }, "Which kernel family a call takes (the binding's own rule).");
-  m.def("choose_sm90_config", [](int64_t m_, int64_t n, int64_t k, int num_sms, const std::string& forced) {
-    return std::string(sm90_config_name(choose_sm90_config(int(m_), int(n), int(k), num_sms, forced)));
-  }, "The sm90 heuristic's config for a problem (forced: CUTORCH_GEMM_SM90_CONFIG).");
+  }, "Which kernel family a call takes (the binding's own rule); a, b: sm90_operand results; mode: grouped dimension.");
+  m.def("choose_sm90_config", [](int64_t m_, int64_t n, int64_t k, int64_t problems, int num_sms,
+                                 const std::string& forced) {
+    return std::string(sm90_config_name(choose_sm90_config(int(m_), int(n), int(k), int(problems), num_sms, forced)));
+  }, "The sm90 heuristic's config (m, n: one problem or the average group; forced: CUTORCH_GEMM_SM90_CONFIG).");
   m.def("raster_tile", [](int linear, int tiles_m, int tiles_n, int group) {
     TORCH_CHECK_VALUE(tiles_m > 0 && tiles_n > 0 && group > 0 && linear >= 0 && linear < tiles_m * tiles_n,
                       "raster_tile: need 0 <= linear < tiles_m * tiles_n and group > 0");

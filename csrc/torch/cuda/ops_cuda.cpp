@@ -84,28 +84,38 @@ std::string env_lower(const char* name) {
 }
 std::string forced_arch() { return env_lower("CUTORCH_GEMM_ARCH"); }
 
-// TMA reads rows of `cols` 16-bit elements: base and row stride 16-byte aligned, rows apart.
-bool tma_aligned(const at::Tensor& t, int64_t row_stride_elems, int64_t cols) {
-  return reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 == 0 && (row_stride_elems * t.element_size()) % 16 == 0 &&
-         row_stride_elems >= cols;
+bool aligned16(const at::Tensor& t) { return reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 == 0; }
+
+// How the sm90 kernels would read a and b (strides as set_2d reported them).
+Sm90Operand sm90_a(const GemmArgs& g, const at::Tensor& a) {
+  return sm90_operand(g.shape.a_sk, g.shape.a_sm, g.batch > 1 ? g.shape.a_sb : 0, aligned16(a), int(a.element_size()));
+}
+Sm90Operand sm90_b(const GemmArgs& g, const at::Tensor& b) {
+  return sm90_operand(g.shape.b_sk, g.shape.b_sn, g.batch > 1 ? g.shape.b_sb : 0, aligned16(b), int(b.element_size()));
 }
 
-// Runs a dense (batch 1) GEMM on the Hopper family when it applies, else on SIMT.
-void run_dense(const GemmArgs& g, const at::Tensor& a, const at::Tensor& b) {
+// Runs any GEMM launch (dense, batched, grouped) on the Hopper family when it applies, else on
+// SIMT. Grouped problems give the heuristic their average size (the sizes stay on the device).
+void run_gemm(const GemmArgs& g, const at::Tensor& a, const at::Tensor& b) {
   const DeviceInfo& d = device_info();
-  const FamilyChoice fc = choose_family(d.major, g.dtype, g.shape.a_sk == 1, g.shape.b_sk == 1,
-                                        tma_aligned(a, g.shape.a_sm, g.shape.k) && tma_aligned(b, g.shape.b_sn, g.shape.k),
-                                        true, g.shape.k > 0, d.sm90, forced_arch());
-  if (fc.family == GemmFamily::kSm90 && g.shape.m > 0 && g.shape.n > 0) {
-    const Sm90ConfigId config = choose_sm90_config(g.shape.m, g.shape.n, g.shape.k, d.sms,
+  const Sm90Operand oa = sm90_a(g, a), ob = sm90_b(g, b);
+  const FamilyChoice fc = choose_family(d.major, g.dtype, oa, ob, g.shape.mode, g.shape.k > 0, d.sm90, forced_arch());
+  const bool grouped = g.shape.mode != GroupMode::kBatched;
+  if (fc.family == GemmFamily::kSm90 && g.batch > 0 && g.shape.m > 0 && g.shape.n > 0) {
+    const int groups = g.batch;
+    const int m_per = g.shape.mode == GroupMode::kGroupedM ? ceil_div(g.shape.m, groups) : g.shape.m;
+    const int n_per = g.shape.mode == GroupMode::kGroupedN ? ceil_div(g.shape.n, groups) : g.shape.n;
+    const int problems = (g.shape.mode == GroupMode::kGroupedM || g.shape.mode == GroupMode::kGroupedN) ? groups : g.batch;
+    const Sm90ConfigId config = choose_sm90_config(m_per, n_per, g.shape.k, problems, d.sms,
                                                    env_lower("CUTORCH_GEMM_SM90_CONFIG"));
-    const cudaError_t err = sm90_gemm(g, config, d.sms, c10::cuda::getCurrentCUDAStream().stream());
-    if (err == cudaErrorNotSupported) return run(g, false);  // the driver refused the tensor maps
+    const cudaError_t err = sm90_gemm(g, config, oa.mn_major, ob.mn_major, d.sms,
+                                      c10::cuda::getCurrentCUDAStream().stream());
+    if (err == cudaErrorNotSupported) return run(g, grouped);  // the driver refused the tensor maps
     TORCH_CHECK(err == cudaSuccess, "cutorch_gemm: sm90 kernel launch failed (", sm90_config_name(config),
                 "): ", cudaGetErrorString(err));
     return;
   }
-  run(g, false);
+  run(g, grouped);
 }
 
 GemmArgs base_args(const at::Tensor& a, const at::Tensor& b, at::ScalarType out_dtype, Activation act) {
@@ -131,6 +141,11 @@ void set_2d(GemmArgs& g, const at::Tensor& a, const at::Tensor& b, const at::Ten
   const int64_t k = a.size(-1), k_padded = (k + 7) / 8 * 8;
   if (a.size(-2) == 1 && g.shape.a_sk == 1) g.shape.a_sm = k_padded;
   if (b.size(-1) == 1 && g.shape.b_sk == 1) g.shape.b_sn = k_padded;
+  // NOTE: likewise a single k (K = 1) with an MN-contiguous operand: its K-row stride is never
+  // stepped; report the padded MN extent so the operand reads as MN-major.
+  const int64_t m = a.size(-2), n = b.size(-1);
+  if (k == 1 && g.shape.a_sm == 1 && m > 1) g.shape.a_sk = (m + 7) / 8 * 8;
+  if (k == 1 && g.shape.b_sn == 1 && n > 1) g.shape.b_sk = (n + 7) / 8 * 8;
   g.shape.d_sm = d.stride(d.dim() - 2);
   g.shape.d_sn = d.stride(d.dim() - 1);
 }
@@ -159,7 +174,7 @@ at::Tensor gemm_cuda(const at::Tensor& a, const at::Tensor& b, const std::option
     g.shape.c_sm = c->stride(0);
     g.shape.c_sn = c->stride(1);
   }
-  run_dense(g, a, b);
+  run_gemm(g, a, b);
   return d;
 }
 
@@ -181,7 +196,7 @@ at::Tensor bmm_cuda(const at::Tensor& a, const at::Tensor& b, std::optional<at::
   g.shape.b_sb = b.stride(0);
   g.shape.d_sb = d.stride(0);
   g.d = d.data_ptr();
-  run(g, false);
+  run_gemm(g, a, b);
   return d;
 }
 
@@ -214,7 +229,7 @@ at::Tensor grouped_mm_cuda(const at::Tensor& a, const at::Tensor& b, const std::
     g.bias = bias_c.data_ptr();
     g.shape.bias_sb = bias_c.dim() == 2 ? bias_c.stride(0) : 0;
   }
-  run(g, s.mode != GroupMode::kBatched);
+  run_gemm(g, a, b);
   return d;
 }
 

@@ -10,15 +10,29 @@
 
 namespace cutorch_gemm::sm90 {
 
-// Shared-memory matrix descriptor for a K-major operand tile stored with the 128-byte swizzle
-// (what TMA writes with CU_TENSOR_MAP_SWIZZLE_128B and a 64-element bf16/fp16 box row):
-// rows of 128 bytes, 8-row (1024-byte) swizzle atoms. Fields: start address >> 4 (bits 0-13),
-// leading byte offset >> 4 (16-29, unused for swizzled K-major: 1), stride byte offset >> 4
-// (32-45: 1024 bytes between 8-row groups), swizzle mode (62-63: 1 = 128B).
-CG_DEVICE uint64_t make_desc_k_major_sw128(const void* smem) {
+// Shared-memory matrix descriptors for operand tiles that TMA wrote with the 128-byte swizzle
+// (CU_TENSOR_MAP_SWIZZLE_128B, 64-element fp16/bf16 box rows). Fields: start address >> 4
+// (bits 0-13), leading byte offset >> 4 (16-29), stride byte offset >> 4 (32-45), swizzle mode
+// (62-63: 1 = 128B). Tiles start on 1024-byte boundaries, so the base offset (49-51) is 0.
+CG_DEVICE uint64_t make_desc_sw128(const void* smem, uint32_t lbo_bytes, uint32_t sbo_bytes) {
   const uint64_t addr = smem_addr(smem);
-  return ((addr & 0x3FFFF) >> 4) | (uint64_t(1) << 16) | (uint64_t(1024 >> 4) << 32) | (uint64_t(1) << 62);
+  return ((addr & 0x3FFFF) >> 4) | (uint64_t((lbo_bytes & 0x3FFFF) >> 4) << 16) |
+         (uint64_t((sbo_bytes & 0x3FFFF) >> 4) << 32) | (uint64_t(1) << 62);
 }
+
+// K-major tile (rows of 64 K-elements = 128 bytes): 8-row swizzle atoms 1024 bytes apart (SBO);
+// LBO is unused for swizzled K-major layouts (encoded as 1). A 16-element K step is 32 bytes.
+CG_DEVICE uint64_t make_desc_k_major_sw128(const void* smem) { return make_desc_sw128(smem, 16, 1024); }
+constexpr uint64_t kDescStepK16KMajor = 32 >> 4;
+
+// MN-major tile stored as [MN / 64][K rows][64 MN-elements]: each K row is one 128-byte line.
+// PTX's canonical MN-major 128B layout ((T,8,m),(8,k)) : ((1,T,LBO),(8T,SBO)): LBO steps to the
+// next 64-wide MN block (block_rows * 128 bytes), SBO to the next 8 K rows (1024 bytes). A
+// 16-element K step is 16 rows = 2048 bytes.
+CG_DEVICE uint64_t make_desc_mn_major_sw128(const void* smem, int block_rows) {
+  return make_desc_sw128(smem, uint32_t(block_rows) * 128, 1024);
+}
+constexpr uint64_t kDescStepK16MNMajor = 2048 >> 4;
 
 CG_DEVICE void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 CG_DEVICE void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
@@ -53,13 +67,16 @@ CG_DEVICE void fence_accumulators(float (&d)[128]) {
     "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
 
 // D[64x256] (+)= A[64x16] * B[16x256], fp32 accumulate; scale_d = 0 overwrites D.
-#define CG_WGMMA_M64N256K16(NAME, PTX_TYPE)                                                  \
-  CG_DEVICE void NAME(float (&d)[128], uint64_t desc_a, uint64_t desc_b, int scale_d) {    \
-    asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %130, 0;\n"                         \
-                 " wgmma.mma_async.sync.aligned.m64n256k16.f32." PTX_TYPE "." PTX_TYPE " "  \
-                 CG_WGMMA_D128_REGS ", %128, %129, p, 1, 1, 0, 0;\n}\n"                     \
-                 : CG_WGMMA_D128_OPERANDS(d)                                                \
-                 : "l"(desc_a), "l"(desc_b), "r"(scale_d));                                 \
+// kTransA / kTransB: 0 = the operand's tile is K-major, 1 = MN-major (wgmma's transpose bits,
+// which fp16/bf16 support; the descriptor must describe the matching layout).
+#define CG_WGMMA_M64N256K16(NAME, PTX_TYPE)                                                      \
+  template <int kTransA, int kTransB>                                                          \
+  CG_DEVICE void NAME(float (&d)[128], uint64_t desc_a, uint64_t desc_b, int scale_d) {        \
+    asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %130, 0;\n"                             \
+                 " wgmma.mma_async.sync.aligned.m64n256k16.f32." PTX_TYPE "." PTX_TYPE " "      \
+                 CG_WGMMA_D128_REGS ", %128, %129, p, 1, 1, %131, %132;\n}\n"                  \
+                 : CG_WGMMA_D128_OPERANDS(d)                                                    \
+                 : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(kTransA), "n"(kTransB));         \
   }
 
 CG_WGMMA_M64N256K16(wgmma_m64n256k16_bf16, "bf16")

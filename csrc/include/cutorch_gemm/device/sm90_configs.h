@@ -5,6 +5,7 @@
 #include <string>
 
 #include "cutorch_gemm/core/types.h"
+#include "cutorch_gemm/scheduler/problem_visitor.h"
 
 namespace cutorch_gemm {
 
@@ -49,15 +50,16 @@ inline const char* sm90_config_name(Sm90ConfigId id) {
 }
 
 // The sm90 heuristic (pure). `forced` is CUTORCH_GEMM_SM90_CONFIG ("", "coop", "pingpong"):
-// the override the tests and benchmarks use to run every config.
+// the override the tests and benchmarks use to run every config. m, n: one problem's extents
+// (grouped launches: the average group); problems: batch entries or groups.
 // Measured on an H200 (benchmarks/RESULTS.md): cooperative 128x256 wins once its tiles fill
 // the GPU (less B traffic per FLOP); ping-pong 64x256 wins for M <= 128 and for problems whose
 // 128x256 tiles leave SMs idle (its tiles are half as tall, and epilogues overlap wgmma).
-inline Sm90ConfigId choose_sm90_config(int m, int n, int k, int num_sms, const std::string& forced) {
+inline Sm90ConfigId choose_sm90_config(int m, int n, int k, int problems, int num_sms, const std::string& forced) {
   (void)k;
   if (forced == "coop") return Sm90ConfigId::kCoop128x256;
   if (forced == "pingpong") return Sm90ConfigId::kPingpong64x256;
-  const long long coop_tiles = (long long)((m + 127) / 128) * ((n + 255) / 256);
+  const long long coop_tiles = (long long)((m + 127) / 128) * ((n + 255) / 256) * (problems > 0 ? problems : 1);
   if (m <= 128 || coop_tiles < num_sms) return Sm90ConfigId::kPingpong64x256;
   return Sm90ConfigId::kCoop128x256;
 }
@@ -69,23 +71,52 @@ struct FamilyChoice {
   std::string reason;
 };
 
+// How the Hopper kernels can read one operand (TMA + wgmma): its reduction dimension
+// contiguous (K-major) or its M / N dimension contiguous (MN-major, wgmma's transpose bit),
+// with a 16-byte aligned base, row stride and (stacked operands) batch stride.
+// Strides in elements, as the binding reports them (size-1 dimensions count as stride 1).
+struct Sm90Operand {
+  bool ok;
+  bool mn_major;
+};
+
+inline Sm90Operand sm90_operand(long long k_stride, long long mn_stride, long long batch_stride, bool base_aligned,
+                                int elem_bytes) {
+  const bool k_major = k_stride == 1;
+  if (!k_major && mn_stride != 1) return {false, false};
+  const long long row = k_major ? mn_stride : k_stride;  // stride between the 128-byte box rows
+  const bool ok = base_aligned && row > 0 && (row * elem_bytes) % 16 == 0 && batch_stride >= 0 &&
+                  (batch_stride * elem_bytes) % 16 == 0;
+  return {ok, !k_major};
+}
+
 // forced: the CUTORCH_GEMM_ARCH value ("", "auto", "simt", "sm80", "sm90").
-// a_k_major / b_k_major: the reduction dimension is contiguous; tma_ok: base addresses and
-// row strides are 16-byte aligned (TMA's requirement); sm90_built: this build has sm_90a code.
-inline FamilyChoice choose_family(int sm_major, DType dtype, bool a_k_major, bool b_k_major,
-                                  bool tma_ok, bool dense, bool k_positive, bool sm90_built,
-                                  const std::string& forced) {
+// sm90_built: this build has sm_90a code the device runs.
+// mode: the launch's group mode. A TMA box may start anywhere along an operand's strided
+// dimension but only on 16-byte boundaries along its contiguous one (else the copy faults), and
+// group offsets are arbitrary: the grouped dimension must not be an operand's contiguous one.
+inline FamilyChoice choose_family(int sm_major, DType dtype, Sm90Operand a, Sm90Operand b, GroupMode mode,
+                                  bool k_positive, bool sm90_built, const std::string& forced) {
   if (forced == "simt") return {GemmFamily::kSimt, "CUTORCH_GEMM_ARCH=simt forces the SIMT family"};
   if (sm_major != 9) return {GemmFamily::kSimt, "not an sm_90 GPU: SIMT (the sm80 tensor-core path is issue 3)"};
   if (!sm90_built) return {GemmFamily::kSimt, "this build has no sm_90a code (TORCH_CUDA_ARCH_LIST)"};
   if (dtype != DType::kFloat16 && dtype != DType::kBFloat16)
     return {GemmFamily::kSimt, "sm90 kernels take fp16/bf16 (tf32/fp64 come later): SIMT"};
-  if (!dense) return {GemmFamily::kSimt, "batched/grouped problems run on SIMT for now"};
   if (!k_positive) return {GemmFamily::kSimt, "K = 0: nothing to multiply, SIMT writes the epilogue"};
-  if (!a_k_major || !b_k_major)
-    return {GemmFamily::kSimt, "sm90 kernel needs K-major a and b (x @ W.t()); MN-major comes later: SIMT"};
-  if (!tma_ok) return {GemmFamily::kSimt, "TMA needs 16-byte aligned bases and row strides: SIMT"};
-  return {GemmFamily::kSm90, "sm_90 fp16/bf16 with K-major operands: TMA + wgmma warp-specialized persistent kernel"};
+  if (!a.ok || !b.ok)
+    return {GemmFamily::kSimt, std::string(!a.ok ? "a" : "b") +
+                                   ": TMA needs a K- or MN-contiguous operand with 16-byte aligned base, row "
+                                   "and batch strides: SIMT"};
+  if (mode == GroupMode::kGroupedM && a.mn_major)
+    return {GemmFamily::kSimt, "groups along M need a K-major a (rows of a group start anywhere): SIMT"};
+  if (mode == GroupMode::kGroupedN && b.mn_major)
+    return {GemmFamily::kSimt, "groups along N need a K-major b (b = y.t() of a row-major y): SIMT"};
+  if (mode == GroupMode::kGroupedK && (!a.mn_major || !b.mn_major))
+    return {GemmFamily::kSimt, "groups along K need MN-major a and b (a = x.t(), b = dy of row-major x, dy): SIMT"};
+  std::string why = "sm_90 fp16/bf16: TMA + wgmma warp-specialized persistent kernel, a ";
+  why += a.mn_major ? "MN-major" : "K-major";
+  why += b.mn_major ? ", b MN-major" : ", b K-major";
+  return {GemmFamily::kSm90, why};
 }
 
 }  // namespace cutorch_gemm

@@ -11,13 +11,18 @@ namespace cutorch_gemm {
 // True when this build carries sm_90a machine code that the current device can run.
 bool sm90_kernels_available();
 
-// Dense K-major fp16/bf16 GEMM (args.batch == 1, a_sk == 1, b_sk == 1, 16-byte aligned).
-cudaError_t sm90_gemm_f16(const GemmArgs& args, Sm90ConfigId config, int num_sms, cudaStream_t stream);
-cudaError_t sm90_gemm_bf16(const GemmArgs& args, Sm90ConfigId config, int num_sms, cudaStream_t stream);
+// fp16/bf16 GEMM of any group mode (dense, batched, grouped M/N/K). Each operand is K-major
+// (a_sk == 1 / b_sk == 1) or MN-major (a_mn: a_sm == 1; b_mn: b_sn == 1), with 16-byte aligned
+// base and strides (TMA). cudaErrorNotSupported: the driver refused the tensor maps, nothing ran.
+cudaError_t sm90_gemm_f16(const GemmArgs& args, Sm90ConfigId config, bool a_mn, bool b_mn, int num_sms,
+                          cudaStream_t stream);
+cudaError_t sm90_gemm_bf16(const GemmArgs& args, Sm90ConfigId config, bool a_mn, bool b_mn, int num_sms,
+                           cudaStream_t stream);
 
-inline cudaError_t sm90_gemm(const GemmArgs& args, Sm90ConfigId config, int num_sms, cudaStream_t stream) {
-  return args.dtype == DType::kBFloat16 ? sm90_gemm_bf16(args, config, num_sms, stream)
-                                        : sm90_gemm_f16(args, config, num_sms, stream);
+inline cudaError_t sm90_gemm(const GemmArgs& args, Sm90ConfigId config, bool a_mn, bool b_mn, int num_sms,
+                             cudaStream_t stream) {
+  return args.dtype == DType::kBFloat16 ? sm90_gemm_bf16(args, config, a_mn, b_mn, num_sms, stream)
+                                        : sm90_gemm_f16(args, config, a_mn, b_mn, num_sms, stream);
 }
 
 }  // namespace cutorch_gemm

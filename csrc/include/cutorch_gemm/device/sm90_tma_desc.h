@@ -27,18 +27,20 @@ inline EncodeTiledFn encode_tiled_fn() {
   return fn;
 }
 
-// A row-major 2-D view (rows x cols, row stride in elements, cols contiguous) of 16-bit
-// elements, read in boxes of box_rows x box_cols with the 128-byte swizzle.
-inline bool encode_2d_sw128(CUtensorMap* map, CUtensorMapDataType type, const void* base, uint64_t rows,
-                            uint64_t cols, uint64_t row_stride_elems, uint32_t box_rows, uint32_t box_cols) {
+// A row-major view of 16-bit elements, read in boxes of box_rows x box_cols with the 128-byte
+// swizzle: 2-D (rows x cols, row stride in elements, cols contiguous) or, with batch > 0, 3-D
+// (batch x rows x cols, batch stride in elements; boxes of one batch entry).
+inline bool encode_sw128(CUtensorMap* map, CUtensorMapDataType type, const void* base, uint64_t rows, uint64_t cols,
+                         uint64_t row_stride_elems, uint32_t box_rows, uint32_t box_cols, uint64_t batch = 0,
+                         uint64_t batch_stride_elems = 0) {
   const EncodeTiledFn fn = encode_tiled_fn();
   if (fn == nullptr) return false;
-  const cuuint64_t dims[2] = {cols, rows};
-  const cuuint64_t strides[1] = {row_stride_elems * 2};
-  const cuuint32_t box[2] = {box_cols, box_rows};
-  const cuuint32_t elem_strides[2] = {1, 1};
-  return fn(map, type, 2, const_cast<void*>(base), dims, strides, box, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
-            CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+  const cuuint64_t dims[3] = {cols, rows, batch};
+  const cuuint64_t strides[2] = {row_stride_elems * 2, batch_stride_elems * 2};
+  const cuuint32_t box[3] = {box_cols, box_rows, 1};
+  const cuuint32_t elem_strides[3] = {1, 1, 1};
+  return fn(map, type, batch > 0 ? 3 : 2, const_cast<void*>(base), dims, strides, box, elem_strides,
+            CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
             CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 

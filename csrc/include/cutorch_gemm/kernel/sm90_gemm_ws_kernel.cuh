@@ -6,9 +6,14 @@
 //                the 128-row tile each; one wgmma group in flight, the stage behind it released;
 //                then the fused epilogue straight from registers while the producer already
 //                loads the next tile.
-// Operands: K-major A (M x K) and B given as N x K (the nn.Linear weight), fp16 / bf16.
+// Operands: fp16 / bf16, each K-major or MN-major (kAMn / kBMn: wgmma's transpose bits and the
+// matching TMA boxes), 2-D or stacked 3-D; one persistent loop over the tiles of every problem
+// of the launch: dense, batched, or grouped with device-resident offsets
+// (scheduler/sm90_tile_scheduler.cuh).
 
 #include <cuda.h>
+
+#include <type_traits>
 
 #include "cutorch_gemm/arch/sm90_tma.cuh"
 #include "cutorch_gemm/arch/sm90_warpgroup.cuh"
@@ -16,16 +21,9 @@
 #include "cutorch_gemm/device/gemm_args.h"
 #include "cutorch_gemm/epilogue/simt_epilogue.cuh"
 #include "cutorch_gemm/pipeline/sm90_pipeline.cuh"
-#include "cutorch_gemm/scheduler/raster.h"
+#include "cutorch_gemm/scheduler/sm90_tile_scheduler.cuh"
 
 namespace cutorch_gemm {
-
-struct Sm90Params {
-  GemmArgs args;     // extents, epilogue operands and scalars (A and B come through TMA)
-  int tiles_m;
-  int tiles_n;
-  int raster_group;
-};
 
 constexpr int Sm90EpilogueCols = 32;
 
@@ -45,15 +43,13 @@ struct Sm90SharedStorage {
   alignas(8) uint64_t order[2];  // ping-pong: "consumer c finished a mainloop"
 };
 
-template <typename T>
-CG_DEVICE void sm90_wgmma(float (&d)[128], uint64_t da, uint64_t db, int scale_d);
-template <>
-CG_DEVICE void sm90_wgmma<__nv_bfloat16>(float (&d)[128], uint64_t da, uint64_t db, int scale_d) {
-  sm90::wgmma_m64n256k16_bf16(d, da, db, scale_d);
-}
-template <>
-CG_DEVICE void sm90_wgmma<__half>(float (&d)[128], uint64_t da, uint64_t db, int scale_d) {
-  sm90::wgmma_m64n256k16_f16(d, da, db, scale_d);
+template <typename T, bool kAMn, bool kBMn>
+CG_DEVICE void sm90_wgmma(float (&d)[128], uint64_t da, uint64_t db, int scale_d) {
+  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+    sm90::wgmma_m64n256k16_bf16<kAMn, kBMn>(d, da, db, scale_d);
+  } else {
+    sm90::wgmma_m64n256k16_f16<kAMn, kBMn>(d, da, db, scale_d);
+  }
 }
 
 CG_DEVICE void named_barrier_sync(int id, int threads) {
@@ -68,10 +64,10 @@ CG_DEVICE void named_barrier_sync(int id, int threads) {
 // NOTE: applying the functor straight from registers unrolls it 128 times per thread (~40K
 // SASS instructions); the instruction fetch of that code dominated the whole kernel.
 template <typename T>
-CG_DEVICE void sm90_store_tile(const GemmArgs& g, const float (&acc)[128], float (*epi)[Sm90EpilogueCols + 4],
-                               int row_base, int col_base, int tid_in_wg, int barrier_id) {
+CG_DEVICE void sm90_store_tile(const GemmArgs& g, const Problem& prob, const float (&acc)[128],
+                               float (*epi)[Sm90EpilogueCols + 4], int row_base, int col_base, int tid_in_wg,
+                               int barrier_id) {
   using Epi = SimtEpilogue<T>;
-  const Problem prob = resolve_problem(g.shape, 0);
   const int warp = tid_in_wg / 32;
   const int lane = tid_in_wg % 32;
   constexpr int kChunkJ = Sm90EpilogueCols / 8;  // n8 blocks per chunk
@@ -104,13 +100,64 @@ CG_DEVICE void sm90_store_tile(const GemmArgs& g, const float (&acc)[128], float
   }
 }
 
-template <class Cfg, typename T>
+// One stage's operand tiles. K-major: [rows][64 K] (one TMA box). MN-major: [rows / 64][64 K][64]
+// (one box per 64-wide MN block), the layout make_desc_mn_major_sw128 describes.
+template <class Cfg, typename T, bool kMn, int kRows>
+CG_DEVICE void sm90_load_operand(T* dst, const CUtensorMap* map, uint64_t* bar, int row, int k, int z, bool is_3d) {
+  if constexpr (kMn) {
+#pragma unroll
+    for (int j = 0; j < kRows / 64; ++j) {
+      if (is_3d) sm90::tma_load_3d(dst + j * 64 * Cfg::kBlockK, map, bar, row + 64 * j, k, z);
+      else sm90::tma_load_2d(dst + j * 64 * Cfg::kBlockK, map, bar, row + 64 * j, k);
+    }
+  } else {
+    if (is_3d) sm90::tma_load_3d(dst, map, bar, k, row, z);
+    else sm90::tma_load_2d(dst, map, bar, k, row);
+  }
+}
+
+// Zeroes K positions >= valid_k of `rows` rows of one operand tile (share `part` of `parts`).
+// Grouped-K problems end inside a K slice; TMA fills the rest of that slice with the next
+// group's K (only the tensor's own end is zero-filled), which must not enter the sum.
+template <class Cfg, typename T, bool kMn>
+CG_DEVICE void sm90_zero_k_tail(T* tile, int rows, int valid_k, int part, int parts) {
+  constexpr int kChunks = Cfg::kBlockK * int(sizeof(T)) / 16;  // 16-byte chunks per 128-byte line
+  uint8_t* base = reinterpret_cast<uint8_t*>(tile);
+  const uint4 zero = make_uint4(0, 0, 0, 0);
+  if constexpr (kMn) {
+    // [rows / 64][K row][128 bytes]: whole K rows, swizzle or not.
+    const int dead = Cfg::kBlockK - valid_k;
+    const int total = (rows / 64) * dead * kChunks;
+    for (int i = part; i < total; i += parts) {
+      const int blk = i / (dead * kChunks);
+      const int rest = i % (dead * kChunks);
+      const int r = valid_k + rest / kChunks;
+      *reinterpret_cast<uint4*>(base + (blk * Cfg::kBlockK + r) * 128 + (rest % kChunks) * 16) = zero;
+    }
+  } else {
+    // [row][128 bytes], logical 16-byte chunk c of row r stored at chunk c ^ (r % 8).
+    constexpr int kPerChunk = 16 / int(sizeof(T));
+    for (int i = part; i < rows * kChunks; i += parts) {
+      const int r = i / kChunks, c = i % kChunks;
+      if ((c + 1) * kPerChunk <= valid_k) continue;
+      uint8_t* chunk = base + r * 128 + ((c ^ (r % 8)) * 16);
+      if (c * kPerChunk >= valid_k) {
+        *reinterpret_cast<uint4*>(chunk) = zero;
+      } else {
+        for (int e = valid_k - c * kPerChunk; e < kPerChunk; ++e) reinterpret_cast<T*>(chunk)[e] = from_acc<T>(0.0f);
+      }
+    }
+  }
+}
+
+template <class Cfg, typename T, bool kAMn, bool kBMn>
 __global__ void __launch_bounds__(Cfg::kThreads, 1)
 sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_constant__ CUtensorMap tma_b,
                     const Sm90Params p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using Storage = Sm90SharedStorage<Cfg, T>;
   using State = sm90::PipelineState<Cfg::kStages>;
+  using Scheduler = Sm90TileScheduler<Cfg::kBlockM, Cfg::kBlockN, Cfg::kBlockK>;
   extern __shared__ uint8_t smem_raw[];
   // NOTE: the 128-byte swizzle pattern repeats every 1024 bytes; stages must start on it.
   Storage& s = *reinterpret_cast<Storage*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
@@ -133,39 +180,57 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
   __syncthreads();
 
   const GemmArgs& g = p.args;
-  const int tiles = p.tiles_m * p.tiles_n;
-  const int k_blocks = ceil_div(g.shape.k, Cfg::kBlockK);
   constexpr uint32_t kStageBytes = (Cfg::kBlockM + Cfg::kBlockN) * Cfg::kBlockK * sizeof(T);
 
   if (warpgroup == 0) {
     sm90::setmaxnreg_dec<Cfg::kProducerRegs>();
-    if (tid_in_wg == 0) {
+    // One warp walks the tiles (the scheduler's scan needs a whole warp); lane 0 issues.
+    if (tid_in_wg < 32) {
+      Scheduler sched(p);
       State st;
-      for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
-        const TileCoord tc = raster_tile(tile, p.tiles_m, p.tiles_n, p.raster_group);
-        for (int kb = 0; kb < k_blocks; ++kb) {
-          pipe.producer_acquire(st);
-          pipe.producer_commit(st, kStageBytes);
-          sm90::tma_load_2d(s.a[st.index], &tma_a, &s.full[st.index], kb * Cfg::kBlockK, tc.m * Cfg::kBlockM);
-          sm90::tma_load_2d(s.b[st.index], &tma_b, &s.full[st.index], kb * Cfg::kBlockK, tc.n * Cfg::kBlockN);
-          st.advance();
+      for (int tile = blockIdx.x;; tile += gridDim.x) {
+        const Sm90Work w = sched.get(tile);
+        if (w.group < 0) break;
+        if (tid_in_wg == 0) {
+          const int za = p.a_3d ? w.group : 0, zb = p.b_3d ? w.group : 0;
+          const int kbs = Scheduler::k_blocks(w);
+          for (int kb = 0; kb < kbs; ++kb) {
+            const int k = w.k_begin + kb * Cfg::kBlockK;
+            pipe.producer_acquire(st);
+            pipe.producer_commit(st, kStageBytes);
+            sm90_load_operand<Cfg, T, kAMn, Cfg::kBlockM>(s.a[st.index], &tma_a, &s.full[st.index], w.a_row, k, za,
+                                                          p.a_3d);
+            sm90_load_operand<Cfg, T, kBMn, Cfg::kBlockN>(s.b[st.index], &tma_b, &s.full[st.index], w.b_col, k, zb,
+                                                          p.b_3d);
+            st.advance();
+          }
         }
+        __syncwarp();
       }
     }
   } else {
     sm90::setmaxnreg_inc<Cfg::kConsumerRegs>();
     const int consumer = warpgroup - 1;
+    Scheduler sched(p);
     State st;
     float acc[128];
-    // Cooperative: every tile, rows [64c, 64c + 64) of it. Ping-pong: every other tile, all rows;
-    // the ring carries the other warpgroup's tiles in between, which this one skips.
-    const int first = Cfg::kPingpong ? blockIdx.x + consumer * gridDim.x : blockIdx.x;
-    const int step = Cfg::kPingpong ? Cfg::kConsumers * gridDim.x : gridDim.x;
+    // Cooperative: every tile of the CTA's sequence, rows [64c, 64c + 64) of it. Ping-pong:
+    // every other tile, all rows; the ring carries the other warpgroup's tiles in between,
+    // which this one skips.
     const int row_in_tile = Cfg::kPingpong ? 0 : consumer * 64;
-    if (Cfg::kPingpong) st.advance(consumer * k_blocks);
+    const int step = Cfg::kPingpong ? Cfg::kConsumers : 1;
     int own = 0;  // tiles this warpgroup has done
-    for (int tile = first; tile < tiles; tile += step, ++own) {
-      const TileCoord tc = raster_tile(tile, p.tiles_m, p.tiles_n, p.raster_group);
+    for (int i = Cfg::kPingpong ? consumer : 0;; i += step, ++own) {
+      if (Cfg::kPingpong && i > 0) {
+        const Sm90Work other = sched.get(blockIdx.x + (i - 1) * gridDim.x);
+        if (other.group < 0) break;
+        st.advance(Scheduler::k_blocks(other));
+      }
+      const Sm90Work w = sched.get(blockIdx.x + i * gridDim.x);
+      if (w.group < 0) break;
+      const int k_blocks = Scheduler::k_blocks(w);
+      const int tail_k = w.k_len % Cfg::kBlockK;  // grouped-K: the last slice holds the next group's K
+      const bool zero_tail = g.shape.mode == GroupMode::kGroupedK && tail_k != 0;
       // NOTE: ping-pong mainloops take turns: a warpgroup starts only after the other has
       // passed every full-barrier wait of the tile before it in the ring. Besides staggering
       // the epilogues against the other's wgmma, this keeps every parity wait within one
@@ -174,18 +239,36 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
       if (Cfg::kPingpong && (consumer == 1 || own > 0)) {
         sm90::mbarrier_wait(&s.order[1 - consumer], consumer == 0 ? uint32_t(own - 1) & 1u : uint32_t(own) & 1u);
       }
+      if (k_blocks == 0) {  // an empty grouped-K problem: the epilogue of a zero product
+#pragma unroll
+        for (int r = 0; r < 128; ++r) acc[r] = 0.0f;
+      }
       State prev;
       for (int kb = 0; kb < k_blocks; ++kb) {
         pipe.consumer_wait(st);
+        if (zero_tail && kb == k_blocks - 1) {
+          // Cooperative: the two warpgroups split the shared B tile and zero their own A rows.
+          const int part = Cfg::kPingpong ? tid_in_wg : tid_in_wg + 128 * consumer;
+          const int parts = Cfg::kPingpong ? 128 : 128 * Cfg::kConsumers;
+          sm90_zero_k_tail<Cfg, T, kAMn>(s.a[st.index] + row_in_tile * Cfg::kBlockK, Cfg::kPingpong ? Cfg::kBlockM : 64,
+                                         tail_k, tid_in_wg, 128);
+          sm90_zero_k_tail<Cfg, T, kBMn>(s.b[st.index], Cfg::kBlockN, tail_k, part, parts);
+          sm90::fence_proxy_async_shared();
+          named_barrier_sync(Cfg::kPingpong ? 3 + consumer : 3, parts);
+        }
+        // Both layouts put 64 rows of A (M) at 64 * kBlockK elements: [rows][64 K] or [M/64][K][64].
         const T* a_tile = s.a[st.index] + row_in_tile * Cfg::kBlockK;
-        const uint64_t da = sm90::make_desc_k_major_sw128(a_tile);
-        const uint64_t db = sm90::make_desc_k_major_sw128(s.b[st.index]);
+        const uint64_t da = kAMn ? sm90::make_desc_mn_major_sw128(a_tile, Cfg::kBlockK)
+                                 : sm90::make_desc_k_major_sw128(a_tile);
+        const uint64_t db = kBMn ? sm90::make_desc_mn_major_sw128(s.b[st.index], Cfg::kBlockK)
+                                 : sm90::make_desc_k_major_sw128(s.b[st.index]);
+        constexpr uint64_t kStepA = kAMn ? sm90::kDescStepK16MNMajor : sm90::kDescStepK16KMajor;
+        constexpr uint64_t kStepB = kBMn ? sm90::kDescStepK16MNMajor : sm90::kDescStepK16KMajor;
         sm90::fence_accumulators(acc);
         sm90::wgmma_fence();
 #pragma unroll
         for (int kk = 0; kk < Cfg::kBlockK / 16; ++kk) {
-          // Each 16-element K step is 32 bytes further into the swizzled rows (>> 4: 2).
-          sm90_wgmma<T>(acc, da + 2 * kk, db + 2 * kk, (kb > 0 || kk > 0) ? 1 : 0);
+          sm90_wgmma<T, kAMn, kBMn>(acc, da + kStepA * kk, db + kStepB * kk, (kb > 0 || kk > 0) ? 1 : 0);
         }
         sm90::wgmma_commit();
         sm90::fence_accumulators(acc);
@@ -198,9 +281,8 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
       sm90::wgmma_wait<0>();
       sm90::fence_accumulators(acc);
       if (k_blocks > 0) pipe.consumer_release(prev);
-      sm90_store_tile<T>(g, acc, s.epi[consumer], tc.m * Cfg::kBlockM + row_in_tile, tc.n * Cfg::kBlockN,
-                         tid_in_wg, 1 + consumer);
-      if (Cfg::kPingpong) st.advance((Cfg::kConsumers - 1) * k_blocks);
+      const Problem prob = resolve_problem(g.shape, w.group);
+      sm90_store_tile<T>(g, prob, acc, s.epi[consumer], w.m0 + row_in_tile, w.n0, tid_in_wg, 1 + consumer);
     }
   }
 #endif

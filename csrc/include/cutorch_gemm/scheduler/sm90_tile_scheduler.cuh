@@ -1,0 +1,114 @@
+#pragma once
+// Persistent tile scheduler of the Hopper kernels: CTA c takes tiles c, c + grid, c + 2*grid, ...
+// of one linear sequence that covers every problem of the launch (dense, batch entries, or the
+// groups of a grouped launch), and maps a linear tile index to (group, tile origin, K range).
+//
+// Fixed-size modes (dense, batched, grouped-K) have the same tile grid in every problem, so the
+// mapping is a division. Grouped-M / grouped-N problems have device-resident sizes (offsets
+// that the host never reads), so the mapping is the seeds' device-only problem visitor: a warp
+// reads 32 groups' sizes at once, prefix-sums their tile counts with shuffles and picks the
+// group holding the tile; the scan resumes from the last group found, so over a CTA's
+// increasing tile indices every group is read at most once per warp.
+
+#include "cutorch_gemm/device/gemm_args.h"
+#include "cutorch_gemm/scheduler/raster.h"
+
+namespace cutorch_gemm {
+
+struct Sm90Params {
+  GemmArgs args;     // extents, strides, group mode and offsets, epilogue operands
+  int tiles_m;       // tile grid of one problem; grouped-M: unused (per group), grouped-N: rows
+  int tiles_n;       // grouped-N: unused (per group)
+  int raster_group;  // band height of the rasterization inside a problem
+  int a_3d;          // A / B indexed by group or batch through their tensor map's 3rd dimension
+  int b_3d;
+};
+
+struct Sm90Work {
+  int group;     // -1: past the last tile
+  int m0, n0;    // tile origin inside the group's problem (the epilogue's coordinates)
+  int a_row;     // absolute coordinates of the tile origin in A (along M) and B (along N)
+  int b_col;
+  int k_begin;   // absolute K offset of the problem (grouped-K), else 0
+  int k_len;     // K extent of the problem
+};
+
+template <int kBlockM, int kBlockN, int kBlockK>
+struct Sm90TileScheduler {
+  const Sm90Params& p;
+  int scan_group = 0;   // grouped-M/N scan state: the first group that may hold the next tile
+  int scan_before = 0;  //   and the linear index of its first tile
+
+  CG_DEVICE explicit Sm90TileScheduler(const Sm90Params& params) : p(params) {}
+
+  CG_DEVICE static int k_blocks(const Sm90Work& w) { return ceil_div(w.k_len, kBlockK); }
+
+  // Tiles of group g (grouped-M / grouped-N only).
+  CG_DEVICE int group_tiles(int g) const {
+    const ProblemShape& s = p.args.shape;
+    if (s.mode == GroupMode::kGroupedM) {
+      const GroupRange r = clamp_group(s.offs, g, s.m);
+      return ceil_div(r.end - r.begin, kBlockM) * p.tiles_n;
+    }
+    const GroupRange r = clamp_group(s.offs, g, s.n);
+    return p.tiles_m * ceil_div(r.end - r.begin, kBlockN);
+  }
+
+  // Every lane of the calling warp must call this with the same tile (shuffles inside).
+  CG_DEVICE Sm90Work get(int tile) {
+    const ProblemShape& s = p.args.shape;
+    Sm90Work w{-1, 0, 0, 0, 0, 0, s.k};
+    if (s.mode == GroupMode::kBatched || s.mode == GroupMode::kGroupedK) {
+      const int per = p.tiles_m * p.tiles_n;
+      const int group = tile / per;
+      if (group >= p.args.batch) return w;
+      const TileCoord tc = raster_tile(tile - group * per, p.tiles_m, p.tiles_n, p.raster_group);
+      w.group = group;
+      w.m0 = w.a_row = tc.m * kBlockM;
+      w.n0 = w.b_col = tc.n * kBlockN;
+      if (s.mode == GroupMode::kGroupedK) {
+        const GroupRange r = clamp_group(s.offs, group, s.k);
+        w.k_begin = r.begin;
+        w.k_len = r.end - r.begin;
+      }
+      return w;
+    }
+    // Grouped M / N: find the group whose tiles contain `tile`, 32 groups per step.
+    const int lane = threadIdx.x % 32;
+    const int groups = p.args.batch;
+    while (scan_group < groups) {
+      const int g = scan_group + lane;
+      const int count = g < groups ? group_tiles(g) : 0;
+      int incl = count;
+#pragma unroll
+      for (int o = 1; o < 32; o <<= 1) {
+        const int v = __shfl_up_sync(0xffffffffu, incl, o);
+        if (lane >= o) incl += v;
+      }
+      const unsigned hit = __ballot_sync(0xffffffffu, g < groups && tile < scan_before + incl);
+      if (hit != 0) {
+        const int l = __ffs(hit) - 1;
+        scan_group += l;
+        scan_before += __shfl_sync(0xffffffffu, incl - count, l);
+        break;
+      }
+      scan_before += __shfl_sync(0xffffffffu, incl, 31);
+      scan_group += 32;
+    }
+    if (scan_group >= groups) return w;
+    const int g = scan_group;
+    const int local = tile - scan_before;
+    const GroupRange r = clamp_group(s.offs, g, s.mode == GroupMode::kGroupedM ? s.m : s.n);
+    const int tm = s.mode == GroupMode::kGroupedM ? ceil_div(r.end - r.begin, kBlockM) : p.tiles_m;
+    const int tn = s.mode == GroupMode::kGroupedN ? ceil_div(r.end - r.begin, kBlockN) : p.tiles_n;
+    const TileCoord tc = raster_tile(local, tm, tn, min_of(p.raster_group, tm));
+    w.group = g;
+    w.m0 = w.a_row = tc.m * kBlockM;
+    w.n0 = w.b_col = tc.n * kBlockN;
+    if (s.mode == GroupMode::kGroupedM) w.a_row += r.begin;
+    else w.b_col += r.begin;
+    return w;
+  }
+};
+
+}  // namespace cutorch_gemm

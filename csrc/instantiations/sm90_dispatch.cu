@@ -1,0 +1,39 @@
+// Hopper (sm_90a) entry points: config id -> the instantiation files sm90_<type>_<config>.cu.
+#include "cutorch_gemm/device/sm90_launch.cuh"
+
+namespace cutorch_gemm {
+
+cudaError_t sm90_f16_coop(const GemmArgs&, bool, bool, int, cudaStream_t);
+cudaError_t sm90_f16_pingpong(const GemmArgs&, bool, bool, int, cudaStream_t);
+cudaError_t sm90_bf16_coop(const GemmArgs&, bool, bool, int, cudaStream_t);
+cudaError_t sm90_bf16_pingpong(const GemmArgs&, bool, bool, int, cudaStream_t);
+
+cudaError_t sm90_gemm_f16(const GemmArgs& args, Sm90ConfigId config, bool a_mn, bool b_mn, int num_sms,
+                          cudaStream_t stream) {
+  switch (config) {
+    case Sm90ConfigId::kCoop128x256:    return sm90_f16_coop(args, a_mn, b_mn, num_sms, stream);
+    case Sm90ConfigId::kPingpong64x256: return sm90_f16_pingpong(args, a_mn, b_mn, num_sms, stream);
+  }
+  return cudaErrorInvalidValue;
+}
+
+cudaError_t sm90_gemm_bf16(const GemmArgs& args, Sm90ConfigId config, bool a_mn, bool b_mn, int num_sms,
+                           cudaStream_t stream) {
+  switch (config) {
+    case Sm90ConfigId::kCoop128x256:    return sm90_bf16_coop(args, a_mn, b_mn, num_sms, stream);
+    case Sm90ConfigId::kPingpong64x256: return sm90_bf16_pingpong(args, a_mn, b_mn, num_sms, stream);
+  }
+  return cudaErrorInvalidValue;
+}
+
+bool sm90_kernels_available() {
+  cudaFuncAttributes attr;
+  if (cudaFuncGetAttributes(&attr, sm90_gemm_ws_kernel<Sm90_128x256x64_Coop_S4, __nv_bfloat16, false, false>) !=
+      cudaSuccess) {
+    cudaGetLastError();  // clear the error of a missing image
+    return false;
+  }
+  return attr.binaryVersion == 90;
+}
+
+}  // namespace cutorch_gemm
