@@ -224,3 +224,38 @@ def test_sm90_grouped_cuda_graph_new_offsets():
         graph.replay()
         torch.cuda.synchronize()
         check(out, ref_grouped_mm(x, w, offs, None), dt, what=f"replay {sizes}")
+
+
+# --------------------------------------------------------------------------------------
+# epilogue paths: TMA store (default when D allows it), direct register stores, staged functor
+# --------------------------------------------------------------------------------------
+
+EPILOGUES = ["tma", "direct", "staged"]
+
+
+@pytest.mark.parametrize("config", list(CONFIGS))
+@pytest.mark.parametrize("path", EPILOGUES)
+@pytest.mark.parametrize("mnk", [(256, 512, 128), (200, 520, 72), (130, 300, 64), (64, 7, 16), (3, 1000, 40)],
+                         ids=lambda s: "x".join(map(str, s)))
+def test_sm90_epilogue_paths(mnk, path, config, monkeypatch):
+    monkeypatch.setenv("CUTORCH_GEMM_SM90_CONFIG", config)
+    if path != "tma":
+        monkeypatch.setenv("CUTORCH_GEMM_SM90_EPILOGUE", path)
+    m, n, k = mnk
+    dt = torch.bfloat16
+    a, b = make((m, k), dt, "cuda"), make((k, n), dt, "cuda", "col")
+    bias = make((n,), dt, "cuda")
+    for out_dtype in (None, torch.float32):
+        poison(m * n * 4)
+        check(cg.mm(a, b, out_dtype=out_dtype), ref_gemm(a, b), dt, out_dtype, what=f"{path} mm")
+        poison(m * n * 4)
+        check(cg.gemm(a, b, bias=bias, alpha=0.5, out_dtype=out_dtype), ref_gemm(a, b, bias, None, 0.5),
+              dt, out_dtype, what=f"{path} gemm bias alpha")
+    # batched and grouped outputs (3-D TMA maps, group-edge tiles)
+    a3, b3 = make((3, m, k), dt, "cuda"), make((3, k, n), dt, "cuda")
+    check(cg.bmm(a3, b3), ref_bmm(a3, b3), dt, what=f"{path} bmm")
+    sizes = [m // 3, 0, m - m // 3]
+    offs = offs_from_sizes(sizes, "cuda")
+    check(cg.grouped_mm(a, b3, offs), ref_grouped_mm(a, b3, offs), dt, what=f"{path} grouped-M")
+    x, dy = make((k, m), dt, "cuda", "col"), make((m, n), dt, "cuda")
+    check(cg.grouped_mm(x, dy, offs), ref_grouped_mm(x, dy, offs), dt, what=f"{path} grouped-K")

@@ -29,6 +29,25 @@ CG_DEVICE void tma_load_3d(void* smem_dst, const CUtensorMap* map, uint64_t* bar
       : "memory");
 }
 
+// Tile stores shared -> global (bulk async group of the issuing thread). Box parts outside the
+// tensor are not written.
+CG_DEVICE void tma_store_2d(const CUtensorMap* map, const void* smem_src, int c0, int c1) {
+  asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];\n"
+               ::"l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(smem_addr(smem_src))
+               : "memory");
+}
+CG_DEVICE void tma_store_3d(const CUtensorMap* map, const void* smem_src, int c0, int c1, int c2) {
+  asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%0, {%1, %2, %3}], [%4];\n"
+               ::"l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(smem_addr(smem_src))
+               : "memory");
+}
+CG_DEVICE void bulk_commit_group() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
+// Waits until at most kPending of this thread's bulk groups still read their shared memory.
+template <int kPending>
+CG_DEVICE void bulk_wait_group_read() { asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(kPending) : "memory"); }
+// Waits until all of this thread's bulk groups are complete (their writes performed).
+CG_DEVICE void bulk_wait_group_all() { asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory"); }
+
 // Orders this thread's generic-proxy shared-memory writes before later async-proxy reads
 // (wgmma operands): needed after threads patch a stage that TMA filled.
 CG_DEVICE void fence_proxy_async_shared() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }

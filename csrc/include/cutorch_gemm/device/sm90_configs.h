@@ -18,6 +18,7 @@ struct Sm90_128x256x64_Coop_S4 {
   static constexpr int kBlockN = 256;
   static constexpr int kBlockK = 64;
   static constexpr int kStages = 4;
+  static constexpr int kEpiBuffers = 2;  // TMA-store staging: 64 x 128-byte slices per consumer
   static constexpr int kConsumers = 2;
   static constexpr int kThreads = 128 * (1 + kConsumers);
   static constexpr int kProducerRegs = 40;
@@ -36,6 +37,7 @@ struct Sm90_64x256x64_Pingpong_S5 {
   static constexpr int kBlockN = 256;
   static constexpr int kBlockK = 64;
   static constexpr int kStages = 5;
+  static constexpr int kEpiBuffers = 1;  // (a second would not fit next to 5 stages)
   static constexpr int kConsumers = 2;
   static constexpr int kThreads = 128 * (1 + kConsumers);
   static constexpr int kProducerRegs = 40;

@@ -2,6 +2,9 @@
 // Host-side launch of the Hopper kernel: tensor maps, persistent grid, shared-memory size.
 // Included only by csrc/instantiations/sm90_*.cu.
 
+#include <cstdlib>
+#include <string>
+
 #include "cutorch_gemm/device/sm90_gemm.h"
 #include "cutorch_gemm/device/sm90_tma_desc.h"
 #include "cutorch_gemm/kernel/sm90_gemm_ws_kernel.cuh"
@@ -37,18 +40,40 @@ cudaError_t launch_sm90(const GemmArgs& args, int num_sms, cudaStream_t stream) 
                            b_3d ? args.batch : 0, s.b_sb)) {
     return cudaErrorNotSupported;  // nothing launched: the caller falls back to SIMT
   }
-  Sm90Params p{args, ceil_div(s.m, Cfg::kBlockM), ceil_div(s.n, Cfg::kBlockN), 0, a_3d, b_3d};
+  Sm90Params p{args, ceil_div(s.m, Cfg::kBlockM), ceil_div(s.n, Cfg::kBlockN), 0, a_3d, b_3d, 0, 0, 0};
+  // Register-direct epilogue: no C, no activation, and every column pair of D 2-element
+  // aligned (row-major, even row / batch strides, aligned base; grouped-N columns start at
+  // arbitrary offsets, so that mode keeps the staged path).
+  const size_t pair_bytes = args.out_f32 ? 8 : 2 * sizeof(T);
+  // CUTORCH_GEMM_SM90_EPILOGUE=staged|direct forces a slower epilogue path (tests run all three).
+  const char* forced_epi = std::getenv("CUTORCH_GEMM_SM90_EPILOGUE");
+  const std::string epi = forced_epi ? forced_epi : "";
+  p.direct_epilogue = args.act == Activation::kNone && args.c == nullptr && s.d_sn == 1 && s.d_sm % 2 == 0 &&
+                      s.d_sb % 2 == 0 && s.mode != GroupMode::kGroupedN &&
+                      reinterpret_cast<uintptr_t>(args.d) % pair_bytes == 0 && epi != "staged";
+  // TMA stores: D's base, row and batch strides 16-byte aligned (D from at::empty: whenever N
+  // is a multiple of 8, or of 4 for fp32). Grouped-K and batched outputs are 3-D.
+  CUtensorMap tma_d{};
+  const uint64_t out_bytes = args.out_f32 ? 4 : sizeof(T);
+  p.d_3d = stacked && (s.mode == GroupMode::kBatched || s.mode == GroupMode::kGroupedK);
+  if (p.direct_epilogue && epi != "direct" && reinterpret_cast<uintptr_t>(args.d) % 16 == 0 && (s.d_sm * out_bytes) % 16 == 0 &&
+      (!p.d_3d || (s.d_sb * out_bytes) % 16 == 0)) {
+    const CUtensorMapDataType d_type = args.out_f32 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32 : type;
+    p.tma_store = encode_sw128(&tma_d, d_type, args.d, s.m, s.n, uint64_t(s.d_sm), 64, uint32_t(128 / out_bytes),
+                               p.d_3d ? args.batch : 0, uint64_t(s.d_sb), out_bytes);
+  }
   p.raster_group = raster_group_for(p.tiles_m, p.tiles_n);
   // Grouped M / N tile counts live on the device; each group adds at most one partial tile.
   long long tiles = (long long)p.tiles_m * p.tiles_n * args.batch;
   if (s.mode == GroupMode::kGroupedM) tiles = (long long)(p.tiles_m + args.batch) * p.tiles_n;
   if (s.mode == GroupMode::kGroupedN) tiles = (long long)p.tiles_m * (p.tiles_n + args.batch);
   if (tiles == 0) return cudaSuccess;
+  static_assert(sizeof(Sm90SharedStorage<Cfg, T>) + 1024 <= 227 * 1024, "shared memory per block (sm_90)");
   const int smem = int(sizeof(Sm90SharedStorage<Cfg, T>)) + 1024;  // + alignment slack
   auto kernel = sm90_gemm_ws_kernel<Cfg, T, kAMn, kBMn>;
   cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   if (err != cudaSuccess) return err;
-  kernel<<<int(tiles < num_sms ? tiles : num_sms), Cfg::kThreads, smem, stream>>>(tma_a, tma_b, p);
+  kernel<<<int(tiles < num_sms ? tiles : num_sms), Cfg::kThreads, smem, stream>>>(tma_a, tma_b, tma_d, p);
   return cudaGetLastError();
 }
 

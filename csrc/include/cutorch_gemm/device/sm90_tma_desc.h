@@ -27,16 +27,16 @@ inline EncodeTiledFn encode_tiled_fn() {
   return fn;
 }
 
-// A row-major view of 16-bit elements, read in boxes of box_rows x box_cols with the 128-byte
+// A row-major view of elem_bytes-sized elements, read (or written) in boxes of box_rows x box_cols with the 128-byte
 // swizzle: 2-D (rows x cols, row stride in elements, cols contiguous) or, with batch > 0, 3-D
 // (batch x rows x cols, batch stride in elements; boxes of one batch entry).
 inline bool encode_sw128(CUtensorMap* map, CUtensorMapDataType type, const void* base, uint64_t rows, uint64_t cols,
                          uint64_t row_stride_elems, uint32_t box_rows, uint32_t box_cols, uint64_t batch = 0,
-                         uint64_t batch_stride_elems = 0) {
+                         uint64_t batch_stride_elems = 0, uint64_t elem_bytes = 2) {
   const EncodeTiledFn fn = encode_tiled_fn();
   if (fn == nullptr) return false;
   const cuuint64_t dims[3] = {cols, rows, batch};
-  const cuuint64_t strides[2] = {row_stride_elems * 2, batch_stride_elems * 2};
+  const cuuint64_t strides[2] = {row_stride_elems * elem_bytes, batch_stride_elems * elem_bytes};
   const cuuint32_t box[3] = {box_cols, box_rows, 1};
   const cuuint32_t elem_strides[3] = {1, 1, 1};
   return fn(map, type, batch > 0 ? 3 : 2, const_cast<void*>(base), dims, strides, box, elem_strides,

@@ -31,13 +31,83 @@ struct Acc4 {
   float v[4];
 };
 
+// Two adjacent output columns as one store: 16-bit pairs (4 bytes) or fp32 pairs (8 bytes).
+template <typename Out>
+CG_DEVICE void store_pair(Out* p, float v0, float v1) {
+  if constexpr (std::is_same_v<Out, float>) {
+    *reinterpret_cast<float2*>(p) = make_float2(v0, v1);
+  } else {
+    Vec<Out, 2> x;
+    x.v[0] = from_acc<Out>(v0);
+    x.v[1] = from_acc<Out>(v1);
+    *reinterpret_cast<Vec<Out, 2>*>(p) = x;
+  }
+}
+
+// Direct epilogue for D = alpha * acc (+ bias): no C, no activation, row-major D with even row
+// stride (the host checks; Sm90Params::direct_epilogue). Each thread stores its accumulator
+// pairs (wgmma layout: rows 16w + l/4 (+8), columns 8j + 2(l%4) (+1)) straight from registers:
+// about two instructions per pair instead of the staged path's functor per element. Fully
+// inside tiles skip every bounds check.
+// NOTE: the unrolled body is small because it has no activation code (the staged path exists
+// because 128 unrolled activations overflowed the instruction cache).
+template <typename T, typename Out>
+CG_DEVICE void sm90_store_tile_direct(const GemmArgs& g, const Problem& prob, const float (&acc)[128], int row_base,
+                                      int col_base, int tid_in_wg) {
+  const int warp = tid_in_wg / 32, lane = tid_in_wg % 32;
+  const int r0 = row_base + warp * 16 + lane / 4;
+  const int c0 = col_base + 2 * (lane % 4);
+  const float alpha = float(g.alpha);
+  const T* bias = g.bias ? static_cast<const T*>(g.bias) + prob.bias_off : nullptr;
+  Out* d = static_cast<Out*>(g.d) + prob.d_off;
+  const index_t sm = g.shape.d_sm;
+  Out* row0 = d + index_t(r0) * sm;
+  Out* row1 = row0 + 8 * sm;
+  if (row_base + 64 <= prob.m && col_base + 256 <= prob.n) {
+#pragma unroll
+    for (int j = 0; j < 32; ++j) {
+      const int n = c0 + 8 * j;
+      const float b0 = bias ? to_acc<float>(bias[n]) : 0.0f;
+      const float b1 = bias ? to_acc<float>(bias[n + 1]) : 0.0f;
+      store_pair<Out>(row0 + n, fmaf(acc[4 * j], alpha, b0), fmaf(acc[4 * j + 1], alpha, b1));
+      store_pair<Out>(row1 + n, fmaf(acc[4 * j + 2], alpha, b0), fmaf(acc[4 * j + 3], alpha, b1));
+    }
+    return;
+  }
+  const bool in0 = r0 < prob.m, in1 = r0 + 8 < prob.m;
+  // NOTE: fully unrolled with a guard, not a partial unroll with `break`: a runtime index into
+  // acc[] would move the accumulators to local memory.
+#pragma unroll
+  for (int j = 0; j < 32; ++j) {
+    const int n = c0 + 8 * j;
+    if (n >= prob.n) continue;
+    const bool pair = n + 1 < prob.n;
+    const float b0 = bias ? to_acc<float>(bias[n]) : 0.0f;
+    const float b1 = bias && pair ? to_acc<float>(bias[n + 1]) : 0.0f;
+    const float v[4] = {fmaf(acc[4 * j], alpha, b0), fmaf(acc[4 * j + 1], alpha, b1),
+                        fmaf(acc[4 * j + 2], alpha, b0), fmaf(acc[4 * j + 3], alpha, b1)};
+    if (pair) {
+      if (in0) store_pair<Out>(row0 + n, v[0], v[1]);
+      if (in1) store_pair<Out>(row1 + n, v[2], v[3]);
+    } else {
+      if (in0) row0[n] = from_acc<Out>(v[0]);
+      if (in1) row1[n] = from_acc<Out>(v[2]);
+    }
+  }
+}
+
 template <class Cfg, typename T>
 struct Sm90SharedStorage {
   alignas(1024) T a[Cfg::kStages][Cfg::kBlockM * Cfg::kBlockK];  // 128B-swizzled by TMA
   alignas(1024) T b[Cfg::kStages][Cfg::kBlockN * Cfg::kBlockK];
-  // Per consumer warpgroup: a 64 x 32 fp32 slice of its accumulators on the way out (padded
-  // rows: the fragment writes and the row-wise reads both stay free of bank conflicts).
-  alignas(16) float epi[Cfg::kConsumers][64][Sm90EpilogueCols + 4];
+  union {
+    // Staged epilogue, per consumer warpgroup: a 64 x 32 fp32 slice of its accumulators on the
+    // way out (padded rows: the fragment writes and the row-wise reads stay conflict-free).
+    float epi[Cfg::kConsumers][64][Sm90EpilogueCols + 4];
+    // TMA-store epilogue, per consumer warpgroup: 64 rows x 128 bytes of D per buffer, in the
+    // 128-byte swizzle of D's tensor map.
+    alignas(1024) uint8_t out[Cfg::kConsumers][Cfg::kEpiBuffers][64 * 128];
+  } alignas(1024) epi_u;
   alignas(8) uint64_t full[Cfg::kStages];
   alignas(8) uint64_t empty[Cfg::kStages];
   alignas(8) uint64_t order[2];  // ping-pong: "consumer c finished a mainloop"
@@ -100,6 +170,54 @@ CG_DEVICE void sm90_store_tile(const GemmArgs& g, const Problem& prob, const flo
   }
 }
 
+// TMA-store epilogue for D = alpha * acc (+ bias) (same conditions as the direct one, plus a
+// D that TMA can address): the warpgroup writes 64 x 128-byte slices of D (64 bf16 or 32 fp32
+// columns) into swizzled shared memory, conflict-free, and one thread stores each slice with one
+// TMA instruction while the warpgroup fills the next buffer. D's bounds clip the boxes.
+template <class Cfg, typename T, typename Out>
+CG_DEVICE void sm90_store_tile_tma(const GemmArgs& g, const Problem& prob, const float (&acc)[128],
+                                   uint8_t (*bufs)[64 * 128], const CUtensorMap* map_d, bool d_3d, int group,
+                                   int row_abs, int col_base, int tid_in_wg, int barrier_id) {
+  constexpr int kCols = 128 / int(sizeof(Out));  // columns per slice
+  constexpr int kJ = kCols / 8;                    // n8 accumulator blocks per slice
+  const int warp = tid_in_wg / 32, lane = tid_in_wg % 32;
+  const int r0 = warp * 16 + lane / 4;  // row in the 64-row slice (and r0 + 8)
+  const float alpha = float(g.alpha);
+  const T* bias = g.bias ? static_cast<const T*>(g.bias) + prob.bias_off : nullptr;
+#pragma unroll
+  for (int chunk = 0; chunk < 256 / kCols; ++chunk) {
+    uint8_t* buf = bufs[chunk % Cfg::kEpiBuffers];
+    // The store that last read this buffer has finished reading it (bulk groups retire in order).
+    if (tid_in_wg == 0) sm90::bulk_wait_group_read<Cfg::kEpiBuffers - 1>();
+    named_barrier_sync(barrier_id, 128);
+#pragma unroll
+    for (int jj = 0; jj < kJ; ++jj) {
+      const int j = chunk * kJ + jj;
+      const int n = col_base + 8 * j + 2 * (lane % 4);
+      const float b0 = bias && n < prob.n ? to_acc<float>(bias[n]) : 0.0f;
+      const float b1 = bias && n + 1 < prob.n ? to_acc<float>(bias[n + 1]) : 0.0f;
+      const int byte = (8 * jj + 2 * (lane % 4)) * int(sizeof(Out));  // in the 128-byte row
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int r = r0 + 8 * h;
+        uint8_t* dst = buf + r * 128 + (((byte / 16) ^ (r % 8)) * 16) + byte % 16;
+        store_pair<Out>(reinterpret_cast<Out*>(dst), fmaf(acc[4 * j + 2 * h], alpha, b0),
+                        fmaf(acc[4 * j + 2 * h + 1], alpha, b1));
+      }
+    }
+    sm90::fence_proxy_async_shared();  // the writes above, before TMA (async proxy) reads them
+    named_barrier_sync(barrier_id, 128);
+    if (tid_in_wg == 0) {
+      const int c0 = col_base + chunk * kCols;
+      if (c0 < prob.n) {
+        if (d_3d) sm90::tma_store_3d(map_d, buf, c0, row_abs, group);
+        else sm90::tma_store_2d(map_d, buf, c0, row_abs);
+      }
+      sm90::bulk_commit_group();
+    }
+  }
+}
+
 // One stage's operand tiles. K-major: [rows][64 K] (one TMA box). MN-major: [rows / 64][64 K][64]
 // (one box per 64-wide MN block), the layout make_desc_mn_major_sw128 describes.
 template <class Cfg, typename T, bool kMn, int kRows>
@@ -153,7 +271,7 @@ CG_DEVICE void sm90_zero_k_tail(T* tile, int rows, int valid_k, int part, int pa
 template <class Cfg, typename T, bool kAMn, bool kBMn>
 __global__ void __launch_bounds__(Cfg::kThreads, 1)
 sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_constant__ CUtensorMap tma_b,
-                    const Sm90Params p) {
+                    const __grid_constant__ CUtensorMap tma_d, const Sm90Params p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using Storage = Sm90SharedStorage<Cfg, T>;
   using State = sm90::PipelineState<Cfg::kStages>;
@@ -176,6 +294,7 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
     sm90::mbarrier_init_fence();
     sm90::tma_prefetch_descriptor(&tma_a);
     sm90::tma_prefetch_descriptor(&tma_b);
+    if (p.tma_store) sm90::tma_prefetch_descriptor(&tma_d);
   }
   __syncthreads();
 
@@ -282,8 +401,24 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
       sm90::fence_accumulators(acc);
       if (k_blocks > 0) pipe.consumer_release(prev);
       const Problem prob = resolve_problem(g.shape, w.group);
-      sm90_store_tile<T>(g, prob, acc, s.epi[consumer], w.m0 + row_in_tile, w.n0, tid_in_wg, 1 + consumer);
+      // TMA stores need the 64 rows inside the problem: D's bounds clip at the tensor's end, not
+      // at a group's (grouped-M), so a group's last partial tile stores from registers.
+      if (p.tma_store && (g.shape.mode != GroupMode::kGroupedM || w.m0 + row_in_tile + 64 <= prob.m)) {
+        if (g.out_f32)
+          sm90_store_tile_tma<Cfg, T, float>(g, prob, acc, s.epi_u.out[consumer], &tma_d, p.d_3d, w.group,
+                                             w.a_row + row_in_tile, w.n0, tid_in_wg, 1 + consumer);
+        else
+          sm90_store_tile_tma<Cfg, T, T>(g, prob, acc, s.epi_u.out[consumer], &tma_d, p.d_3d, w.group,
+                                         w.a_row + row_in_tile, w.n0, tid_in_wg, 1 + consumer);
+      } else if (p.direct_epilogue) {
+        if (g.out_f32) sm90_store_tile_direct<T, float>(g, prob, acc, w.m0 + row_in_tile, w.n0, tid_in_wg);
+        else sm90_store_tile_direct<T, T>(g, prob, acc, w.m0 + row_in_tile, w.n0, tid_in_wg);
+      } else {
+        sm90_store_tile<T>(g, prob, acc, s.epi_u.epi[consumer], w.m0 + row_in_tile, w.n0, tid_in_wg, 1 + consumer);
+      }
     }
+    // Shared memory must outlive the TMA stores that read it.
+    if (p.tma_store && tid_in_wg == 0) sm90::bulk_wait_group_all();
   }
 #endif
 }

@@ -22,6 +22,9 @@ struct Sm90Params {
   int raster_group;  // band height of the rasterization inside a problem
   int a_3d;          // A / B indexed by group or batch through their tensor map's 3rd dimension
   int b_3d;
+  int direct_epilogue;  // D = alpha * acc (+ bias): no staged functor (see the kernel)
+  int tma_store;        // ... and D written by TMA stores (else from registers)
+  int d_3d;             // D indexed by group / batch through its tensor map's 3rd dimension
 };
 
 struct Sm90Work {
