@@ -40,7 +40,7 @@ cudaError_t launch_sm90(const GemmArgs& args, int num_sms, cudaStream_t stream) 
                            b_3d ? args.batch : 0, s.b_sb)) {
     return cudaErrorNotSupported;  // nothing launched: the caller falls back to SIMT
   }
-  Sm90Params p{args, ceil_div(s.m, Cfg::kBlockM), ceil_div(s.n, Cfg::kBlockN), 0, a_3d, b_3d, 0, 0, 0};
+  Sm90Params p{args, ceil_div(s.m, Cfg::kBlockM), ceil_div(s.n, Cfg::kBlockN), 0, a_3d, b_3d, 0, 0, 0, 0};
   // Register-direct epilogue: no C, no activation, and every column pair of D 2-element
   // aligned (row-major, even row / batch strides, aligned base; grouped-N columns start at
   // arbitrary offsets, so that mode keeps the staged path).
@@ -56,11 +56,18 @@ cudaError_t launch_sm90(const GemmArgs& args, int num_sms, cudaStream_t stream) 
   CUtensorMap tma_d{};
   const uint64_t out_bytes = args.out_f32 ? 4 : sizeof(T);
   p.d_3d = stacked && (s.mode == GroupMode::kBatched || s.mode == GroupMode::kGroupedK);
-  if (p.direct_epilogue && epi != "direct" && reinterpret_cast<uintptr_t>(args.d) % 16 == 0 && (s.d_sm * out_bytes) % 16 == 0 &&
-      (!p.d_3d || (s.d_sb * out_bytes) % 16 == 0)) {
-    const CUtensorMapDataType d_type = args.out_f32 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32 : type;
-    p.tma_store = encode_sw128(&tma_d, d_type, args.d, s.m, s.n, uint64_t(s.d_sm), 64, uint32_t(128 / out_bytes),
-                               p.d_3d ? args.batch : 0, uint64_t(s.d_sb), out_bytes);
+  // The fused TMA path (activation or C) needs two staging buffers (cooperative config).
+  const bool fused = !p.direct_epilogue && Cfg::kEpiBuffers >= 2 && epi == "" && s.d_sn == 1 &&
+                     s.mode != GroupMode::kGroupedN;
+  if ((p.direct_epilogue && epi != "direct") || fused) {
+    if (reinterpret_cast<uintptr_t>(args.d) % 16 == 0 && (s.d_sm * out_bytes) % 16 == 0 &&
+        (!p.d_3d || (s.d_sb * out_bytes) % 16 == 0)) {
+      const CUtensorMapDataType d_type = args.out_f32 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32 : type;
+      const bool ok = encode_sw128(&tma_d, d_type, args.d, s.m, s.n, uint64_t(s.d_sm), 64,
+                                   uint32_t(128 / out_bytes), p.d_3d ? args.batch : 0, uint64_t(s.d_sb), out_bytes);
+      p.tma_store = ok && p.direct_epilogue;
+      p.tma_store_fused = ok && fused;
+    }
   }
   p.raster_group = raster_group_for(p.tiles_m, p.tiles_n);
   // Grouped M / N tile counts live on the device; each group adds at most one partial tile.

@@ -100,14 +100,18 @@ template <class Cfg, typename T>
 struct Sm90SharedStorage {
   alignas(1024) T a[Cfg::kStages][Cfg::kBlockM * Cfg::kBlockK];  // 128B-swizzled by TMA
   alignas(1024) T b[Cfg::kStages][Cfg::kBlockN * Cfg::kBlockK];
-  union {
-    // Staged epilogue, per consumer warpgroup: a 64 x 32 fp32 slice of its accumulators on the
-    // way out (padded rows: the fragment writes and the row-wise reads stay conflict-free).
-    float epi[Cfg::kConsumers][64][Sm90EpilogueCols + 4];
-    // TMA-store epilogue, per consumer warpgroup: 64 rows x 128 bytes of D per buffer, in the
-    // 128-byte swizzle of D's tensor map.
-    alignas(1024) uint8_t out[Cfg::kConsumers][Cfg::kEpiBuffers][64 * 128];
-  } alignas(1024) epi_u;
+  // Per consumer warpgroup, one of (chosen per tile, so both can occur in one launch):
+  union EpilogueBuffers {
+    // the staged epilogue's 64 x 32 fp32 slice of accumulators (padded rows: the fragment
+    // writes and the row-wise reads stay conflict-free);
+    float epi[64][Sm90EpilogueCols + 4];
+    // the TMA-store epilogue's 64 rows x 128 bytes of D per buffer, in D's 128-byte swizzle.
+    uint8_t out[Cfg::kEpiBuffers][64 * 128];
+  };
+  struct alignas(1024) EpilogueSlot {
+    EpilogueBuffers u;
+  };
+  EpilogueSlot epi_slot[Cfg::kConsumers];
   alignas(8) uint64_t full[Cfg::kStages];
   alignas(8) uint64_t empty[Cfg::kStages];
   alignas(8) uint64_t order[2];  // ping-pong: "consumer c finished a mainloop"
@@ -212,6 +216,81 @@ CG_DEVICE void sm90_store_tile_tma(const GemmArgs& g, const Problem& prob, const
       if (c0 < prob.n) {
         if (d_3d) sm90::tma_store_3d(map_d, buf, c0, row_abs, group);
         else sm90::tma_store_2d(map_d, buf, c0, row_abs);
+      }
+      sm90::bulk_commit_group();
+    }
+  }
+}
+
+// TMA-store epilogue with the rest of the fusion (activation, beta * C): needs two 8 KB
+// buffers per warpgroup (cooperative config). Per 64 x 128-byte slice of D: the fragments,
+// with alpha and bias, go to an fp32 scratch slice (32 columns at a time); a compact loop (one
+// copy of the activation code, not 128 unrolled ones: instruction cache) adds beta * C, applies
+// the activation, rounds once and writes the swizzled D slice, which one thread stores by TMA.
+template <class Cfg, typename T, typename Out>
+CG_DEVICE void sm90_store_tile_tma_fused(const GemmArgs& g, const Problem& prob, const float (&acc)[128],
+                                         uint8_t (*bufs)[64 * 128], const CUtensorMap* map_d, bool d_3d, int group,
+                                         int row_abs, int row_base, int col_base, int tid_in_wg, int barrier_id) {
+  static_assert(Cfg::kEpiBuffers >= 2, "scratch and output slices");
+  constexpr int kCols = 128 / int(sizeof(Out));  // D columns per slice
+  constexpr int kSubs = kCols / 32;              // fp32 scratch slices (32 columns) per D slice
+  const int warp = tid_in_wg / 32, lane = tid_in_wg % 32;
+  const int r0 = warp * 16 + lane / 4;
+  const float alpha = float(g.alpha), beta = float(g.beta);
+  const T* bias = g.bias ? static_cast<const T*>(g.bias) + prob.bias_off : nullptr;
+  const T* c = static_cast<const T*>(g.c);
+  uint8_t* scratch = bufs[0];
+  uint8_t* out = bufs[1];
+#pragma unroll
+  for (int chunk = 0; chunk < 256 / kCols; ++chunk) {
+    if (tid_in_wg == 0) sm90::bulk_wait_group_read<0>();  // the last store has read `out`
+#pragma unroll
+    for (int sub = 0; sub < kSubs; ++sub) {
+      named_barrier_sync(barrier_id, 128);  // scratch free (and `out` free, first time)
+#pragma unroll
+      for (int jj = 0; jj < 4; ++jj) {
+        const int j = (chunk * kCols + sub * 32) / 8 + jj;
+        const int n = col_base + 8 * j + 2 * (lane % 4);
+        const float b0 = bias && n < prob.n ? to_acc<float>(bias[n]) : 0.0f;
+        const float b1 = bias && n + 1 < prob.n ? to_acc<float>(bias[n + 1]) : 0.0f;
+        const int byte = (8 * jj + 2 * (lane % 4)) * 4;
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int r = r0 + 8 * h;
+          *reinterpret_cast<float2*>(scratch + r * 128 + (((byte / 16) ^ (r % 8)) * 16) + byte % 16) =
+              make_float2(fmaf(acc[4 * j + 2 * h], alpha, b0), fmaf(acc[4 * j + 2 * h + 1], alpha, b1));
+        }
+      }
+      named_barrier_sync(barrier_id, 128);
+      // NOTE: not unrolled: unrolling its 4 iterations spills (the kernel is compiled for 168
+      // registers per thread, the launch bound; setmaxnreg only raises the consumers' limit).
+#pragma unroll 1
+      for (int idx = tid_in_wg; idx < 64 * 8; idx += 128) {
+        const int r = idx / 8, q = idx % 8;  // row, 4-column group of the scratch slice
+        float4 v = *reinterpret_cast<const float4*>(scratch + r * 128 + ((q ^ (r % 8)) * 16));
+        float x[4] = {v.x, v.y, v.z, v.w};
+        const int col = sub * 32 + 4 * q;  // column in the D slice
+        const int m = row_base + r, n = col_base + chunk * kCols + col;
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          if (c != nullptr && m < prob.m && n + e < prob.n) {
+            x[e] += beta * to_acc<float>(c[prob.c_off + index_t(m) * g.shape.c_sm + index_t(n + e) * g.shape.c_sn]);
+          }
+          x[e] = apply_activation(g.act, x[e]);
+        }
+        const int byte = col * int(sizeof(Out));
+        uint8_t* dst = out + r * 128 + (((byte / 16) ^ (r % 8)) * 16) + byte % 16;
+        store_pair<Out>(reinterpret_cast<Out*>(dst), x[0], x[1]);
+        store_pair<Out>(reinterpret_cast<Out*>(dst) + 2, x[2], x[3]);
+      }
+    }
+    sm90::fence_proxy_async_shared();
+    named_barrier_sync(barrier_id, 128);
+    if (tid_in_wg == 0) {
+      const int c0 = col_base + chunk * kCols;
+      if (c0 < prob.n) {
+        if (d_3d) sm90::tma_store_3d(map_d, out, c0, row_abs, group);
+        else sm90::tma_store_2d(map_d, out, c0, row_abs);
       }
       sm90::bulk_commit_group();
     }
@@ -403,22 +482,36 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
       const Problem prob = resolve_problem(g.shape, w.group);
       // TMA stores need the 64 rows inside the problem: D's bounds clip at the tensor's end, not
       // at a group's (grouped-M), so a group's last partial tile stores from registers.
-      if (p.tma_store && (g.shape.mode != GroupMode::kGroupedM || w.m0 + row_in_tile + 64 <= prob.m)) {
+      const bool tma_rows = g.shape.mode != GroupMode::kGroupedM || w.m0 + row_in_tile + 64 <= prob.m;
+      if constexpr (Cfg::kEpiBuffers >= 2) {
+        if (p.tma_store_fused && tma_rows) {
+          if (g.out_f32)
+            sm90_store_tile_tma_fused<Cfg, T, float>(g, prob, acc, s.epi_slot[consumer].u.out, &tma_d, p.d_3d, w.group,
+                                                     w.a_row + row_in_tile, w.m0 + row_in_tile, w.n0, tid_in_wg,
+                                                     1 + consumer);
+          else
+            sm90_store_tile_tma_fused<Cfg, T, T>(g, prob, acc, s.epi_slot[consumer].u.out, &tma_d, p.d_3d, w.group,
+                                                 w.a_row + row_in_tile, w.m0 + row_in_tile, w.n0, tid_in_wg,
+                                                 1 + consumer);
+          continue;
+        }
+      }
+      if (p.tma_store && tma_rows) {
         if (g.out_f32)
-          sm90_store_tile_tma<Cfg, T, float>(g, prob, acc, s.epi_u.out[consumer], &tma_d, p.d_3d, w.group,
+          sm90_store_tile_tma<Cfg, T, float>(g, prob, acc, s.epi_slot[consumer].u.out, &tma_d, p.d_3d, w.group,
                                              w.a_row + row_in_tile, w.n0, tid_in_wg, 1 + consumer);
         else
-          sm90_store_tile_tma<Cfg, T, T>(g, prob, acc, s.epi_u.out[consumer], &tma_d, p.d_3d, w.group,
+          sm90_store_tile_tma<Cfg, T, T>(g, prob, acc, s.epi_slot[consumer].u.out, &tma_d, p.d_3d, w.group,
                                          w.a_row + row_in_tile, w.n0, tid_in_wg, 1 + consumer);
       } else if (p.direct_epilogue) {
         if (g.out_f32) sm90_store_tile_direct<T, float>(g, prob, acc, w.m0 + row_in_tile, w.n0, tid_in_wg);
         else sm90_store_tile_direct<T, T>(g, prob, acc, w.m0 + row_in_tile, w.n0, tid_in_wg);
       } else {
-        sm90_store_tile<T>(g, prob, acc, s.epi_u.epi[consumer], w.m0 + row_in_tile, w.n0, tid_in_wg, 1 + consumer);
+        sm90_store_tile<T>(g, prob, acc, s.epi_slot[consumer].u.epi, w.m0 + row_in_tile, w.n0, tid_in_wg, 1 + consumer);
       }
     }
     // Shared memory must outlive the TMA stores that read it.
-    if (p.tma_store && tid_in_wg == 0) sm90::bulk_wait_group_all();
+    if ((p.tma_store || p.tma_store_fused) && tid_in_wg == 0) sm90::bulk_wait_group_all();
   }
 #endif
 }

@@ -24,6 +24,7 @@ struct Sm90Params {
   int b_3d;
   int direct_epilogue;  // D = alpha * acc (+ bias): no staged functor (see the kernel)
   int tma_store;        // ... and D written by TMA stores (else from registers)
+  int tma_store_fused;  // D = act(alpha * acc + beta * C + bias) written by TMA stores
   int d_3d;             // D indexed by group / batch through its tensor map's 3rd dimension
 };
 
