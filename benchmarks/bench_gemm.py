@@ -363,9 +363,9 @@ def _csv_cell(v):
     return v
 
 
-def write_csv(rows: Sequence[dict], path: str) -> None:
+def write_csv(rows: Sequence[dict], path: str, fields: Optional[Sequence[str]] = None) -> None:
     with open(path, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=CSV_FIELDS, extrasaction="ignore")
+        w = csv.DictWriter(f, fieldnames=list(fields or CSV_FIELDS), extrasaction="ignore")
         w.writeheader()
         for r in rows:
             w.writerow({k: _csv_cell(v) for k, v in r.items()})

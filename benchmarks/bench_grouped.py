@@ -108,7 +108,7 @@ def run(quick: bool = False, out_dir: str = "results") -> list:
                       f"x{row['ratio_loop']:.2f} vs loop  {'ok' if row['ok'] else 'MISMATCH'}  {row['config']}",
                       flush=True)
     os.makedirs(out_dir, exist_ok=True)
-    write_csv(rows, os.path.join(out_dir, "bench_grouped.csv"))
+    write_csv(rows, os.path.join(out_dir, "bench_grouped.csv"), fields=list(rows[0]) if rows else None)
     return rows
 
 
