@@ -99,14 +99,11 @@ LAYERS = (
 
 def torch_layer_forward(layer, x, expert_idx, expert_weights):
     """GroupedExperts.forward with torch._grouped_mm in place of ours (same routing code)."""
+    from cutorch_gemm.nn import route_by_expert
+
     E, H, Fi = layer.num_experts, layer.hidden_size, layer.intermediate_size
-    T, k = expert_idx.shape
-    flat = expert_idx.reshape(-1).long()
-    order = torch.argsort(flat, stable=True)
-    token_of = order // k
-    counts = torch.zeros(E, dtype=torch.int32, device=x.device).scatter_add_(
-        0, flat, torch.ones_like(flat, dtype=torch.int32))
-    offs = torch.cumsum(counts, 0, dtype=torch.int32)
+    T = expert_idx.shape[0]
+    order, token_of, offs = route_by_expert(expert_idx, E)
     h = torch._grouped_mm(x[token_of], layer.w_gate_up, offs=offs)
     act = torch.nn.functional.silu(h[:, :Fi]) * h[:, Fi:]
     y = torch._grouped_mm(act, layer.w_down, offs=offs)

@@ -85,6 +85,18 @@ def replace_linear(model: torch.nn.Module,
     return count
 
 
+def route_by_expert(expert_idx: torch.Tensor, num_experts: int):
+    """Sorts the T*k (token, expert) pairs of `expert_idx` (T, k) by expert on the device (stable
+    sort, scatter-add of counts: no host synchronisation). Returns (order, token_of, offs): the
+    pair permutation, the token of each sorted pair, and int32 cumulative group ends."""
+    k = expert_idx.shape[1]
+    flat = expert_idx.reshape(-1).long()
+    order = torch.argsort(flat, stable=True)
+    counts = torch.zeros(num_experts, dtype=torch.int32, device=expert_idx.device).scatter_add_(
+        0, flat, torch.ones_like(flat, dtype=torch.int32))
+    return order, order // k, torch.cumsum(counts, 0, dtype=torch.int32)
+
+
 class GroupedExperts(torch.nn.Module):
     """A Mixture-of-Experts feed-forward layer on `grouped_mm`.
 
@@ -137,13 +149,8 @@ class GroupedExperts(torch.nn.Module):
         if self.validate and expert_idx.numel() and not (0 <= int(expert_idx.min()) and int(expert_idx.max()) < E):
             raise ValueError(f"GroupedExperts: expert_idx values must be in [0, {E}), got "
                              f"[{int(expert_idx.min())}, {int(expert_idx.max())}]")
-        T, k = expert_idx.shape
-        flat = expert_idx.reshape(-1).long()
-        order = torch.argsort(flat, stable=True)
-        token_of = order // k
-        counts = torch.zeros(E, dtype=torch.int32, device=x.device).scatter_add_(
-            0, flat, torch.ones_like(flat, dtype=torch.int32))
-        offs = torch.cumsum(counts, 0, dtype=torch.int32)
+        T = expert_idx.shape[0]
+        order, token_of, offs = route_by_expert(expert_idx, E)
         h = grouped_mm(x[token_of], self.w_gate_up, offs)              # (T*k, 2F)
         act = torch.nn.functional.silu(h[:, :Fi]) * h[:, Fi:]           # SwiGLU
         y = grouped_mm(act, self.w_down, offs)                          # (T*k, H)
