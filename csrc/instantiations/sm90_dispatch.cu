@@ -8,22 +8,26 @@ cudaError_t sm90_f16_pingpong(const GemmArgs&, bool, bool, int, cudaStream_t);
 cudaError_t sm90_bf16_coop(const GemmArgs&, bool, bool, int, cudaStream_t);
 cudaError_t sm90_bf16_pingpong(const GemmArgs&, bool, bool, int, cudaStream_t);
 
-cudaError_t sm90_gemm_f16(const GemmArgs& args, Sm90ConfigId config, bool a_mn, bool b_mn, int num_sms,
-                          cudaStream_t stream) {
+using Sm90Entry = cudaError_t (*)(const GemmArgs&, bool, bool, int, cudaStream_t);
+
+// The entry of `config` among one type's instantiations.
+static cudaError_t run_config(Sm90Entry coop, Sm90Entry pingpong, const GemmArgs& args, Sm90ConfigId config,
+                              bool a_mn, bool b_mn, int num_sms, cudaStream_t stream) {
   switch (config) {
-    case Sm90ConfigId::kCoop128x256:    return sm90_f16_coop(args, a_mn, b_mn, num_sms, stream);
-    case Sm90ConfigId::kPingpong64x256: return sm90_f16_pingpong(args, a_mn, b_mn, num_sms, stream);
+    case Sm90ConfigId::kCoop128x256:    return coop(args, a_mn, b_mn, num_sms, stream);
+    case Sm90ConfigId::kPingpong64x256: return pingpong(args, a_mn, b_mn, num_sms, stream);
   }
   return cudaErrorInvalidValue;
 }
 
+cudaError_t sm90_gemm_f16(const GemmArgs& args, Sm90ConfigId config, bool a_mn, bool b_mn, int num_sms,
+                          cudaStream_t stream) {
+  return run_config(sm90_f16_coop, sm90_f16_pingpong, args, config, a_mn, b_mn, num_sms, stream);
+}
+
 cudaError_t sm90_gemm_bf16(const GemmArgs& args, Sm90ConfigId config, bool a_mn, bool b_mn, int num_sms,
                            cudaStream_t stream) {
-  switch (config) {
-    case Sm90ConfigId::kCoop128x256:    return sm90_bf16_coop(args, a_mn, b_mn, num_sms, stream);
-    case Sm90ConfigId::kPingpong64x256: return sm90_bf16_pingpong(args, a_mn, b_mn, num_sms, stream);
-  }
-  return cudaErrorInvalidValue;
+  return run_config(sm90_bf16_coop, sm90_bf16_pingpong, args, config, a_mn, b_mn, num_sms, stream);
 }
 
 bool sm90_kernels_available() {

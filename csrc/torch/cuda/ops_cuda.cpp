@@ -105,8 +105,7 @@ void run_gemm(const GemmArgs& g, const at::Tensor& a, const at::Tensor& b) {
     const int groups = g.batch;
     const int m_per = g.shape.mode == GroupMode::kGroupedM ? ceil_div(g.shape.m, groups) : g.shape.m;
     const int n_per = g.shape.mode == GroupMode::kGroupedN ? ceil_div(g.shape.n, groups) : g.shape.n;
-    const int problems = (g.shape.mode == GroupMode::kGroupedM || g.shape.mode == GroupMode::kGroupedN) ? groups : g.batch;
-    const Sm90ConfigId config = choose_sm90_config(m_per, n_per, g.shape.k, problems, d.sms,
+    const Sm90ConfigId config = choose_sm90_config(m_per, n_per, g.shape.k, groups, d.sms,
                                                    env_lower("CUTORCH_GEMM_SM90_CONFIG"));
     const cudaError_t err = sm90_gemm(g, config, oa.mn_major, ob.mn_major, d.sms,
                                       c10::cuda::getCurrentCUDAStream().stream());

@@ -48,8 +48,9 @@ cudaError_t launch_sm90(const GemmArgs& args, int num_sms, cudaStream_t stream) 
   // CUTORCH_GEMM_SM90_EPILOGUE=staged|direct forces a slower epilogue path (tests run all three).
   const char* forced_epi = std::getenv("CUTORCH_GEMM_SM90_EPILOGUE");
   const std::string epi = forced_epi ? forced_epi : "";
-  p.direct_epilogue = args.act == Activation::kNone && args.c == nullptr && s.d_sn == 1 && s.d_sm % 2 == 0 &&
-                      s.d_sb % 2 == 0 && s.mode != GroupMode::kGroupedN &&
+  const bool plain = args.act == Activation::kNone && args.c == nullptr;
+  const bool d_rows = s.d_sn == 1 && s.mode != GroupMode::kGroupedN;  // row-major, no per-group column shift
+  p.direct_epilogue = plain && d_rows && s.d_sm % 2 == 0 && s.d_sb % 2 == 0 &&
                       reinterpret_cast<uintptr_t>(args.d) % pair_bytes == 0 && epi != "staged";
   // TMA stores: D's base, row and batch strides 16-byte aligned (D from at::empty: whenever N
   // is a multiple of 8, or of 4 for fp32). Grouped-K and batched outputs are 3-D.
@@ -57,8 +58,7 @@ cudaError_t launch_sm90(const GemmArgs& args, int num_sms, cudaStream_t stream) 
   const uint64_t out_bytes = args.out_f32 ? 4 : sizeof(T);
   p.d_3d = stacked && (s.mode == GroupMode::kBatched || s.mode == GroupMode::kGroupedK);
   // The fused TMA path (activation or C) needs two staging buffers (cooperative config).
-  const bool fused = !p.direct_epilogue && Cfg::kEpiBuffers >= 2 && epi == "" && s.d_sn == 1 &&
-                     s.mode != GroupMode::kGroupedN;
+  const bool fused = !plain && d_rows && Cfg::kEpiBuffers >= 2 && epi.empty();
   if ((p.direct_epilogue && epi != "direct") || fused) {
     if (reinterpret_cast<uintptr_t>(args.d) % 16 == 0 && (s.d_sm * out_bytes) % 16 == 0 &&
         (!p.d_3d || (s.d_sb * out_bytes) % 16 == 0)) {
