@@ -111,26 +111,37 @@ def torch_layer_forward(layer, x, expert_idx, expert_weights):
     return torch.zeros(T, H, dtype=y.dtype, device=y.device).index_add_(0, token_of, y)
 
 
+def make_layer(cg, E, k, H, Fi, T, gen, dtype=torch.bfloat16, device="cuda"):
+    """A GroupedExperts layer and one batch routed top-k with skewed expert popularity:
+    (layer, x, expert_idx, expert_weights, dy), x requiring grad, dy the upstream gradient."""
+    layer = cg.nn.GroupedExperts(E, H, Fi, device=device, dtype=dtype)
+    layer.validate = False  # the range check reads expert_idx on the host
+    x = torch.randn(T, H, device=device, dtype=dtype, requires_grad=True)
+    prob = torch.rand(E, generator=gen) ** 2 + 0.05
+    idx = torch.multinomial(prob.expand(T, E), k, replacement=False, generator=gen).to(device)
+    wts = torch.softmax(torch.randn(T, k, device=device), -1).to(dtype)
+    dy = torch.randn(T, H, device=device, dtype=dtype)
+    return layer, x, idx, wts, dy
+
+
+def layer_step(layer, x, idx, wts, dy, fwd):
+    """A no-argument callable: clear the gradients, run fwd(layer, x, idx, wts) forward and
+    backward (upstream gradient dy); returns the forward's output."""
+    def go():
+        layer.zero_grad(set_to_none=True)
+        x.grad = None
+        out = fwd(layer, x, idx, wts)
+        out.backward(dy)
+        return out
+    return go
+
+
 def run_layer(cg, name, E, k, H, Fi, T, gen) -> dict:
     """Forward + backward of cutorch_gemm.nn.GroupedExperts against the same layer on
     torch._grouped_mm (same parameters, same inputs, skewed routing)."""
-    dt = torch.bfloat16
-    layer = cg.nn.GroupedExperts(E, H, Fi).to("cuda", dt)
-    layer.validate = False  # the range check reads expert_idx on the host
-    x = torch.randn(T, H, device="cuda", dtype=dt, requires_grad=True)
-    prob = torch.rand(E, generator=gen) ** 2 + 0.05
-    idx = torch.multinomial(prob.expand(T, E), k, replacement=False, generator=gen).to("cuda")
-    wts = torch.softmax(torch.randn(T, k, device="cuda"), -1).to(dt)
-    dy = torch.randn(T, H, device="cuda", dtype=dt)
-
-    def step(fwd):
-        def go():
-            layer.zero_grad(set_to_none=True)
-            x.grad = None
-            fwd(layer, x, idx, wts).backward(dy)
-        return go
-    ours = step(lambda l, a, i, w: l(a, i, w))
-    ref = step(torch_layer_forward)
+    layer, x, idx, wts, dy = make_layer(cg, E, k, H, Fi, T, gen)
+    ours = layer_step(layer, x, idx, wts, dy, lambda l, a, i, w: l(a, i, w))
+    ref = layer_step(layer, x, idx, wts, dy, torch_layer_forward)
     ours()
     g_ours = [t.grad.float().clone() for t in (x, layer.w_gate_up, layer.w_down)]
     ref()

@@ -3,7 +3,8 @@
 info   versions, the GPU, how ``_C`` was built, which kernel families can run here
 check  every op against a float64 reference on small awkward shapes, on the current device
        (CUDA when available, else CPU); prints PASS/FAIL per op, exits 1 on any failure
-bench  ``benchmarks/bench_gemm.py`` (repo root, not part of the package): ours vs PyTorch
+bench  ``benchmarks/bench_gemm.py`` (repo root, not part of the package): ours vs PyTorch;
+       ``bench --model``: ``benchmarks/bench_model.py``, MLP blocks and MoE layers fwd + bwd
 """
 from __future__ import annotations
 
@@ -435,20 +436,19 @@ def cmd_check(args: argparse.Namespace) -> int:
 # bench
 # --------------------------------------------------------------------------------------------
 
-def _import_bench():
-    """benchmarks.bench_gemm from the repo root (the parent of this package's folder)."""
+def _import_bench(name: str = "bench_gemm"):
+    """benchmarks.<name> from the repo root (the parent of this package's folder)."""
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    if os.path.isfile(os.path.join(root, "benchmarks", "bench_gemm.py")):
+    if os.path.isfile(os.path.join(root, "benchmarks", f"{name}.py")):
         if root not in sys.path:
             sys.path.insert(0, root)   # ahead of any unrelated 'benchmarks' package
     try:
-        from benchmarks import bench_gemm
+        return importlib.import_module(f"benchmarks.{name}")
     except ImportError as exc:
         raise SystemExit(
-            f"error: cannot import benchmarks.bench_gemm ({exc}). It lives at the repo root "
+            f"error: cannot import benchmarks.{name} ({exc}). It lives at the repo root "
             f"(looked in {root}/benchmarks/); run from a source checkout installed with "
             "`pip install --no-build-isolation -e .`") from None
-    return bench_gemm
 
 
 def cmd_bench(rest: Sequence[str]) -> int:
@@ -456,9 +456,17 @@ def cmd_bench(rest: Sequence[str]) -> int:
     p = argparse.ArgumentParser(prog="python -m cutorch_gemm bench",
                                 description="cutorch_gemm vs PyTorch GEMM benchmark")
     bench.add_arguments(p)
+    p.add_argument("--model", action="store_true",
+                   help="the model-level benchmark (benchmarks/bench_model.py: MLP blocks and MoE "
+                        "layers, forward + backward; --dtype bf16, fp16 or fp32) instead of the GEMM "
+                        "suites; with --suite too, both (the model table last)")
     args = p.parse_args(list(rest))
     try:
-        rows = bench.run_from_args(args)
+        rows = []
+        if not args.model or args.suite:
+            rows += bench.run_from_args(args)
+        if args.model:
+            rows += _import_bench("bench_model").run_from_args(args)
     except ValueError as exc:
         p.error(str(exc))
     return bench.exit_code(rows)   # 0 also without a GPU; 3: WARN rows; 4: nothing measured

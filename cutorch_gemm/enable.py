@@ -1,7 +1,14 @@
 """`cutorch_gemm.enable()`: route torch.matmul / @ / torch.mm / torch.bmm / torch.addmm /
 F.linear to cutorch_gemm inside a `with` block (or a decorated function). Calls our ops do not
 cover fall through to PyTorch unchanged; leaving the block (normally or by an exception)
-restores PyTorch exactly as it was, and blocks nest."""
+restores PyTorch exactly as it was, and blocks nest.
+
+Under torch.compile(fullgraph=True) (torch 2.14, tests/test_models.py): Dynamo traces the mode's
+__torch_function__, so the routed calls become torch.ops.gemm.* nodes in the graph (with our
+backward), in every order: a compiled function called inside `with enable():`, `with enable():`
+inside the compiled function, and a compiled `@enable()` function. Dynamo guards on the active
+torch-function modes: the same compiled function called outside and inside the block gets one
+graph for each (stock / ours) and never runs the other's."""
 from __future__ import annotations
 
 import functools

@@ -10,6 +10,7 @@ import torch.nn.functional as F
 
 import cutorch_gemm as cg
 from cutorch_gemm import dropin
+from conftest import DEVICES  # "cpu", and "cuda" marked gpu (skipped without one)
 
 MATMUL_SHAPES = [
     ((5,), (5,)), ((5,), (5, 3)), ((4, 5), (5,)), ((4, 5), (5, 3)),
@@ -178,6 +179,91 @@ def test_enable_matches_pytorch_on_edge_inputs(case):
     with cg.enable():
         out = torch.matmul(a, b)
     assert torch.equal(out, ref)
+
+
+# Every routed function on the edge inputs, as shipped and with the CPU routing on (where the
+# float cases really go through our ops): the same outcome as PyTorch (values or exception
+# type), the same dtype/shape/requires_grad, and the same gradients.
+EDGE_FUNCS = {   # name: (rank of a, rank of b, fn(a, b, c)), c a (N,) bias
+    "matmul": (3, 3, lambda a, b, c: torch.matmul(a, b)),
+    "matmul_fold": (3, 2, lambda a, b, c: torch.matmul(a, b)),
+    "operator": (3, 3, lambda a, b, c: a @ b),
+    "mm": (2, 2, lambda a, b, c: torch.mm(a, b)),
+    "Tensor.bmm": (3, 3, lambda a, b, c: a.bmm(b)),
+    "addmm": (2, 2, lambda a, b, c: torch.addmm(c, a, b)),
+    "linear": (2, 2, lambda a, b, c: F.linear(a, b.t(), c)),
+}
+EDGE_CASES = ["int", "complex", "requires_grad", "noncontig_batch", "empty_batch"]
+
+
+def edge_inputs(case, rank_a, rank_b, device):
+    B, M, K, N = 3, 4, 5, 6
+
+    def shape(rank, rows, cols, batch=B):
+        return (batch,) * (rank - 2) + (rows, cols)
+    if case == "int":
+        return (torch.randint(-4, 5, shape(rank_a, M, K), device=device),
+                torch.randint(-4, 5, shape(rank_b, K, N), device=device),
+                torch.randint(-4, 5, (N,), device=device))
+    if case == "complex":
+        z = lambda *s: torch.randn(*s, dtype=torch.complex64, device=device)  # noqa: E731
+        return z(*shape(rank_a, M, K)), z(*shape(rank_b, K, N)), z(N)
+    if case == "requires_grad":
+        r = lambda *s: torch.randn(*s, device=device, requires_grad=True)  # noqa: E731
+        return r(*shape(rank_a, M, K)), r(*shape(rank_b, K, N)), r(N)
+    if case == "noncontig_batch":   # permuted batch dims, a strided K, a column-major b
+        a = torch.randn(M, B, 2 * K, device=device).transpose(0, 1)[..., ::2]
+        b = torch.randn(N, B, K, device=device).permute(1, 2, 0)
+        a, b = (a if rank_a == 3 else a[1]), (b if rank_b == 3 else b[2])
+        assert not a.is_contiguous() and not b.is_contiguous()
+        return a, b, torch.randn(2 * N, device=device)[::2]
+    assert case == "empty_batch"    # B = 0 (M = 0 for the 2-D functions)
+    return (torch.randn(*shape(rank_a, M, K, batch=0) if rank_a == 3 else (0, K), device=device),
+            torch.randn(*shape(rank_b, K, N, batch=0) if rank_a == 3 == rank_b else (K, N), device=device),
+            torch.randn(N, device=device))
+
+
+def _outcome(fn, *args):
+    try:
+        return fn(*args), None
+    except Exception as exc:
+        return None, type(exc)
+
+
+@pytest.mark.parametrize("device,routing", [("cpu", "shipped"), ("cpu", "route_cpu")] + [
+    pytest.param("cuda", "shipped", marks=d.marks, id="cuda-shipped") for d in DEVICES[1:]])
+@pytest.mark.parametrize("case", EDGE_CASES)
+@pytest.mark.parametrize("func", list(EDGE_FUNCS))
+def test_enable_edge_inputs_every_function(monkeypatch, device, routing, case, func):
+    if routing == "route_cpu":
+        monkeypatch.setattr(dropin, "ROUTE_CPU", True)
+    rank_a, rank_b, fn = EDGE_FUNCS[func]
+    a, b, c = edge_inputs(case, rank_a, rank_b, device)
+    ref, ref_exc = _outcome(fn, a, b, c)
+    calls = []
+    for name in ("mm", "gemm", "bmm"):
+        real = getattr(cg.ops, name)
+        monkeypatch.setattr(cg.ops, name, lambda *x, _r=real, _n=name, **k: calls.append(_n) or _r(*x, **k))
+    with cg.enable():
+        out, exc = _outcome(fn, a, b, c)
+    assert exc is ref_exc, f"PyTorch: {ref_exc}, under enable(): {exc}"
+    ours_ran = a.dtype.is_floating_point and (device != "cpu" or routing == "route_cpu")
+    assert bool(calls) == ours_ran, f"our ops called: {calls}"
+    if ref is None:
+        return
+    assert (out.shape, out.dtype, out.requires_grad) == (ref.shape, ref.dtype, ref.requires_grad)
+    if not ours_ran:
+        assert torch.equal(out, ref), "a fallback must give PyTorch's exact result"
+    else:
+        torch.testing.assert_close(out, ref, rtol=1e-4, atol=1e-4)
+    if ref.requires_grad:
+        leaves = [t for t in (a, b, c) if t.requires_grad]
+        g = torch.randn_like(ref)
+        ref_grads = torch.autograd.grad(ref, leaves, g, allow_unused=True, materialize_grads=True)
+        with cg.enable():   # the backward runs our ops' own autograd either way
+            grads = torch.autograd.grad(out, leaves, g, allow_unused=True, materialize_grads=True)
+        for i, (gr, gref) in enumerate(zip(grads, ref_grads)):
+            torch.testing.assert_close(gr, gref, rtol=1e-4, atol=1e-4, msg=lambda m, i=i: f"grad {i}: {m}")
 
 
 def test_autocast_casts_like_matmul():
