@@ -20,7 +20,7 @@ _FORCEABLE = ("auto", "simt", "sm80", "sm90")
 class Explanation:
     op: str
     device: str
-    kernel: str        # kernel family: "cpu_reference", "sm90" (TMA + wgmma) or "simt"
+    kernel: str        # kernel family: "cpu_reference", "sm90" (TMA + wgmma), "sm80" (mma.sync) or "simt"
     config: str        # the named config (one struct in csrc/include/cutorch_gemm/device/)
     splits: int        # split-K slices (1: none)
     layouts: str       # operand layouts as the kernel sees them
@@ -59,6 +59,21 @@ def _sm90_operands(a: torch.Tensor, b: torch.Tensor, k: int, batch: int):
         batch_stride = t.stride(0) if t.dim() == 3 and batch > 1 else 0
         out.append(_C.sm90_operand(k_s, mn_s, batch_stride, t.data_ptr() % 16 == 0, t.element_size()))
     return out
+
+
+def _sm80_operand_note(name: str, t: torch.Tensor, k_dim: int, mn_dim: int) -> str:
+    """How the sm80 loaders read an operand: which shared-memory slice and how wide a copy."""
+    k_s = t.stride(k_dim) if t.size(k_dim) > 1 else 1
+    mn_s = t.stride(mn_dim) if t.size(mn_dim) > 1 else 1
+    if k_s != 1 and mn_s == 1:
+        major, row = "MN-major", k_s
+    elif k_s == 1:
+        major, row = "K-major", mn_s
+    else:
+        return f"{name} strided: element-wise copies"
+    bits = t.data_ptr() | (row * t.element_size())
+    width = next((w for w in (16, 8, 4) if bits % w == 0), 0)
+    return f"{name} {major}, " + (f"{width}-byte cp.async" if width else "element-wise copies")
 
 
 def _problem(op: str, args, kwargs):
@@ -117,28 +132,39 @@ def explain(op: str, *args, **kwargs) -> Explanation:
     dtype = str(a.dtype).replace("torch.", "")
     with torch.cuda.device(a.device):
         sm90_built = _C.sm90_available()
+        sm80_built = _C.sm80_available()
     op_a, op_b = _sm90_operands(a, b, k, batch)
     mode = "none"
     if op == "grouped_mm" and grouped:
         mode = {(2, 3): "m", (3, 2): "n", (2, 2): "k"}[(a.dim(), b.dim())]
-    fam = _C.choose_family(prop.major, dtype, op_a, op_b, mode, k > 0, sm90_built,
-                           "" if forced == "auto" else forced)
+    fam = _C.choose_family(prop.major, dtype, op_a, op_b, mode, k > 0, sm90_built, sm80_built,
+                           torch.backends.cuda.matmul.allow_tf32, "" if forced == "auto" else forced)
+    m_per, n_per = m, n
+    if op == "grouped_mm" and a.dim() == 2 and b.dim() == 3:    # groups along M
+        m_per = -(-m // batch)
+    if op == "grouped_mm" and a.dim() == 3 and b.dim() == 2:    # groups along N
+        n_per = -(-n // batch)
     if fam["family"] == "sm90" and m > 0 and n > 0 and batch > 0:
         sm90_forced = os.environ.get("CUTORCH_GEMM_SM90_CONFIG", "").strip().lower()
-        m_per, n_per = m, n
-        if op == "grouped_mm" and a.dim() == 2 and b.dim() == 3:    # groups along M
-            m_per = -(-m // batch)
-        if op == "grouped_mm" and a.dim() == 3 and b.dim() == 2:    # groups along N
-            n_per = -(-n // batch)
         config = _C.choose_sm90_config(m_per, n_per, k, batch, prop.multi_processor_count, sm90_forced)
         return Explanation(op, str(a.device), "sm90", config, 1, layouts,
                            f"sm_{prop.major}{prop.minor}; {fam['reason']}"
                            + (f"; CUTORCH_GEMM_SM90_CONFIG={sm90_forced}" if sm90_forced else ""))
+    if fam["family"] == "sm80":
+        env = {name: os.environ.get(name, "").strip().lower()
+               for name in ("CUTORCH_GEMM_SM80_CONFIG", "CUTORCH_GEMM_SPLIT_K")}
+        smem = torch.cuda.get_device_properties(a.device).shared_memory_per_block_optin
+        plan = _C.choose_sm80_plan(dtype, m_per, n_per, k, batch, prop.multi_processor_count, smem,
+                                   mode != "none", env["CUTORCH_GEMM_SM80_CONFIG"], env["CUTORCH_GEMM_SPLIT_K"])
+        why = [f"sm_{prop.major}{prop.minor}", fam["reason"], plan["reason"]]
+        if plan["splits"] > 1:
+            why.append(f"{plan['split_mode']} split-K x{plan['splits']}")
+        why.append(_sm80_operand_note("a", a, a.dim() - 1, a.dim() - 2)
+                   + ", " + _sm80_operand_note("b", b, b.dim() - 2, b.dim() - 1))
+        return Explanation(op, str(a.device), "sm80", plan["config"], plan["splits"], layouts, "; ".join(why))
     plan = _C.choose_simt_config(prop.major, prop.minor, dtype, m, n, k, batch,
                                  prop.multi_processor_count, grouped)
     why = [f"sm_{prop.major}{prop.minor}", fam["reason"]]
-    if forced == "sm80":
-        why.append(f"{ARCH_ENV}=sm80 has no kernels yet (issue 3)")
     if op == "grouped_gemm":
         why.append("one launch per problem (first problem shown)")
     why.append(plan["reason"])

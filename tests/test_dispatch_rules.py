@@ -1,4 +1,5 @@
-"""The family and sm90-config choices are pure functions in C++ (device/sm90_configs.h),
+"""The family, sm90-config and sm80-plan choices are pure functions in C++ (device/family.h,
+device/sm90_configs.h, device/sm80_configs.h),
 shared by the binding and `explain`; checked here on the CPU against the documented rules."""
 from __future__ import annotations
 
@@ -9,13 +10,12 @@ from cutorch_gemm import _C
 K_MAJOR = (True, False)
 MN_MAJOR = (True, True)
 OK = dict(major=9, dtype="bfloat16", a=K_MAJOR, b=K_MAJOR, mode="none", k_positive=True, sm90_built=True,
-          forced="")
+          sm80_built=True, tf32_allowed=True, forced="")
 
 
 def family(**over):
     args = {**OK, **over}
-    return _C.choose_family(args["major"], args["dtype"], args["a"], args["b"], args["mode"],
-                            args["k_positive"], args["sm90_built"], args["forced"])
+    return _C.choose_family(**args)
 
 
 def test_sm90_when_everything_fits():
@@ -31,18 +31,76 @@ def test_sm90_when_everything_fits():
 
 
 @pytest.mark.parametrize("over, word", [
-    (dict(forced="simt"), "simt"), (dict(major=8), "sm_90"), (dict(sm90_built=False), "sm_90a"),
-    (dict(dtype="float32"), "fp16/bf16"), (dict(dtype="float64"), "fp16/bf16"),
+    (dict(major=8), "mma.sync"), (dict(major=10), "not an sm_90"), (dict(sm90_built=False), "sm_90a"),
+    (dict(dtype="float32"), "tf32"), (dict(dtype="float64"), "fp64 DMMA"),
     (dict(k_positive=False), "K = 0"),
     (dict(a=(False, False)), "a: TMA"), (dict(b=(False, True)), "b: TMA"),
     # the grouped dimension may not be an operand's contiguous one (TMA box starts)
     (dict(mode="m", a=MN_MAJOR), "K-major a"), (dict(mode="n", b=MN_MAJOR), "K-major b"),
     (dict(mode="k", a=MN_MAJOR), "MN-major a and b"), (dict(mode="k", b=MN_MAJOR), "MN-major a and b"),
+    (dict(forced="sm80"), "forces the sm80"),
 ])
-def test_each_condition_falls_back_to_simt_with_a_reason(over, word):
+def test_what_sm90_cannot_take_runs_on_sm80_with_a_reason(over, word):
     choice = family(**over)
-    assert choice["family"] == "simt"
+    assert choice["family"] == "sm80", choice
     assert word in choice["reason"]
+
+
+@pytest.mark.parametrize("over, word", [
+    (dict(forced="simt"), "simt"), (dict(major=7), "below sm_80"),
+    (dict(major=8, sm80_built=False), "no sm_80"), (dict(major=7, forced="sm80"), "below sm_80"),
+    (dict(dtype="float32", tf32_allowed=False), "tf32 not allowed"),
+    (dict(dtype="float32", tf32_allowed=False, forced="sm80"), "tf32 not allowed"),
+])
+def test_simt_with_a_reason(over, word):
+    choice = family(**over)
+    assert choice["family"] == "simt", choice
+    assert word in choice["reason"]
+
+
+def _plan(dtype="bfloat16", m=4096, n=4096, k=4096, batch=1, sms=132, smem=227 * 1024, grouped=False,
+          config="", split=""):
+    return _C.choose_sm80_plan(dtype, m, n, k, batch, sms, smem, grouped, config, split)
+
+
+@pytest.mark.parametrize("args, config", [
+    (dict(), "Sm80_128x256x64_S3"),                        # fills the GPU
+    (dict(smem=99 * 1024), "Sm80_128x128x64_S3"),          # sm_86/89: 144 KB ring does not fit
+    (dict(m=64), "Sm80_64x128x64_S4"),                     # narrow M
+    (dict(m=512, n=512), "Sm80_64x64x64_S5"),              # few tiles
+    (dict(dtype="float32"), "Sm80_128x128x32_S3"),
+    (dict(dtype="float32", m=256, n=256), "Sm80_64x64x32_S5"),
+    (dict(dtype="float64"), "Sm80_128x64x16_S4"),
+    (dict(dtype="float64", m=128, n=128), "Sm80_64x64x16_S4"),
+])
+def test_sm80_config_heuristic(args, config):
+    plan = _plan(**args)
+    assert plan["config"] == config, plan
+    assert plan["smem_bytes"] <= args.get("smem", 227 * 1024)
+
+
+def test_sm80_split_k_for_small_outputs_with_long_k():
+    p = _plan(m=512, n=512, k=16384)         # 64 tiles of 64x64 on 132 SMs, 256 k-tiles
+    assert p["splits"] == 3 and p["split_mode"] == "serial", p
+    p = _plan(m=128, n=128, k=16384)         # 4 tiles: one wave needs many slices
+    assert p["splits"] == 16 and p["split_mode"] == "parallel", p
+    assert _plan(m=512, n=512, k=768)["splits"] == 1             # too little K per slice
+    assert _plan(m=128, n=128, k=16384, grouped=True)["splits"] == 1  # grouped launches never split
+    assert _plan(m=8192, n=8192, k=16384)["splits"] == 1          # the GPU is already full
+
+
+def test_sm80_overrides():
+    assert _plan(config="64x64x64")["config"] == "Sm80_64x64x64_S5"
+    assert _plan(config="Sm80_128x128x64_S3")["config"] == "Sm80_128x128x64_S3"
+    p = _plan(split="serial:3")
+    assert (p["split_mode"], p["splits"]) == ("serial", 3)
+    p = _plan(split="parallel:5", m=64)
+    assert (p["split_mode"], p["splits"]) == ("parallel", 5)
+    assert _plan(m=128, n=128, k=16384, split="none")["splits"] == 1
+    for bad in (dict(config="64x64x32"), dict(config="nonsense"), dict(split="serial"), dict(split="parallel:99"),
+                dict(split="fast:2"), dict(config="128x256x64", smem=99 * 1024)):
+        with pytest.raises(ValueError, match="CUTORCH_GEMM_SM80_CONFIG"):
+            _plan(**bad)
 
 
 @pytest.mark.parametrize("k_stride, mn_stride, batch_stride, aligned, ok, mn_major", [

@@ -9,8 +9,11 @@
 
 #include "checks.h"
 #include "cutorch_gemm/device/simt_heuristic.h"
+#include "cutorch_gemm/device/family.h"
+#include "cutorch_gemm/device/sm80_configs.h"
 #include "cutorch_gemm/device/sm90_configs.h"
 #ifdef CUTORCH_GEMM_WITH_CUDA
+#include "cutorch_gemm/device/sm80_gemm.h"
 #include "cutorch_gemm/device/sm90_gemm.h"
 #endif
 #include "cutorch_gemm/scheduler/split_k.h"
@@ -76,20 +79,55 @@ PYBIND11_MODULE(_C, m) {
     const Sm90Operand o = sm90_operand(k_stride, mn_stride, batch_stride, base_aligned, elem_bytes);
     return std::make_pair(o.ok, o.mn_major);
   }, "(ok, mn_major): whether the sm90 kernels can read an operand with these strides (elements).");
+  m.def("sm80_available", [] {
+#ifdef CUTORCH_GEMM_WITH_CUDA
+    return sm80_kernels_available();
+#else
+    return false;
+#endif
+  }, "True when this build has sm_80-family kernels the current device runs.");
   m.def("choose_family", [](int major, const std::string& dtype, std::pair<bool, bool> a, std::pair<bool, bool> b,
-                            const std::string& mode, bool k_positive, bool sm90_built, const std::string& forced) {
+                            const std::string& mode, bool k_positive, bool sm90_built, bool sm80_built,
+                            bool tf32_allowed, const std::string& forced) {
     GroupMode gm = GroupMode::kBatched;
     if (mode == "m") gm = GroupMode::kGroupedM;
     else if (mode == "n") gm = GroupMode::kGroupedN;
     else if (mode == "k") gm = GroupMode::kGroupedK;
     else TORCH_CHECK_VALUE(mode == "none", "choose_family: mode must be none, m, n or k, got ", mode);
-    const FamilyChoice c = choose_family(major, parse_dtype(dtype), Sm90Operand{a.first, a.second},
-                                         Sm90Operand{b.first, b.second}, gm, k_positive, sm90_built, forced);
+    const FamilyChoice c = choose_family(FamilyQuery{major, parse_dtype(dtype), Sm90Operand{a.first, a.second},
+                                                     Sm90Operand{b.first, b.second}, gm, k_positive, sm90_built,
+                                                     sm80_built, tf32_allowed, forced});
     pybind11::dict d;
-    d["family"] = std::string(c.family == GemmFamily::kSm90 ? "sm90" : "simt");
+    d["family"] = std::string(family_name(c.family));
     d["reason"] = c.reason;
     return d;
-  }, "Which kernel family a call takes (the binding's own rule); a, b: sm90_operand results; mode: grouped dimension.");
+  }, "Which kernel family a call takes (the binding's own rule); a, b: sm90_operand results; mode: grouped dimension.",
+        pybind11::arg("major"), pybind11::arg("dtype"), pybind11::arg("a"), pybind11::arg("b"), pybind11::arg("mode"),
+        pybind11::arg("k_positive"), pybind11::arg("sm90_built"), pybind11::arg("sm80_built"),
+        pybind11::arg("tf32_allowed"), pybind11::arg("forced"));
+  m.def("choose_sm80_plan", [](const std::string& dtype, int64_t m_, int64_t n, int64_t k, int64_t batch, int num_sms,
+                               int smem_optin, bool grouped, const std::string& forced_config,
+                               const std::string& forced_split) {
+    bool ok = true;
+    const Sm80Plan p = choose_sm80_plan(parse_dtype(dtype), int(m_), int(n), int(k), int(batch), num_sms, smem_optin,
+                                        grouped, forced_config, forced_split, &ok);
+    TORCH_CHECK_VALUE(ok, "CUTORCH_GEMM_SM80_CONFIG='", forced_config, "' / CUTORCH_GEMM_SPLIT_K='", forced_split,
+                      "' name nothing ", dtype, " has on this GPU (configs: see cutorch_gemm.explain; split-K: "
+                      "none, serial:N or parallel:N with 1 <= N <= ", kSm80MaxSplits, ")");
+    pybind11::dict d;
+    d["config"] = std::string(sm80_config_name(p.config));
+    d["split_mode"] = std::string(splitk_mode_name(p.split_mode));
+    d["splits"] = p.splits;
+    d["raster_group"] = p.raster_group;
+    d["tiles_m"] = p.tiles_m;
+    d["tiles_n"] = p.tiles_n;
+    d["smem_bytes"] = sm80_smem_bytes(p.config);
+    d["reason"] = p.reason;
+    return d;
+  }, "The sm80 heuristic's plan (m, n: one problem or the average group).", pybind11::arg("dtype"),
+        pybind11::arg("m"), pybind11::arg("n"), pybind11::arg("k"), pybind11::arg("batch"), pybind11::arg("num_sms"),
+        pybind11::arg("smem_optin"), pybind11::arg("grouped") = false, pybind11::arg("forced_config") = "",
+        pybind11::arg("forced_split") = "");
   m.def("choose_sm90_config", [](int64_t m_, int64_t n, int64_t k, int64_t problems, int num_sms,
                                  const std::string& forced) {
     return std::string(sm90_config_name(choose_sm90_config(int(m_), int(n), int(k), int(problems), num_sms, forced)));

@@ -2,6 +2,7 @@
 // -> heuristic plan -> kernel launch on the current stream under a device guard.
 // NOTE: only c10/cuda headers (CUDA runtime API): ATen/cuda/CUDAContext.h pulls in cuBLAS and
 // cuSPARSE headers, which a toolkit with just the compiler does not ship.
+#include <ATen/Context.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 #include <torch/library.h>
@@ -14,8 +15,10 @@
 #include <cstdlib>
 
 #include "../checks.h"
-#include "cutorch_gemm/device/sm90_gemm.h"
+#include "cutorch_gemm/device/family.h"
 #include "cutorch_gemm/device/simt_gemm.h"
+#include "cutorch_gemm/device/sm80_gemm.h"
+#include "cutorch_gemm/device/sm90_gemm.h"
 
 namespace cutorch_gemm::binding {
 namespace {
@@ -34,7 +37,9 @@ int64_t stride_of(const at::Tensor& t, int64_t dim) { return t.size(dim) == 1 ? 
 
 struct DeviceInfo {
   int major = 0, minor = 0, sms = 0;
-  bool sm90 = false;  // this build has sm_90a code this device runs
+  int smem_optin = 0;  // dynamic shared memory a block may opt in to
+  bool sm90 = false;   // this build has sm_90a code this device runs
+  bool sm80 = false;   // this build has sm_80-family code this device runs
 };
 
 // Compute capability and SM count of the current device, queried once per device.
@@ -49,7 +54,9 @@ const DeviceInfo& device_info() {
     C10_CUDA_CHECK(cudaDeviceGetAttribute(&d.major, cudaDevAttrComputeCapabilityMajor, dev));
     C10_CUDA_CHECK(cudaDeviceGetAttribute(&d.minor, cudaDevAttrComputeCapabilityMinor, dev));
     C10_CUDA_CHECK(cudaDeviceGetAttribute(&d.sms, cudaDevAttrMultiProcessorCount, dev));
+    C10_CUDA_CHECK(cudaDeviceGetAttribute(&d.smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
     d.sm90 = d.major == 9 && sm90_kernels_available();
+    d.sm80 = d.major >= 8 && sm80_kernels_available();
   });
   return cache[dev];
 }
@@ -60,7 +67,7 @@ SimtPlan plan_for(const GemmArgs& args, bool grouped) {
                           args.batch, d.sms, grouped);
 }
 
-// Launches the SIMT family. (CUTORCH_GEMM_ARCH=simt forces it; it is the only family so far.)
+// Launches the SIMT family (CUTORCH_GEMM_ARCH=simt forces it).
 void run(const GemmArgs& args, bool grouped) {
   if (args.batch == 0 || args.shape.m == 0 || args.shape.n == 0) return;
   const SimtPlan plan = plan_for(args, grouped);
@@ -94,13 +101,48 @@ Sm90Operand sm90_b(const GemmArgs& g, const at::Tensor& b) {
   return sm90_operand(g.shape.b_sk, g.shape.b_sn, g.batch > 1 ? g.shape.b_sb : 0, aligned16(b), int(b.element_size()));
 }
 
-// Runs any GEMM launch (dense, batched, grouped) on the Hopper family when it applies, else on
-// SIMT. Grouped problems give the heuristic their average size (the sizes stay on the device).
+// Launches the sm80 family: plan (CUTORCH_GEMM_SM80_CONFIG / CUTORCH_GEMM_SPLIT_K override it),
+// split-K workspace from PyTorch's caching allocator on the current stream, kernel.
+void run_sm80(const GemmArgs& g) {
+  if (g.batch == 0 || g.shape.m == 0 || g.shape.n == 0) return;
+  const DeviceInfo& d = device_info();
+  const bool grouped = g.shape.mode != GroupMode::kBatched;
+  const int groups = g.batch;
+  // The heuristic sees one problem (grouped: the average group); the grid covers the largest.
+  const int m_per = g.shape.mode == GroupMode::kGroupedM ? ceil_div(g.shape.m, groups) : g.shape.m;
+  const int n_per = g.shape.mode == GroupMode::kGroupedN ? ceil_div(g.shape.n, groups) : g.shape.n;
+  const std::string forced_config = env_lower("CUTORCH_GEMM_SM80_CONFIG");
+  const std::string forced_split = env_lower("CUTORCH_GEMM_SPLIT_K");
+  bool ok = true;
+  Sm80Plan plan = choose_sm80_plan(g.dtype, m_per, n_per, g.shape.k, g.batch, d.sms, d.smem_optin, grouped,
+                                   forced_config, forced_split, &ok);
+  TORCH_CHECK_VALUE(ok, "cutorch_gemm: CUTORCH_GEMM_SM80_CONFIG='", forced_config, "' / CUTORCH_GEMM_SPLIT_K='",
+                    forced_split, "' name no ", dtype_name(g.dtype), " config or split that fits this GPU");
+  const Sm80ConfigInfo& c = sm80_config_info(plan.config);
+  plan.tiles_m = ceil_div(g.shape.m, c.block_m);
+  plan.tiles_n = ceil_div(g.shape.n, c.block_n);
+  plan.raster_group = raster_group_for(plan.tiles_m, plan.tiles_n);
+  const Sm80Workspace need = sm80_workspace(g, plan);
+  at::Tensor ws, sem;
+  const auto opts = at::TensorOptions().device(at::kCUDA);
+  if (need.partial_bytes > 0) ws = at::empty({int64_t(need.partial_bytes)}, opts.dtype(at::kByte));
+  if (need.semaphores > 0) sem = at::zeros({int64_t(need.semaphores)}, opts.dtype(at::kInt));
+  const cudaError_t err = sm80_gemm(g, plan, need.partial_bytes ? ws.data_ptr() : nullptr,
+                                    need.semaphores ? sem.data_ptr<int>() : nullptr,
+                                    c10::cuda::getCurrentCUDAStream().stream());
+  TORCH_CHECK(err == cudaSuccess, "cutorch_gemm: sm80 kernel launch failed (", sm80_config_name(plan.config),
+              ", split-K ", splitk_mode_name(plan.split_mode), " x", plan.splits, "): ", cudaGetErrorString(err));
+}
+
+// Runs any GEMM launch (dense, batched, grouped) on the family choose_family names. Grouped
+// problems give the heuristics their average size (the sizes stay on the device).
 void run_gemm(const GemmArgs& g, const at::Tensor& a, const at::Tensor& b) {
   const DeviceInfo& d = device_info();
   const Sm90Operand oa = sm90_a(g, a), ob = sm90_b(g, b);
-  const FamilyChoice fc = choose_family(d.major, g.dtype, oa, ob, g.shape.mode, g.shape.k > 0, d.sm90, forced_arch());
+  const FamilyChoice fc = choose_family(FamilyQuery{d.major, g.dtype, oa, ob, g.shape.mode, g.shape.k > 0, d.sm90,
+                                                    d.sm80, at::globalContext().allowTF32CuBLAS(), forced_arch()});
   const bool grouped = g.shape.mode != GroupMode::kBatched;
+  if (fc.family == GemmFamily::kSm80) return run_sm80(g);
   if (fc.family == GemmFamily::kSm90 && g.batch > 0 && g.shape.m > 0 && g.shape.n > 0) {
     const int groups = g.batch;
     const int m_per = g.shape.mode == GroupMode::kGroupedM ? ceil_div(g.shape.m, groups) : g.shape.m;
@@ -109,7 +151,9 @@ void run_gemm(const GemmArgs& g, const at::Tensor& a, const at::Tensor& b) {
                                                    env_lower("CUTORCH_GEMM_SM90_CONFIG"));
     const cudaError_t err = sm90_gemm(g, config, oa.mn_major, ob.mn_major, d.sms,
                                       c10::cuda::getCurrentCUDAStream().stream());
-    if (err == cudaErrorNotSupported) return run(g, grouped);  // the driver refused the tensor maps
+    if (err == cudaErrorNotSupported) {  // the driver refused the tensor maps
+      return d.sm80 ? run_sm80(g) : run(g, grouped);
+    }
     TORCH_CHECK(err == cudaSuccess, "cutorch_gemm: sm90 kernel launch failed (", sm90_config_name(config),
                 "): ", cudaGetErrorString(err));
     return;

@@ -66,13 +66,6 @@ inline Sm90ConfigId choose_sm90_config(int m, int n, int k, int problems, int nu
   return Sm90ConfigId::kCoop128x256;
 }
 
-enum class GemmFamily : int { kSimt = 0, kSm90 = 1 };
-
-struct FamilyChoice {
-  GemmFamily family;
-  std::string reason;
-};
-
 // How the Hopper kernels can read one operand (TMA + wgmma): its reduction dimension
 // contiguous (K-major) or its M / N dimension contiguous (MN-major, wgmma's transpose bit),
 // with a 16-byte aligned base, row stride and (stacked operands) batch stride.
@@ -90,35 +83,6 @@ inline Sm90Operand sm90_operand(long long k_stride, long long mn_stride, long lo
   const bool ok = base_aligned && row > 0 && (row * elem_bytes) % 16 == 0 && batch_stride >= 0 &&
                   (batch_stride * elem_bytes) % 16 == 0;
   return {ok, !k_major};
-}
-
-// forced: the CUTORCH_GEMM_ARCH value ("", "auto", "simt", "sm80", "sm90").
-// sm90_built: this build has sm_90a code the device runs.
-// mode: the launch's group mode. A TMA box may start anywhere along an operand's strided
-// dimension but only on 16-byte boundaries along its contiguous one (else the copy faults), and
-// group offsets are arbitrary: the grouped dimension must not be an operand's contiguous one.
-inline FamilyChoice choose_family(int sm_major, DType dtype, Sm90Operand a, Sm90Operand b, GroupMode mode,
-                                  bool k_positive, bool sm90_built, const std::string& forced) {
-  if (forced == "simt") return {GemmFamily::kSimt, "CUTORCH_GEMM_ARCH=simt forces the SIMT family"};
-  if (sm_major != 9) return {GemmFamily::kSimt, "not an sm_90 GPU: SIMT (the sm80 tensor-core path is issue 3)"};
-  if (!sm90_built) return {GemmFamily::kSimt, "this build has no sm_90a code (TORCH_CUDA_ARCH_LIST)"};
-  if (dtype != DType::kFloat16 && dtype != DType::kBFloat16)
-    return {GemmFamily::kSimt, "sm90 kernels take fp16/bf16 (tf32/fp64 come later): SIMT"};
-  if (!k_positive) return {GemmFamily::kSimt, "K = 0: nothing to multiply, SIMT writes the epilogue"};
-  if (!a.ok || !b.ok)
-    return {GemmFamily::kSimt, std::string(!a.ok ? "a" : "b") +
-                                   ": TMA needs a K- or MN-contiguous operand with 16-byte aligned base, row "
-                                   "and batch strides: SIMT"};
-  if (mode == GroupMode::kGroupedM && a.mn_major)
-    return {GemmFamily::kSimt, "groups along M need a K-major a (rows of a group start anywhere): SIMT"};
-  if (mode == GroupMode::kGroupedN && b.mn_major)
-    return {GemmFamily::kSimt, "groups along N need a K-major b (b = y.t() of a row-major y): SIMT"};
-  if (mode == GroupMode::kGroupedK && (!a.mn_major || !b.mn_major))
-    return {GemmFamily::kSimt, "groups along K need MN-major a and b (a = x.t(), b = dy of row-major x, dy): SIMT"};
-  std::string why = "sm_90 fp16/bf16: TMA + wgmma warp-specialized persistent kernel, a ";
-  why += a.mn_major ? "MN-major" : "K-major";
-  why += b.mn_major ? ", b MN-major" : ", b K-major";
-  return {GemmFamily::kSm90, why};
 }
 
 }  // namespace cutorch_gemm

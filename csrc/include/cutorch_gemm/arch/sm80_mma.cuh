@@ -1,0 +1,136 @@
+#pragma once
+// mma.sync atoms (sm_80+): one warp-wide tensor-core instruction each, with the fragment
+// layouts of the PTX ISA written as coordinate functions. Lane l is split as g = l / 4 (the
+// "group") and t = l % 4 (the thread in the group). Fragments are arrays of 32-bit registers.
+//
+//   atom            shape     A regs  B regs  C elems  instruction
+//   Sm80MmaF16      16x8x16   4       2       4 f32    mma.m16n8k16 f16 -> f32   (HMMA)
+//   Sm80MmaBF16     16x8x16   4       2       4 f32    mma.m16n8k16 bf16 -> f32  (HMMA)
+//   Sm80MmaTF32     16x8x8    4       2       4 f32    mma.m16n8k8 tf32 -> f32   (HMMA)
+//   Sm80MmaF64      8x8x4     2       2       2 f64    mma.m8n8k4 f64            (DMMA)
+//
+// The coordinate functions give, for element e of a lane's fragment, its (row, col) inside the
+// atom: A is (m, k), B is (k, n), C is (m, n). Element e of A / B counts elements of the
+// operand type (two per register for 16-bit, one for tf32, one per two registers for f64).
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cstdint>
+
+#include "cutorch_gemm/core/macros.h"
+
+namespace cutorch_gemm::sm80 {
+
+struct Coord {
+  int row;
+  int col;
+};
+
+// m16n8k16 with 16-bit inputs: A (16x16) in 4 registers, B (16x8) in 2, C (16x8) in 4 floats.
+template <typename T>
+struct Sm80Mma16Bit {
+  using Element = T;
+  using Acc = float;
+  static constexpr int kM = 16, kN = 8, kK = 16;
+  static constexpr int kARegs = 4, kBRegs = 2, kCElems = 4;
+  static constexpr int kAElems = 8, kBElems = 4;
+
+  CG_DEVICE static Coord a_coord(int lane, int e) {  // reg r = e / 2 holds a pair along k
+    const int g = lane >> 2, t = lane & 3, r = e >> 1;
+    return {g + 8 * (r & 1), 2 * t + (e & 1) + 8 * (r >> 1)};
+  }
+  CG_DEVICE static Coord b_coord(int lane, int e) {
+    const int g = lane >> 2, t = lane & 3, r = e >> 1;
+    return {2 * t + (e & 1) + 8 * r, g};
+  }
+  CG_DEVICE static Coord c_coord(int lane, int e) {
+    const int g = lane >> 2, t = lane & 3;
+    return {g + 8 * (e >> 1), 2 * t + (e & 1)};
+  }
+};
+
+struct Sm80MmaF16 : Sm80Mma16Bit<__half> {
+  CG_DEVICE static void mma(float (&c)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        "{%0,%1,%2,%3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#endif
+  }
+};
+
+struct Sm80MmaBF16 : Sm80Mma16Bit<__nv_bfloat16> {
+  CG_DEVICE static void mma(float (&c)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        "{%0,%1,%2,%3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#endif
+  }
+};
+
+// m16n8k8 tf32: fp32 bit patterns go in as they are; the tensor core reads the top 19 bits
+// (round toward zero), within PyTorch's tf32 tolerance.
+struct Sm80MmaTF32 {
+  using Element = float;
+  using Acc = float;
+  static constexpr int kM = 16, kN = 8, kK = 8;
+  static constexpr int kARegs = 4, kBRegs = 2, kCElems = 4;
+  static constexpr int kAElems = 4, kBElems = 2;
+
+  CG_DEVICE static Coord a_coord(int lane, int e) {
+    const int g = lane >> 2, t = lane & 3;
+    return {g + 8 * (e & 1), t + 4 * (e >> 1)};
+  }
+  CG_DEVICE static Coord b_coord(int lane, int e) {
+    const int g = lane >> 2, t = lane & 3;
+    return {t + 4 * e, g};
+  }
+  CG_DEVICE static Coord c_coord(int lane, int e) { return Sm80Mma16Bit<float>::c_coord(lane, e); }
+
+  CG_DEVICE static void mma(float (&c)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile(
+        "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        "{%0,%1,%2,%3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#endif
+  }
+};
+
+// m8n8k4 fp64 (DMMA): one double of A and of B per lane (two registers each), two of C.
+struct Sm80MmaF64 {
+  using Element = double;
+  using Acc = double;
+  static constexpr int kM = 8, kN = 8, kK = 4;
+  static constexpr int kARegs = 2, kBRegs = 2, kCElems = 2;
+  static constexpr int kAElems = 1, kBElems = 1;
+
+  CG_DEVICE static Coord a_coord(int lane, int) { return {lane >> 2, lane & 3}; }
+  CG_DEVICE static Coord b_coord(int lane, int) { return {lane & 3, lane >> 2}; }
+  CG_DEVICE static Coord c_coord(int lane, int e) { return {lane >> 2, 2 * (lane & 3) + e}; }
+
+  CG_DEVICE static void mma(double (&c)[2], const uint32_t (&a)[2], const uint32_t (&b)[2]) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    const double av = __hiloint2double(int(a[1]), int(a[0]));
+    const double bv = __hiloint2double(int(b[1]), int(b[0]));
+    asm volatile("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0,%1}, {%2}, {%3}, {%0,%1};\n"
+                 : "+d"(c[0]), "+d"(c[1])
+                 : "d"(av), "d"(bv));
+#endif
+  }
+};
+
+template <typename T> struct Sm80MmaFor;
+template <> struct Sm80MmaFor<__half> { using type = Sm80MmaF16; };
+template <> struct Sm80MmaFor<__nv_bfloat16> { using type = Sm80MmaBF16; };
+template <> struct Sm80MmaFor<float> { using type = Sm80MmaTF32; };
+template <> struct Sm80MmaFor<double> { using type = Sm80MmaF64; };
+
+}  // namespace cutorch_gemm::sm80

@@ -1,0 +1,221 @@
+#pragma once
+// Named Ampere-class configurations (cp.async multistage + ldmatrix + mma.sync) and their
+// heuristic. Torch- and CUDA-free: the binding, `explain` and the CPU tests call the same code.
+//
+// Every config reads K in 128-byte slices (64 fp16/bf16, 32 tf32, 16 fp64 elements): a slice
+// row is one 128-byte line of shared memory whose 16-byte chunks are XOR-swizzled by row, so
+// both the cp.async writes and the ldmatrix reads are free of bank conflicts. Warps split the
+// CTA tile as kWarpsM x kWarpsN; each warp owns a (kBlockM / kWarpsM) x (kBlockN / kWarpsN) tile
+// of accumulators in registers.
+
+#include <cstdlib>
+#include <string>
+
+#include "cutorch_gemm/core/types.h"
+#include "cutorch_gemm/scheduler/raster.h"
+
+namespace cutorch_gemm {
+
+enum class Sm80ConfigId : int {
+  k128x256x64_S3 = 0,  // 16-bit, large outputs (A100 / H100 class shared memory)
+  k128x128x64_S3 = 1,  // 16-bit, default (fits the 99 KB of sm_86 / sm_89)
+  k64x128x64_S4 = 2,   // 16-bit, narrow: M <= 64
+  k64x64x64_S5 = 3,    // 16-bit, small outputs (more CTAs), split-K
+  k128x128x32_S3 = 4,  // tf32
+  k64x64x32_S5 = 5,    // tf32, small outputs
+  k128x64x16_S4 = 6,   // fp64 (DMMA)
+  k64x64x16_S4 = 7,    // fp64, small outputs
+};
+
+template <Sm80ConfigId Id, int BlockM, int BlockN, int BlockK, int WarpsM, int WarpsN, int Stages>
+struct Sm80Config {
+  static constexpr Sm80ConfigId kId = Id;
+  static constexpr int kBlockM = BlockM;
+  static constexpr int kBlockN = BlockN;
+  static constexpr int kBlockK = BlockK;  // elements: always 128 bytes of the operand type
+  static constexpr int kWarpsM = WarpsM;
+  static constexpr int kWarpsN = WarpsN;
+  static constexpr int kStages = Stages;
+  static constexpr int kThreads = 32 * WarpsM * WarpsN;
+  static constexpr int kWarpTileM = BlockM / WarpsM;
+  static constexpr int kWarpTileN = BlockN / WarpsN;
+  static constexpr int kStageBytes = (BlockM + BlockN) * 128;
+  static_assert(BlockM % WarpsM == 0 && BlockN % WarpsN == 0, "warps tile the CTA tile");
+  // An MN-major slice row (kBlockM or kBlockN elements) must be whole 128-byte lines too.
+  static_assert(BlockM >= BlockK && BlockN >= BlockK, "an MN-major slice row is at least 128 bytes");
+  static_assert(Stages >= 2, "a ring needs two stages");
+};
+
+using Sm80_128x256x64_S3 = Sm80Config<Sm80ConfigId::k128x256x64_S3, 128, 256, 64, 2, 4, 3>;  // 8 warps of 64x64
+using Sm80_128x128x64_S3 = Sm80Config<Sm80ConfigId::k128x128x64_S3, 128, 128, 64, 2, 2, 3>;  // 4 warps of 64x64
+using Sm80_64x128x64_S4 = Sm80Config<Sm80ConfigId::k64x128x64_S4, 64, 128, 64, 1, 4, 4>;     // 4 warps of 64x32
+using Sm80_64x64x64_S5 = Sm80Config<Sm80ConfigId::k64x64x64_S5, 64, 64, 64, 2, 2, 5>;        // 4 warps of 32x32
+using Sm80_128x128x32_S3 = Sm80Config<Sm80ConfigId::k128x128x32_S3, 128, 128, 32, 2, 4, 3>;  // tf32, 8 warps of 64x32
+using Sm80_64x64x32_S5 = Sm80Config<Sm80ConfigId::k64x64x32_S5, 64, 64, 32, 2, 2, 5>;        // tf32, 32x32 warps
+using Sm80_128x64x16_S4 = Sm80Config<Sm80ConfigId::k128x64x16_S4, 128, 64, 16, 4, 2, 4>;     // fp64, 8 warps of 32x32
+using Sm80_64x64x16_S4 = Sm80Config<Sm80ConfigId::k64x64x16_S4, 64, 64, 16, 2, 2, 4>;        // fp64, 32x32 warps
+
+struct Sm80ConfigInfo {
+  Sm80ConfigId id;
+  const char* name;
+  int block_m, block_n, block_k, stages, threads;
+  int acc_bytes;  // accumulator element (the epilogue stages the whole tile in shared memory)
+};
+
+template <class C>
+constexpr Sm80ConfigInfo sm80_info_of(const char* name, int acc_bytes) {
+  return {C::kId, name, C::kBlockM, C::kBlockN, C::kBlockK, C::kStages, C::kThreads, acc_bytes};
+}
+
+inline const Sm80ConfigInfo& sm80_config_info(Sm80ConfigId id) {
+  static const Sm80ConfigInfo table[] = {
+      sm80_info_of<Sm80_128x256x64_S3>("Sm80_128x256x64_S3", 4),
+      sm80_info_of<Sm80_128x128x64_S3>("Sm80_128x128x64_S3", 4),
+      sm80_info_of<Sm80_64x128x64_S4>("Sm80_64x128x64_S4", 4),
+      sm80_info_of<Sm80_64x64x64_S5>("Sm80_64x64x64_S5", 4),
+      sm80_info_of<Sm80_128x128x32_S3>("Sm80_128x128x32_S3", 4),
+      sm80_info_of<Sm80_64x64x32_S5>("Sm80_64x64x32_S5", 4),
+      sm80_info_of<Sm80_128x64x16_S4>("Sm80_128x64x16_S4", 8),
+      sm80_info_of<Sm80_64x64x16_S4>("Sm80_64x64x16_S4", 8),
+  };
+  return table[int(id)];
+}
+
+inline const char* sm80_config_name(Sm80ConfigId id) { return sm80_config_info(id).name; }
+
+// Dynamic shared memory of a config: the stage ring, or the fp32/fp64 accumulator tile the
+// epilogue stages (rows padded by 32 bytes), whichever is larger; the two reuse one buffer.
+constexpr int sm80_epilogue_row_bytes(int block_n, int acc_bytes) { return block_n * acc_bytes + 32; }
+inline int sm80_smem_bytes(Sm80ConfigId id) {
+  const Sm80ConfigInfo& c = sm80_config_info(id);
+  const int ring = c.stages * (c.block_m + c.block_n) * 128;
+  const int epi = c.block_m * sm80_epilogue_row_bytes(c.block_n, c.acc_bytes);
+  return ring > epi ? ring : epi;
+}
+
+// The configs one element type compiles, best-first for large problems.
+inline int sm80_configs_for(DType dtype, const Sm80ConfigId** out) {
+  static const Sm80ConfigId h[] = {Sm80ConfigId::k128x256x64_S3, Sm80ConfigId::k128x128x64_S3,
+                                   Sm80ConfigId::k64x128x64_S4, Sm80ConfigId::k64x64x64_S5};
+  static const Sm80ConfigId f[] = {Sm80ConfigId::k128x128x32_S3, Sm80ConfigId::k64x64x32_S5};
+  static const Sm80ConfigId d[] = {Sm80ConfigId::k128x64x16_S4, Sm80ConfigId::k64x64x16_S4};
+  switch (dtype) {
+    case DType::kFloat16:
+    case DType::kBFloat16: *out = h; return 4;
+    case DType::kFloat32:  *out = f; return 2;
+    case DType::kFloat64:  *out = d; return 2;
+  }
+  *out = nullptr;
+  return 0;
+}
+
+enum class SplitKMode : int { kNone = 0, kSerial = 1, kParallel = 2 };
+
+inline const char* splitk_mode_name(SplitKMode s) {
+  return s == SplitKMode::kSerial ? "serial" : s == SplitKMode::kParallel ? "parallel" : "none";
+}
+
+struct Sm80Plan {
+  Sm80ConfigId config;
+  SplitKMode split_mode;
+  int splits;        // K slices (1 without split-K)
+  int raster_group;  // band height of the rasterization swizzle, in tiles
+  int tiles_m;
+  int tiles_n;
+  std::string reason;
+};
+
+// Split-K pays when the output tiles leave most SMs idle and each slice keeps at least this
+// many 128-byte k-tiles to amortise its partial-tile traffic. Serial split-K (slices take turns
+// on one workspace tile, ordered by a semaphore) needs no second kernel and only one partial
+// tile per output tile; past kMaxSerialSplits the turn-taking costs more than a reduction.
+constexpr int kSm80MinKTilesPerSplit = 8;
+constexpr int kSm80MaxSplits = 16;
+constexpr int kSm80MaxSerialSplits = 4;
+
+// forced_config: CUTORCH_GEMM_SM80_CONFIG, a config name or its tile ("128x128x64"), "" = pick.
+// forced_split: CUTORCH_GEMM_SPLIT_K, "" = pick, "none", "serial:N" or "parallel:N".
+// m, n: one problem (grouped launches: the average group); batch: batch entries or groups.
+// Returns false in *ok when an override names something this dtype does not have.
+inline Sm80Plan choose_sm80_plan(DType dtype, int m, int n, int k, int batch, int num_sms, int smem_optin,
+                                 bool grouped, const std::string& forced_config, const std::string& forced_split,
+                                 bool* ok) {
+  *ok = true;
+  const Sm80ConfigId* ids = nullptr;
+  const int count = sm80_configs_for(dtype, &ids);
+  Sm80Plan plan{};
+  plan.split_mode = SplitKMode::kNone;
+  plan.splits = 1;
+  const auto tiles = [&](Sm80ConfigId id) {
+    const Sm80ConfigInfo& c = sm80_config_info(id);
+    return (long long)ceil_div(m, c.block_m) * ceil_div(n, c.block_n) * (batch > 0 ? batch : 1);
+  };
+  const auto fits = [&](Sm80ConfigId id) { return sm80_smem_bytes(id) <= smem_optin; };
+
+  bool chosen = false;
+  if (!forced_config.empty()) {
+    for (int i = 0; i < count; ++i) {
+      const std::string name = sm80_config_name(ids[i]);
+      if (name == forced_config || name.find("_" + forced_config + "_") != std::string::npos) {
+        plan.config = ids[i];
+        plan.reason = "CUTORCH_GEMM_SM80_CONFIG=" + forced_config;
+        chosen = true;
+      }
+    }
+    if (!chosen) { *ok = false; return plan; }
+    if (!fits(plan.config)) { *ok = false; return plan; }
+  }
+  if (!chosen) {
+    const Sm80ConfigId big = ids[0], small = ids[count - 1];
+    if (count == 4 && m <= 64 && fits(ids[2])) {
+      plan.config = ids[2];
+      plan.reason = "M <= 64: narrow 64-row tiles";
+    } else if (tiles(big) >= num_sms && fits(big)) {
+      plan.config = big;
+      plan.reason = "the largest tiles fill all " + std::to_string(num_sms) + " SMs";
+    } else if (count == 4 && tiles(ids[1]) >= num_sms && fits(ids[1])) {
+      plan.config = ids[1];
+      plan.reason = "128x128 tiles fill the SMs (128x256 would not, or does not fit in shared memory)";
+    } else {
+      plan.config = small;
+      plan.reason = "small output: the smallest tiles give the most CTAs";
+    }
+  }
+  const Sm80ConfigInfo& c = sm80_config_info(plan.config);
+  plan.tiles_m = ceil_div(m, c.block_m);
+  plan.tiles_n = ceil_div(n, c.block_n);
+  plan.raster_group = raster_group_for(plan.tiles_m, plan.tiles_n);
+
+  const int k_tiles = ceil_div(k, c.block_k);
+  if (!forced_split.empty() && forced_split != "auto") {
+    if (forced_split == "none") return plan;
+    const size_t colon = forced_split.find(':');
+    const std::string mode = forced_split.substr(0, colon);
+    const int n_split = colon == std::string::npos ? 0 : std::atoi(forced_split.c_str() + colon + 1);
+    if ((mode != "serial" && mode != "parallel") || n_split < 1 || n_split > kSm80MaxSplits) {
+      *ok = false;
+      return plan;
+    }
+    if (grouped || n_split == 1) return plan;  // grouped launches are never split
+    plan.split_mode = mode == "serial" ? SplitKMode::kSerial : SplitKMode::kParallel;
+    plan.splits = n_split;
+    plan.reason += "; CUTORCH_GEMM_SPLIT_K=" + forced_split;
+    return plan;
+  }
+  const long long t = tiles(plan.config);
+  if (!grouped && t > 0 && 2 * t <= num_sms && k_tiles >= 2 * kSm80MinKTilesPerSplit) {
+    const long long want = ceil_div<long long>(num_sms, t);  // about one wave of CTAs
+    const long long by_k = k_tiles / kSm80MinKTilesPerSplit;
+    const int splits = int(min_of(min_of(want, by_k), (long long)kSm80MaxSplits));
+    if (splits > 1) {
+      plan.splits = splits;
+      plan.split_mode = splits <= kSm80MaxSerialSplits ? SplitKMode::kSerial : SplitKMode::kParallel;
+      plan.reason += "; " + std::to_string(t) + " tiles for " + std::to_string(num_sms) + " SMs and " +
+                     std::to_string(k_tiles) + " k-tiles: " + splitk_mode_name(plan.split_mode) + " split-K x" +
+                     std::to_string(splits);
+    }
+  }
+  return plan;
+}
+
+}  // namespace cutorch_gemm

@@ -1,0 +1,68 @@
+#pragma once
+// Host-side launch of one Ampere-class config: Params, grid, operand-layout variant, dynamic
+// shared memory, parallel split-K reduction. Included only by csrc/instantiations/sm80_*.cu.
+
+#include <cuda_runtime.h>
+
+#include "cutorch_gemm/device/simt_params.h"
+#include "cutorch_gemm/device/sm80_gemm.h"
+#include "cutorch_gemm/kernel/simt_gemm_kernel.cuh"  // splitk_reduce_kernel (shared by both families)
+#include "cutorch_gemm/kernel/sm80_gemm_kernel.cuh"
+
+namespace cutorch_gemm {
+
+template <class Cfg, typename T>
+cudaError_t launch_sm80(const GemmArgs& args, const Sm80Plan& plan, void* workspace, int* semaphores,
+                        cudaStream_t stream) {
+  const ProblemShape& s = args.shape;
+  const long long tiles = (long long)plan.tiles_m * plan.tiles_n;
+  if (tiles == 0 || args.batch == 0) return cudaSuccess;
+  if (tiles > 0x7fffffffLL) return cudaErrorInvalidConfiguration;
+  const int splits = plan.split_mode == SplitKMode::kNone ? 1 : plan.splits;
+  Sm80Params p{args, plan.tiles_m, plan.tiles_n, plan.raster_group, splits, plan.split_mode, workspace, semaphores, 0};
+
+  // An operand is read MN-major when its M (N) stride is 1 and its K stride is not; K-major
+  // otherwise (K stride 1, or fully strided: element-wise copies into the K-major slice).
+  const bool a_mn = s.a_sk != 1 && s.a_sm == 1;
+  const bool b_mn = s.b_sk != 1 && s.b_sn == 1;
+  const int smem = sm80_smem_bytes(Cfg::kId);
+  constexpr int kMaxGridZ = 65535;  // larger batches are launched in chunks
+  const auto launch = [&](auto kernel) {
+    cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+    if (e != cudaSuccess) return e;
+    for (int z0 = 0; z0 < args.batch; z0 += kMaxGridZ) {
+      p.z_base = z0;
+      const dim3 grid(unsigned(tiles), unsigned(splits), unsigned(min_of(args.batch - z0, kMaxGridZ)));
+      kernel<<<grid, Cfg::kThreads, smem, stream>>>(p);
+      e = cudaGetLastError();
+      if (e != cudaSuccess) return e;
+    }
+    return cudaSuccess;
+  };
+  cudaError_t err;
+  if (!a_mn && !b_mn)     err = launch(sm80_gemm_kernel<Cfg, T, false, false>);
+  else if (!a_mn)         err = launch(sm80_gemm_kernel<Cfg, T, false, true>);
+  else if (!b_mn)         err = launch(sm80_gemm_kernel<Cfg, T, true, false>);
+  else                    err = launch(sm80_gemm_kernel<Cfg, T, true, true>);
+  if (err != cudaSuccess || plan.split_mode != SplitKMode::kParallel || splits <= 1) return err;
+
+  // The SIMT family's reduction reads the same [split][z][m][n] partial layout.
+  const SimtParams rp{args, plan.tiles_m, plan.tiles_n, splits, plan.raster_group, workspace, 0};
+  const long long total = (long long)args.batch * s.m * s.n;
+  const int threads = 256;
+  const unsigned blocks = unsigned(min_of<long long>(ceil_div<long long>(total, threads), 65535LL * 8));
+  splitk_reduce_kernel<T><<<blocks, threads, 0, stream>>>(rp);
+  return cudaGetLastError();
+}
+
+// Runs the plan's config; `Configs...` is the closed list an instantiation file compiles.
+template <typename T, class... Configs>
+cudaError_t run_sm80(const GemmArgs& args, const Sm80Plan& plan, void* workspace, int* semaphores,
+                     cudaStream_t stream) {
+  cudaError_t err = cudaErrorInvalidValue;  // a config outside the list is a dispatch bug
+  ((plan.config == Configs::kId ? (err = launch_sm80<Configs, T>(args, plan, workspace, semaphores, stream), 0) : 0),
+   ...);
+  return err;
+}
+
+}  // namespace cutorch_gemm

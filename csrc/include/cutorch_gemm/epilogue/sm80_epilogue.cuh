@@ -1,0 +1,117 @@
+#pragma once
+// Ampere-class epilogue: accumulator fragments -> shared memory (the whole CTA tile in fp32 /
+// fp64, reusing the mainloop's ring) -> rows of four consecutive columns per thread, so the
+// fusion functor (alpha, beta*C, bias, activation, out_dtype) runs on coalesced, vectorized
+// loads of C and stores of D.
+//
+// Split-K:
+//   serial    slices of one tile take turns in split order (a semaphore per tile): each adds
+//             the running partial from the workspace, and all but the last write it back; the
+//             last applies the epilogue. Deterministic, one partial tile per output tile.
+//   parallel  every slice writes its raw partial to workspace[split][z][m][n]; a reduction
+//             kernel sums them in split order and applies the epilogue.
+
+#include "cutorch_gemm/device/sm80_params.h"
+#include "cutorch_gemm/epilogue/simt_epilogue.cuh"
+
+namespace cutorch_gemm::sm80 {
+
+template <class Cfg, class Mainloop>
+struct Epilogue {
+  using Atom = typename Mainloop::Atom;
+  using Acc = typename Mainloop::Acc;
+  using T = typename Atom::Element;
+  static constexpr int kRowBytes = sm80_epilogue_row_bytes(Cfg::kBlockN, int(sizeof(Acc)));
+  static constexpr int kColGroups = Cfg::kBlockN / 4;  // a thread owns 4 consecutive columns
+  static constexpr int kRowsPerPass = Cfg::kThreads / kColGroups;
+  static_assert(Cfg::kThreads % kColGroups == 0, "threads cover whole rows");
+  // (sm80_smem_bytes sizes the dynamic shared memory for the larger of ring and this tile.)
+
+  using Vec4 = Vec<Acc, 4>;
+
+  CG_DEVICE static Vec4& at(char* smem, int row, int col) {
+    return *reinterpret_cast<Vec4*>(smem + row * kRowBytes + col * int(sizeof(Acc)));
+  }
+
+  // Fragments -> shared memory. Elements 2i, 2i+1 of a C fragment are adjacent columns.
+  CG_DEVICE static void stage(char* smem, const typename Mainloop::Accumulators& acc) {
+    const int lane = threadIdx.x & 31;
+    const int warp = threadIdx.x >> 5;
+    const int wm = (warp % Cfg::kWarpsM) * Cfg::kWarpTileM;
+    const int wn = (warp / Cfg::kWarpsM) * Cfg::kWarpTileN;
+    __syncthreads();  // every warp is done reading the ring
+#pragma unroll
+    for (int i = 0; i < Mainloop::kMI; ++i)
+#pragma unroll
+      for (int j = 0; j < Mainloop::kNI; ++j)
+#pragma unroll
+        for (int e = 0; e < Atom::kCElems; e += 2) {
+          const Coord c = Atom::c_coord(lane, e);
+          Vec<Acc, 2> v;
+          v.v[0] = acc.v[i][j][e];
+          v.v[1] = acc.v[i][j][e + 1];
+          *reinterpret_cast<Vec<Acc, 2>*>(smem + (wm + i * Atom::kM + c.row) * kRowBytes +
+                                          (wn + j * Atom::kN + c.col) * int(sizeof(Acc))) = v;
+        }
+    __syncthreads();
+  }
+
+  // Serial split-K turn of slice `split`: returns true when this CTA must write D.
+  CG_DEVICE static bool serial_turn(char* smem, const Sm80Params& p, index_t tile_slot, int split) {
+    int* sem = p.semaphores + tile_slot;
+    if (threadIdx.x == 0) {
+      // NOTE: earlier slices of this tile were launched first (grid y is the slice), so they
+      // are resident or done: the wait cannot deadlock.
+      while (atomicAdd(sem, 0) != split) __nanosleep(100);
+      __threadfence();
+    }
+    __syncthreads();
+    Acc* part = static_cast<Acc*>(p.workspace) + tile_slot * index_t(Cfg::kBlockM) * Cfg::kBlockN;
+    const int col = (threadIdx.x % kColGroups) * 4;
+    const bool last = split == p.splits - 1;
+    for (int row = threadIdx.x / kColGroups; row < Cfg::kBlockM; row += kRowsPerPass) {
+      Vec4& v = at(smem, row, col);
+      Vec4* w = reinterpret_cast<Vec4*>(part + row * Cfg::kBlockN + col);
+      if (split > 0) {
+        // .cg loads: the running partial was written by another CTA (L2, not this SM's L1)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) v.v[e] += __ldcg(reinterpret_cast<const Acc*>(w) + e);
+      }
+      if (!last) *w = v;
+    }
+    if (last) {
+      if (threadIdx.x == 0) *sem = 0;  // ready for the next launch that reuses the workspace
+      return true;
+    }
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) atomicExch(sem, split + 1);
+    return false;
+  }
+
+  // Staged tile -> D through the fusion functor (or raw partials for parallel split-K).
+  CG_DEVICE static void store(char* smem, const Sm80Params& p, const Problem& prob, int z, int m0, int n0) {
+    const GemmArgs& g = p.args;
+    const int col = (threadIdx.x % kColGroups) * 4;
+    const int n = n0 + col;
+    if (n >= prob.n) return;
+    const bool partial = p.split_mode == SplitKMode::kParallel && p.splits > 1;
+    for (int row = threadIdx.x / kColGroups; row < Cfg::kBlockM; row += kRowsPerPass) {
+      const int m = m0 + row;
+      if (m >= prob.m) break;
+      const Vec4 s = at(smem, row, col);
+      const Acc v[4] = {s.v[0], s.v[1], s.v[2], s.v[3]};
+      if (partial) {
+        Acc* ws = static_cast<Acc*>(p.workspace) +
+                  ((index_t(blockIdx.y) * g.batch + z) * g.shape.m + m) * g.shape.n;
+#pragma unroll
+        for (int e = 0; e < 4; ++e)
+          if (n + e < prob.n) ws[n + e] = v[e];
+      } else {
+        SimtEpilogue<T>::store4(g, prob, m, n, v);
+      }
+    }
+  }
+};
+
+}  // namespace cutorch_gemm::sm80

@@ -1,0 +1,274 @@
+"""The Ampere-class family (cp.async multistage + ldmatrix + mma.sync), forced on any GPU of
+sm_80 or newer with CUTORCH_GEMM_ARCH=sm80: every named config, every operand-major
+combination, misaligned and strided operands (narrow copies), every epilogue, serial and
+parallel split-K, bmm and grouped launches, tf32 and fp64 (DMMA), empty extents, CUDA-graph
+replay, all against float64 references with poisoned outputs. Skipped below sm_80."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+import cutorch_gemm as cg
+from conftest import (ACTIVATIONS, HALF_DTYPES, check, dtype_id, make, offs_from_sizes, ref_bmm, ref_gemm,
+                      ref_grouped_mm, rel_err)
+
+pytestmark = [
+    pytest.mark.gpu,
+    pytest.mark.skipif(not torch.cuda.is_available() or torch.cuda.get_device_capability()[0] < 8
+                       or not cg._C.sm80_available(), reason="needs an sm_80+ GPU and sm_80-family kernels"),
+]
+
+CONFIGS_16 = ["128x256x64", "128x128x64", "64x128x64", "64x64x64"]
+CONFIGS_TF32 = ["128x128x32", "64x64x32"]
+CONFIGS_F64 = ["128x64x16", "64x64x16"]
+TF32_BOUND = 4e-3  # tf32 keeps 10 mantissa bits (inputs truncated): ~1e-3 relative per product
+
+
+@pytest.fixture(autouse=True)
+def _force_sm80(monkeypatch):
+    monkeypatch.setenv("CUTORCH_GEMM_ARCH", "sm80")
+    for name in ("CUTORCH_GEMM_SM80_CONFIG", "CUTORCH_GEMM_SPLIT_K"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def _fits(config: str) -> bool:
+    smem = torch.cuda.get_device_properties(0).shared_memory_per_block_optin
+    return config != "128x256x64" or smem >= 144 * 1024 + 1024
+
+
+def use(monkeypatch, config=None, split=None):
+    if config is not None:
+        if not _fits(config):
+            pytest.skip(f"{config} needs more shared memory than this GPU has")
+        monkeypatch.setenv("CUTORCH_GEMM_SM80_CONFIG", config)
+    if split is not None:
+        monkeypatch.setenv("CUTORCH_GEMM_SPLIT_K", split)
+
+
+def poison(nbytes: int):
+    """A freed 0xFF block (NaN) the next output of about that size is likely to reuse."""
+    if nbytes > 0:
+        block = torch.full((nbytes,), 255, dtype=torch.uint8, device="cuda")
+        del block
+
+
+def expect_sm80(op, *args, config=None, **kwargs):
+    e = cg.explain(op, *args, **kwargs)
+    assert e.kernel == "sm80", str(e)
+    if config is not None:
+        assert f"_{config}_" in e.config, str(e)
+    return e
+
+
+def check_tf32(out, ref, what):
+    assert out.dtype == torch.float32 and out.shape == ref.shape, what
+    assert torch.isfinite(out).all(), what
+    err = rel_err(out, ref)
+    assert err < TF32_BOUND, f"{what}: rel err {err:.2e} >= {TF32_BOUND}"
+
+
+# --------------------------------------------------------------------------------------
+# 16-bit: configs x operand majors x awkward shapes
+# --------------------------------------------------------------------------------------
+
+SHAPES = [(129, 257, 72), (7, 65, 1000), (1, 300, 136), (1000, 1000, 1000), (67, 131, 8)]
+MAJORS = [("row", "col"), ("row", "row"), ("col", "col"), ("col", "row")]
+
+
+@pytest.mark.parametrize("config", CONFIGS_16)
+@pytest.mark.parametrize("dtype", HALF_DTYPES, ids=dtype_id)
+@pytest.mark.parametrize("layouts", MAJORS, ids="-".join)
+@pytest.mark.parametrize("mnk", SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_sm80_mm_configs_and_majors(monkeypatch, config, dtype, layouts, mnk):
+    use(monkeypatch, config)
+    m, n, k = mnk
+    a, b = make((m, k), dtype, "cuda", layouts[0]), make((k, n), dtype, "cuda", layouts[1])
+    expect_sm80("mm", a, b, config=config)
+    poison(m * n * 2)
+    check(cg.mm(a, b), ref_gemm(a, b), dtype, what=f"sm80 {config} {layouts} {mnk}")
+
+
+def _misaligned(dtype):
+    """Operands that need the narrow copies: (name, a, b)."""
+    base = torch.randn(300, 1000, device="cuda").to(dtype)
+    wb = torch.randn(1000, 260, device="cuda").to(dtype)
+    yield "odd K (2-byte rows)", torch.randn(150, 99, device="cuda").to(dtype), torch.randn(99, 70, device="cuda").to(dtype).t().contiguous().t()
+    yield "column slice +1 (2-byte base)", base[:, 1:200], wb[1:200, :]
+    yield "column slice +2 (4-byte base)", base[:, 2:202], wb[2:202, 2:130]
+    yield "column slice +4 (8-byte base)", base[:, 4:204], wb[4:204, 4:132]
+    yield "both strides > 1", base[::2, ::3], wb[:668:2, ::2]
+    mn_odd = torch.randn(199, 151, device="cuda").to(dtype)[:, :150].t()  # (150, 199), strides (1, 151)
+    yield "MN-major, odd leading dim", mn_odd, wb[:199, 1:]
+
+
+@pytest.mark.parametrize("dtype", HALF_DTYPES, ids=dtype_id)
+@pytest.mark.parametrize("config", ["128x128x64", "64x64x64"])
+def test_sm80_misaligned_and_strided_operands_run_on_tensor_cores(monkeypatch, dtype, config):
+    use(monkeypatch, config)
+    for what, a, b in _misaligned(dtype):
+        if a.shape[1] != b.shape[0]:
+            b = b[: a.shape[1]]
+        expect_sm80("mm", a, b)
+        poison(a.shape[0] * b.shape[1] * 2)
+        check(cg.mm(a, b), ref_gemm(a, b), dtype, what=f"{what}: a {a.stride()} b {b.stride()}")
+
+
+@pytest.mark.parametrize("dtype", HALF_DTYPES, ids=dtype_id)
+@pytest.mark.parametrize("activation", ACTIVATIONS)
+def test_sm80_gemm_epilogue(monkeypatch, dtype, activation):
+    m, n, k = 257, 203, 200
+    a, b = make((m, k), dtype, "cuda"), make((k, n), dtype, "cuda", "col")
+    bias = torch.randn(n, device="cuda").to(dtype)
+    c = torch.randn(n, m, device="cuda").to(dtype).t()  # column-major C
+    for out_dtype in (None, torch.float32):
+        expect_sm80("gemm", a, b, bias=bias, c=c, alpha=0.75, beta=-0.5, activation=activation)
+        out = cg.gemm(a, b, bias=bias, c=c, alpha=0.75, beta=-0.5, activation=activation, out_dtype=out_dtype)
+        check(out, ref_gemm(a, b, bias, c, 0.75, -0.5, activation), dtype, out_dtype,
+              what=f"sm80 gemm {activation} out={out_dtype}")
+
+
+# --------------------------------------------------------------------------------------
+# split-K
+# --------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("split", ["serial:2", "serial:4", "parallel:3", "parallel:16"])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float64], ids=dtype_id)
+def test_sm80_split_k_forced(monkeypatch, split, dtype):
+    use(monkeypatch, split=split)
+    m, n, k = 200, 136, 3000  # K not a multiple of the 128-byte slice; more slices than k-tiles for fp64
+    a, b = make((m, k), dtype, "cuda"), make((k, n), dtype, "cuda", "col")
+    bias = torch.randn(n, device="cuda").to(dtype)
+    c = torch.randn(m, n, device="cuda").to(dtype)
+    e = expect_sm80("gemm", a, b, bias=bias, c=c, beta=0.5, activation="gelu")
+    assert e.splits == int(split.split(":")[1]) and split.split(":")[0] in e.reason, str(e)
+    poison(m * n * 8)
+    out = cg.gemm(a, b, bias=bias, c=c, beta=0.5, activation="gelu")
+    check(out, ref_gemm(a, b, bias, c, 1.0, 0.5, "gelu"), dtype, what=f"split-K {split}")
+    # bmm: every batch entry has its own semaphores / partial slices
+    a3, b3 = make((3, 64, k), dtype, "cuda"), make((3, k, 72), dtype, "cuda")
+    check(cg.bmm(a3, b3), ref_bmm(a3, b3), dtype, what=f"bmm split-K {split}")
+    # the serial semaphores are left at zero: a second call on a reused workspace agrees
+    out2 = cg.gemm(a, b, bias=bias, c=c, beta=0.5, activation="gelu")
+    assert torch.equal(out, out2), "split-K is not deterministic"
+
+
+def test_sm80_split_k_heuristic_small_output_long_k():
+    a = make((512, 16384), torch.float16, "cuda")
+    b = make((16384, 512), torch.float16, "cuda", "col")
+    e = expect_sm80("mm", a, b)
+    assert e.splits > 1, str(e)
+    check(cg.mm(a, b), ref_gemm(a, b), torch.float16, what="heuristic split-K")
+
+
+# --------------------------------------------------------------------------------------
+# batched and grouped launches
+# --------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("layouts", MAJORS, ids="-".join)
+def test_sm80_bmm(layouts):
+    dt = torch.float16
+    a, b = make((5, 129, 72), dt, "cuda", layouts[0]), make((5, 72, 257), dt, "cuda", layouts[1])
+    expect_sm80("bmm", a, b)
+    poison(5 * 129 * 257 * 2)
+    check(cg.bmm(a, b), ref_bmm(a, b), dt, what=f"sm80 bmm {layouts}")
+    b0 = make((1, 72, 40), dt, "cuda").expand(5, 72, 40)  # batch stride 0 (broadcast weight)
+    check(cg.bmm(a, b0), ref_bmm(a, b0), dt, what="bmm with a broadcast b")
+
+
+@pytest.mark.parametrize("sizes", [[37, 0, 91, 1, 128], [0, 0, 5], [300]], ids=str)
+@pytest.mark.parametrize("a_layout", ["row", "col"])
+def test_sm80_grouped_mm_forms(sizes, a_layout):
+    dt = torch.bfloat16
+    G, T, K, N = len(sizes), sum(sizes), 72, 136
+    offs = offs_from_sizes(sizes, "cuda")
+    # 2D x 3D (groups along M), any a layout (the sm80 loaders take arbitrary group starts)
+    x, w = make((T + 5, K), dt, "cuda", a_layout), make((G, K, N), dt, "cuda", "col")
+    expect_sm80("grouped_mm", x, w, offs)
+    check(cg.grouped_mm(x, w, offs), ref_grouped_mm(x, w, offs), dt, what="2d3d")
+    # 3D x 2D (groups along N)
+    a3, bt = make((G, 64, K), dt, "cuda", a_layout), make((K, T), dt, "cuda", "row")
+    check(cg.grouped_mm(a3, bt, offs), ref_grouped_mm(a3, bt, offs), dt, what="3d2d")
+    # 2D x 2D (groups along K: dW), both layouts
+    xt, dy = make((64, T), dt, "cuda", a_layout), make((T, N), dt, "cuda", "row")
+    expect_sm80("grouped_mm", xt, dy, offs)
+    check(cg.grouped_mm(xt, dy, offs), ref_grouped_mm(xt, dy, offs), dt, what="2d2d")
+
+
+# --------------------------------------------------------------------------------------
+# tf32 and fp64
+# --------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("config", CONFIGS_TF32)
+@pytest.mark.parametrize("layouts", MAJORS, ids="-".join)
+@pytest.mark.parametrize("mnk", [(129, 257, 72), (1, 65, 1000), (300, 7, 33)], ids=lambda s: "x".join(map(str, s)))
+def test_sm80_tf32(monkeypatch, config, layouts, mnk):
+    use(monkeypatch, config)
+    torch.backends.cuda.matmul.allow_tf32 = True  # the autouse fixture restores it
+    m, n, k = mnk
+    a, b = make((m, k), torch.float32, "cuda", layouts[0]), make((k, n), torch.float32, "cuda", layouts[1])
+    e = expect_sm80("mm", a, b, config=config)
+    assert "tf32" in e.reason, str(e)
+    poison(m * n * 4)
+    check_tf32(cg.mm(a, b), ref_gemm(a, b), f"tf32 {config} {layouts} {mnk}")
+    # the strided / misaligned forms take element-wise or 4-byte copies
+    base = torch.randn(2 * m + 1, 2 * k + 3, device="cuda")
+    for a2 in (base[1:m + 1, 1:k + 1], base[::2, ::2][:m, :k]):
+        check_tf32(cg.mm(a2, b), ref_gemm(a2, b), f"tf32 a strides {a2.stride()}")
+
+
+def test_sm80_fp32_without_tf32_stays_exact():
+    a, b = make((100, 200), torch.float32, "cuda"), make((200, 50), torch.float32, "cuda")
+    e = cg.explain("mm", a, b)
+    assert e.kernel == "simt" and "tf32" in e.reason, str(e)
+    check(cg.mm(a, b), ref_gemm(a, b), torch.float32, what="fp32 highest precision")
+
+
+@pytest.mark.parametrize("config", CONFIGS_F64)
+@pytest.mark.parametrize("layouts", MAJORS, ids="-".join)
+@pytest.mark.parametrize("mnk", [(129, 257, 72), (1, 65, 1000), (300, 7, 33)], ids=lambda s: "x".join(map(str, s)))
+def test_sm80_fp64_dmma(monkeypatch, config, layouts, mnk):
+    use(monkeypatch, config)
+    m, n, k = mnk
+    a, b = make((m, k), torch.float64, "cuda", layouts[0]), make((k, n), torch.float64, "cuda", layouts[1])
+    expect_sm80("mm", a, b, config=config)
+    poison(m * n * 8)
+    check(cg.mm(a, b), ref_gemm(a, b), torch.float64, what=f"fp64 {config} {layouts} {mnk}")
+
+
+# --------------------------------------------------------------------------------------
+# edges, graphs, agreement
+# --------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.float64], ids=dtype_id)
+@pytest.mark.parametrize("mnk", [(0, 5, 7), (5, 0, 7), (5, 7, 0), (0, 0, 0)], ids=lambda s: "x".join(map(str, s)))
+def test_sm80_empty_extents(dtype, mnk):
+    m, n, k = mnk
+    a, b = make((m, k), dtype, "cuda"), make((k, n), dtype, "cuda")
+    bias = torch.randn(n, device="cuda").to(dtype)
+    out = cg.gemm(a, b, bias=bias, activation="silu")
+    check(out, ref_gemm(a, b, bias, activation="silu"), dtype, what=f"empty {mnk}")
+
+
+def test_sm80_cuda_graph_replay_with_serial_split_k(monkeypatch):
+    use(monkeypatch, split="serial:3")
+    dt = torch.float16
+    a, b = make((192, 4096), dt, "cuda"), make((4096, 200), dt, "cuda", "col")
+    cg.mm(a, b)  # warm-up outside the capture
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        out = cg.mm(a, b)
+    for _ in range(3):
+        a.copy_(torch.randn_like(a))
+        g.replay()
+        torch.cuda.synchronize()
+        check(out, ref_gemm(a, b), dt, what="graph replay, serial split-K")
+
+
+@pytest.mark.parametrize("dtype", HALF_DTYPES, ids=dtype_id)
+def test_sm80_agrees_with_simt(monkeypatch, dtype):
+    a, b = make((384, 320), dtype, "cuda"), make((320, 512), dtype, "cuda", "col")
+    fast = cg.mm(a, b, out_dtype=torch.float32)
+    monkeypatch.setenv("CUTORCH_GEMM_ARCH", "simt")
+    slow = cg.mm(a, b, out_dtype=torch.float32)
+    assert torch.allclose(fast, slow, rtol=1e-4, atol=1e-3 * fast.abs().max().item())
