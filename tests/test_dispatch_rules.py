@@ -74,19 +74,26 @@ def _plan(dtype="bfloat16", m=4096, n=4096, k=4096, batch=1, sms=132, smem=227 *
     (dict(dtype="float64", m=128, n=128), "Sm80_64x64x16_S4"),
 ])
 def test_sm80_config_heuristic(args, config):
-    plan = _plan(**args)
+    plan = _plan(**{"k": 192, **args})  # short K: no split-K, the plain config choice
     assert plan["config"] == config, plan
     assert plan["smem_bytes"] <= args.get("smem", 227 * 1024)
 
 
 def test_sm80_split_k_for_small_outputs_with_long_k():
     p = _plan(m=512, n=512, k=16384)         # 64 tiles of 64x64 on 132 SMs, 256 k-tiles
-    assert p["splits"] == 3 and p["split_mode"] == "serial", p
-    p = _plan(m=128, n=128, k=16384)         # 4 tiles: one wave needs many slices
-    assert p["splits"] == 16 and p["split_mode"] == "parallel", p
+    # the split launch uses 128x128 tiles (16) and slices for one wave of 2 x 132 CTAs
+    assert (p["config"], p["splits"], p["split_mode"]) == ("Sm80_128x128x64_S3", 16, "parallel"), p
+    p = _plan(m=512, n=512, k=4096)          # 64 k-tiles: at most 8 slices of 8
+    assert p["splits"] == 8, p
     assert _plan(m=512, n=512, k=768)["splits"] == 1             # too little K per slice
     assert _plan(m=128, n=128, k=16384, grouped=True)["splits"] == 1  # grouped launches never split
     assert _plan(m=8192, n=8192, k=16384)["splits"] == 1          # the GPU is already full
+    assert _plan(m=512, n=512, k=16384, smem=99 * 1024)["splits"] == 9  # sm_86: one 128x128 CTA per SM
+    # parallel partials above 64 MB: serial split-K (one partial tile per output tile)
+    p = _plan(dtype="float32", m=4096, n=4096, k=1 << 16, sms=4000)
+    assert p["split_mode"] == "serial" and p["splits"] == 4, p
+    p = _plan(dtype="float64", m=256, n=256, k=16384)
+    assert p["split_mode"] == "parallel" and p["config"] == "Sm80_128x64x16_S4", p
 
 
 def test_sm80_overrides():

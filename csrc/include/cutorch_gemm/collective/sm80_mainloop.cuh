@@ -131,19 +131,36 @@ struct SliceLoader {
     }
   }
 
+  // Shared-memory offset of this thread's chunk i (the swizzle only depends on row % 8, so
+  // when the thread's rows are 8 apart, chunk i is an immediate offset from chunk 0).
+  CG_DEVICE uint32_t dst_offset(int i) const {
+    if constexpr (kRowStep % 8 == 0) {
+      return swizzle<kRowBytes>(row0, col0 * kE) + uint32_t(i * kRowStep * kRowBytes);
+    } else {
+      return swizzle<kRowBytes>(row0 + i * kRowStep, col0 * kE);
+    }
+  }
+
   // Issues the copies of the current k-tile into `slice` and moves to the next k-tile.
   CG_DEVICE void load(uint32_t slice) {
+    // Interior k-tile of an interior tile with 16-byte copies: no predicates at all.
+    const bool full = vec == 16 && k_valid >= kBlockK && mn_valid >= kExtent;
     const T* src = ptr;
+    if (full) {
 #pragma unroll
-    for (int i = 0; i < kPerThread; ++i, src += row_step) {
-      const int row = row0 + i * kRowStep;
-      int valid;
-      if constexpr (kMnMajor) {
-        valid = row < k_valid ? min_of(max_of(mn_valid - col0, 0), kV) : 0;
-      } else {
-        valid = row < mn_valid ? min_of(max_of(k_valid - col0, 0), kV) : 0;
+      for (int i = 0; i < kPerThread; ++i, src += row_step) cp_async_16(slice + dst_offset(i), src, 16);
+    } else {
+#pragma unroll
+      for (int i = 0; i < kPerThread; ++i, src += row_step) {
+        const int row = row0 + i * kRowStep;
+        int valid;
+        if constexpr (kMnMajor) {
+          valid = row < k_valid ? min_of(max_of(mn_valid - col0, 0), kV) : 0;
+        } else {
+          valid = row < mn_valid ? min_of(max_of(k_valid - col0, 0), kV) : 0;
+        }
+        copy_chunk(slice + dst_offset(i), src, valid, contig_stride, vec);
       }
-      copy_chunk(slice + swizzle<kRowBytes>(row, col0 * kE), src, valid, contig_stride, vec);
     }
     ptr += k_advance;
     k_valid -= kBlockK;
@@ -186,53 +203,90 @@ struct WarpFragments {
     for (int r = 0; r < kRegs; ++r) frag[r] = u.r[r];
   }
 
-  // A fragment of the MMA tile at rows m_base.., k-step starting at k_base.
-  CG_DEVICE static void load_a(uint32_t (&frag)[Atom::kARegs], const char* slice, int m_base, int k_base, int lane) {
-    if constexpr (kLdsmA) {
-      uint32_t r[4];
-      if constexpr (!kAMn) {
-        // 4 matrices: rows 0-7 / 8-15 x first / second 16-byte chunk of the 32-byte k-step
-        const int row = m_base + (lane & 15);
-        const int byte = k_base * kE + (lane >> 4) * 16;
-        ldmatrix_x4(r, smem_addr(slice + swizzle<kRowBytesA>(row, byte)));
-      } else {
-        // rows are k: matrices (m 0-7, k 0-7), (m 8-15, k 0-7), (m 0-7, k 8-15), (m 8-15, k 8-15)
-        const int q = lane >> 3;
-        const int krow = k_base + (lane & 7) + 8 * (q >> 1);
-        const int mcol = m_base + 8 * (q & 1);
-        ldmatrix_x4_trans(r, smem_addr(slice + swizzle<kRowBytesA>(krow, mcol * kE)));
-      }
-#pragma unroll
-      for (int i = 0; i < 4; ++i) frag[i] = r[i];
+  // ldmatrix addressing. A lane's row always has (row % 8) == (lane % 8), so the swizzle of its
+  // address is fixed per lane and the rest moves by XOR: with a 128-byte aligned slice,
+  //   K-major:  (slice + lane_offset) ^ (32 * k-step)  + 16 rows * 128 B per MMA tile (immediate)
+  //   MN-major: (slice + lane_offset + 16 k-rows * row bytes per k-step) ^ (32 * MMA tile pair)
+  // one LOP3 per ldmatrix instead of recomputing the swizzle.
+  // (MN-major: tiles i (A) / pairs j (B) step the 16-byte chunk by 2, so the XOR stays in the
+  // chunk's low 3 bits as long as a warp spans at most 64 elements of M / N.)
+
+  // Byte offset, inside the A slice, of this lane's ldmatrix row for k-step 0, MMA tile 0.
+  CG_DEVICE static uint32_t a_lane_offset(int wm, int lane) {
+    if constexpr (!kAMn) {
+      // 4 matrices: rows 0-7 / 8-15 x first / second 16-byte chunk of the 32-byte k-step
+      return swizzle<kRowBytesA>(wm + (lane & 15), (lane >> 4) * 16);
     } else {
-      gather<Atom::kARegs, Atom::kAElems, kRowBytesA, kAMn, true>(frag, slice, m_base, k_base, lane);
+      // rows are k: matrices (m 0-7, k 0-7), (m 8-15, k 0-7), (m 0-7, k 8-15), (m 8-15, k 8-15)
+      const int q = lane >> 3;
+      return swizzle<kRowBytesA>((lane & 7) + 8 * (q >> 1), (wm + 8 * (q & 1)) * kE);
+    }
+  }
+  // Same for B, for the pair of MMA tiles (n 0-7, n 8-15) one ldmatrix.x4 loads.
+  CG_DEVICE static uint32_t b_lane_offset(int wn, int lane) {
+    if constexpr (!kBMn) {
+      // rows are n: (n 0-7, chunk 0), (n 0-7, chunk 1), (n 8-15, chunk 0), (n 8-15, chunk 1)
+      return swizzle<kRowBytesB>(wn + (lane & 7) + 8 * (lane >> 4), ((lane >> 3) & 1) * 16);
+    } else {
+      // rows are k: (k 0-7, n 0-7), (k 8-15, n 0-7), (k 0-7, n 8-15), (k 8-15, n 8-15)
+      return swizzle<kRowBytesB>((lane & 7) + 8 * ((lane >> 3) & 1), (wn + 8 * (lane >> 4)) * kE);
     }
   }
 
-  // B fragments of two adjacent MMA tiles (n_base.., n_base + kN..) for ldmatrix; one tile for
-  // gathers (then frag1 is untouched and the caller calls again).
-  CG_DEVICE static void load_b2(uint32_t (&frag0)[Atom::kBRegs], uint32_t (&frag1)[Atom::kBRegs], const char* slice,
-                                int n_base, int k_base, int lane) {
-    if constexpr (kLdsmB) {
-      uint32_t r[4];
-      if constexpr (!kBMn) {
-        // rows are n: (n 0-7, chunk 0), (n 0-7, chunk 1), (n 8-15, chunk 0), (n 8-15, chunk 1)
-        const int row = n_base + (lane & 7) + 8 * (lane >> 4);
-        const int byte = k_base * kE + ((lane >> 3) & 1) * 16;
-        ldmatrix_x4(r, smem_addr(slice + swizzle<kRowBytesB>(row, byte)));
-      } else {
-        // rows are k: (k 0-7, n 0-7), (k 8-15, n 0-7), (k 0-7, n 8-15), (k 8-15, n 8-15)
-        const int krow = k_base + (lane & 7) + 8 * ((lane >> 3) & 1);
-        const int ncol = n_base + 8 * (lane >> 4);
-        ldmatrix_x4_trans(r, smem_addr(slice + swizzle<kRowBytesB>(krow, ncol * kE)));
+  // A fragment of MMA tile i at k-step ks; a0: shared address of the slice + a_lane_offset.
+  template <int kMI>
+  CG_DEVICE static void load_a(uint32_t (&frag)[kMI][Atom::kARegs], uint32_t a0, const char* slice, int wm, int ks,
+                               int lane) {
+    if constexpr (kLdsmA) {
+      static_assert(!kAMn || kMI <= 4, "MN-major XOR addressing spans at most 64 rows of M per warp");
+#pragma unroll
+      for (int i = 0; i < kMI; ++i) {
+        uint32_t r[4];
+        if constexpr (!kAMn) {
+          const uint32_t addr = (a0 ^ uint32_t(32 * ks)) + uint32_t(i * 16 * kRowBytesA);
+          ldmatrix_x4(r, addr);
+        } else {
+          const uint32_t addr = (a0 + uint32_t(ks * 16 * kRowBytesA)) ^ uint32_t(32 * i);
+          ldmatrix_x4_trans(r, addr);
+        }
+#pragma unroll
+        for (int e = 0; e < 4; ++e) frag[i][e] = r[e];
       }
-      frag0[0] = r[0];
-      frag0[1] = r[1];
-      frag1[0] = r[2];
-      frag1[1] = r[3];
     } else {
-      gather<Atom::kBRegs, Atom::kBElems, kRowBytesB, kBMn, false>(frag0, slice, n_base, k_base, lane);
-      gather<Atom::kBRegs, Atom::kBElems, kRowBytesB, kBMn, false>(frag1, slice, n_base + Atom::kN, k_base, lane);
+#pragma unroll
+      for (int i = 0; i < kMI; ++i)
+        gather<Atom::kARegs, Atom::kAElems, kRowBytesA, kAMn, true>(frag[i], slice, wm + i * Atom::kM,
+                                                                     ks * Atom::kK, lane);
+    }
+  }
+
+  // B fragments of all kNI MMA tiles at k-step ks; b0: shared address of the slice + b_lane_offset.
+  template <int kNI>
+  CG_DEVICE static void load_b(uint32_t (&frag)[kNI][Atom::kBRegs], uint32_t b0, const char* slice, int wn, int ks,
+                               int lane) {
+    static_assert(kNI % 2 == 0, "B fragments come in pairs of MMA tiles");
+    if constexpr (kLdsmB) {
+      static_assert(!kBMn || kNI <= 8, "MN-major XOR addressing spans at most 64 columns of N per warp");
+#pragma unroll
+      for (int jp = 0; jp < kNI / 2; ++jp) {
+        uint32_t r[4];
+        if constexpr (!kBMn) {
+          const uint32_t addr = (b0 ^ uint32_t(32 * ks)) + uint32_t(jp * 16 * kRowBytesB);
+          ldmatrix_x4(r, addr);
+        } else {
+          const uint32_t addr = (b0 + uint32_t(ks * 16 * kRowBytesB)) ^ uint32_t(32 * jp);
+          ldmatrix_x4_trans(r, addr);
+        }
+        frag[2 * jp][0] = r[0];
+        frag[2 * jp][1] = r[1];
+        frag[2 * jp + 1][0] = r[2];
+        frag[2 * jp + 1][1] = r[3];
+      }
+    } else {
+#pragma unroll
+      for (int j = 0; j < kNI; ++j)
+        gather<Atom::kBRegs, Atom::kBElems, kRowBytesB, kBMn, false>(frag[j], slice, wn + j * Atom::kN,
+                                                                     ks * Atom::kK, lane);
     }
   }
 };
@@ -299,14 +353,15 @@ struct Mainloop {
     cp_async_wait<Cfg::kStages - 2>();
     __syncthreads();
 
+    // NOTE: the slices start 128-byte aligned (dynamic shared memory is, and stage and B
+    // offsets are multiples of 128), which the XOR addressing needs.
+    const uint32_t a_off = Frags::a_lane_offset(wm, lane);
+    const uint32_t b_off = Frags::b_lane_offset(wn, lane) + kABytes;
     const auto load_frags = [&](int buf, int stage, int ks) {
+      const uint32_t s0 = base + uint32_t(stage * Cfg::kStageBytes);
       const char* sa = smem + stage * Cfg::kStageBytes;
-      const char* sb = sa + kABytes;
-#pragma unroll
-      for (int i = 0; i < kMI; ++i) Frags::load_a(fa[buf][i], sa, wm + i * Atom::kM, ks * Atom::kK, lane);
-#pragma unroll
-      for (int j = 0; j < kNI; j += 2)
-        Frags::load_b2(fb[buf][j], fb[buf][j + 1], sb, wn + j * Atom::kN, ks * Atom::kK, lane);
+      Frags::load_a(fa[buf], s0 + a_off, sa, wm, ks, lane);
+      Frags::load_b(fb[buf], s0 + b_off, sa + kABytes, wn, ks, lane);
     };
     load_frags(0, read_stage, 0);
 
