@@ -98,6 +98,8 @@ def test_sm80_split_k_for_small_outputs_with_long_k():
 
 def test_sm80_overrides():
     assert _plan(config="64x64x64")["config"] == "Sm80_64x64x64_S5"
+    p = _plan(config="128x256x64", m=7, n=65, k=1000 * 16)  # split-K keeps a forced config
+    assert p["config"] == "Sm80_128x256x64_S3" and p["splits"] > 1, p
     assert _plan(config="Sm80_128x128x64_S3")["config"] == "Sm80_128x128x64_S3"
     p = _plan(split="serial:3")
     assert (p["split_mode"], p["splits"]) == ("serial", 3)

@@ -217,8 +217,9 @@ inline Sm80Plan choose_sm80_plan(DType dtype, int m, int n, int k, int batch, in
   }
   const long long t = tiles(plan.config);
   if (grouped || t <= 0 || 2 * t > num_sms || k_tiles < 2 * kSm80MinKTilesPerSplit) return plan;
-  // 16-bit: 128x128 (it fits every sm_8x; 128x256 slices would halve the CTAs per wave)
-  const Sm80ConfigId split_cfg = count == 4 ? ids[1] : ids[0];
+  // 16-bit: 128x128 (it fits every sm_8x; 128x256 slices would halve the CTAs per wave); a
+  // forced config stays.
+  const Sm80ConfigId split_cfg = !forced_config.empty() ? plan.config : count == 4 ? ids[1] : ids[0];
   if (!fits(split_cfg)) return plan;
   const Sm80ConfigInfo& sc = sm80_config_info(split_cfg);
   const long long t_split = tiles(split_cfg);
