@@ -82,23 +82,23 @@ def poison(nbytes: int):
         del block
 
 
-def test_sm90_falls_back_when_not_eligible():
+def test_sm90_falls_back_to_sm80_when_not_eligible():
     dt = torch.bfloat16
     x = torch.randn(64, 100, device="cuda", dtype=dt)
     w = torch.randn(96, 100, device="cuda", dtype=dt)
     # Neither dimension of b contiguous: no TMA layout.
     b_strided = torch.randn(200, 192, device="cuda", dtype=dt)[::2, ::2]
-    assert cg.explain("mm", x, b_strided).kernel == "simt"
+    assert cg.explain("mm", x, b_strided).kernel == "sm80"
     check(cg.mm(x, b_strided), ref_gemm(x, b_strided), dt, what="strided fallback")
     # Odd K: rows of 99 elements are 198 bytes apart, not a multiple of 16.
     xs = torch.randn(64, 99, device="cuda", dtype=dt)
     ws = torch.randn(96, 99, device="cuda", dtype=dt)
-    assert cg.explain("mm", xs, ws.t()).kernel == "simt"
+    assert cg.explain("mm", xs, ws.t()).kernel == "sm80"
     check(cg.mm(xs, ws.t()), ref_gemm(xs, ws.t()), dt, what="misaligned fallback")
     # Groups along M with an M-contiguous a: group starts are arbitrary rows.
     xg, wg = make((128, 64), dt, "cuda", "col"), make((2, 64, 64), dt, "cuda")
     og = offs_from_sizes([37, 91], "cuda")
-    assert cg.explain("grouped_mm", xg, wg, og).kernel == "simt"
+    assert cg.explain("grouped_mm", xg, wg, og).kernel == "sm80"
     check(cg.grouped_mm(xg, wg, og), ref_grouped_mm(xg, wg, og), dt, what="grouped-M MN-major a fallback")
     # Aligned K-major operands do take the sm90 path.
     x96 = torch.randn(64, 96, device="cuda", dtype=dt)
@@ -180,9 +180,9 @@ def test_sm90_grouped_mm(dtype, layout, scenario, weight_major, config, monkeypa
     a, b, bias = grouped_operands(layout, sizes, dtype, weight_major)
     e = cg.explain("grouped_mm", a, b, offs)
     # The grouped dimension must not be an operand's contiguous one (TMA box starts need 16-byte
-    # alignment there): those two forms run on SIMT.
+    # alignment there): those two forms run on the sm80 family (cp.async takes any start).
     if (layout, weight_major) in (("3d2d", "mn"), ("2d2d", "k")):
-        assert e.kernel == "simt", str(e)
+        assert e.kernel == "sm80", str(e)
     else:
         assert e.kernel == "sm90" and e.config == CONFIGS[config], str(e)
     ref = ref_grouped_mm(a, b, offs, bias, "silu")
