@@ -78,6 +78,32 @@ def test_linear(route_cpu, activation, xshape):
     torch.testing.assert_close(cg.linear(x, w), F.linear(x, w), rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("device", DEVICES)
+def test_linear_fuses_the_activation_only_when_autograd_does_not_record(route_cpu, monkeypatch, device):
+    seen = []
+    real = cg.ops.gemm
+
+    def spy(*a, **k):
+        seen.append(k.get("activation", "none"))
+        return real(*a, **k)
+    monkeypatch.setattr(cg.ops, "gemm", spy)
+    x = torch.randn(5, 8, device=device)
+    w = torch.randn(6, 8, device=device, requires_grad=True)
+    b = torch.randn(6, device=device, requires_grad=True)
+    with torch.no_grad():
+        fused = cg.linear(x, w, b, activation="gelu")
+    y = cg.linear(x, w, b, activation="gelu")
+    assert seen == ["gelu", "none"], seen
+    ref = F.gelu(F.linear(x, w, b))
+    torch.testing.assert_close(fused, ref.detach(), rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(y, ref, rtol=1e-5, atol=1e-5)
+    gy = torch.randn_like(y)
+    got = torch.autograd.grad(y, (w, b), gy)
+    want = torch.autograd.grad(ref, (w, b), gy)
+    for g, r in zip(got, want):
+        torch.testing.assert_close(g, r, rtol=1e-5, atol=1e-5)
+
+
 def test_nn_linear_state_dict_compatible(route_cpu):
     ref = torch.nn.Linear(7, 5)
     ours = cg.nn.Linear(7, 5)
