@@ -1,7 +1,8 @@
 """The Ampere-class path (cp.async + ldmatrix + mma.sync) forced on the current GPU
 (CUTORCH_GEMM_ARCH=sm80), against PyTorch's own kernel for the same call in the same run:
-fp16/bf16 (cuBLAS), tf32 (cuBLAS tf32), fp64 (cuBLAS dgemm), and split-K on/off for a small
-output with a long K.
+fp16/bf16 (cuBLAS), tf32 (cuBLAS tf32), fp64 (cuBLAS dgemm), int8 (torch._int_mm), and split-K
+on/off for a small
+output with a long K (TFLOP/s columns are TOPS for int8).
 
     python benchmarks/bench_sm80.py [--quick] [--out results]
 
@@ -28,6 +29,7 @@ CASES = [
     ("fp16", torch.float16, 8192, 14336, 4096, False),
     ("tf32", torch.float32, 4096, 4096, 4096, True),
     ("fp64", torch.float64, 4096, 4096, 4096, True),
+    ("int8", torch.int8, 8192, 8192, 8192, True),
 ]
 SPLIT_CASES = [("fp16", torch.float16, 512, 512, 16384), ("bf16", torch.bfloat16, 256, 1024, 16384),
                ("fp64", torch.float64, 256, 256, 16384)]
@@ -55,6 +57,10 @@ class _env:
 
 
 def _operands(dtype, M, N, K):
+    if dtype == torch.int8:
+        a = torch.randint(-128, 128, (M, K), device="cuda", dtype=dtype)
+        w = torch.randint(-128, 128, (N, K), device="cuda", dtype=dtype)
+        return a, w.t()
     a = torch.randn(M, K, device="cuda").to(dtype)
     w = torch.randn(N, K, device="cuda").to(dtype)
     return a, w.t()  # nn.Linear layout: b is a K-major view
@@ -82,11 +88,12 @@ def run(quick: bool = False, out_dir: str = "results") -> list:
                 e = cg.explain("mm", a, b)
                 ours = time_ms(lambda: cg.mm(a, b))
                 out = cg.mm(a, b)
-            theirs = time_ms(lambda: torch.mm(a, b))
+            torch_fn = torch._int_mm if dtype == torch.int8 else torch.mm  # int8: int32 result
+            theirs = time_ms(lambda: torch_fn(a, b))
             flops = 2.0 * M * N * K
             rows.append(dict(case="dense", dtype=label, M=M, N=N, K=K, ours_ms=ours, torch_ms=theirs,
                              ours_tflops=flops / ours / 1e9, torch_tflops=flops / theirs / 1e9,
-                             ratio=theirs / ours, rel_err=_rel(out, torch.mm(a, b)), config=e.config))
+                             ratio=theirs / ours, rel_err=_rel(out, torch_fn(a, b)), config=e.config))
             del a, b, out
         torch.backends.cuda.matmul.allow_tf32 = False
         for label, dtype, M, N, K in SPLIT_CASES:

@@ -9,7 +9,7 @@ from . import _shapes
 
 @torch.library.register_fake("gemm::mm")
 def _mm_fake(a, b, *, out_dtype=None):
-    m, n, dt = _shapes.gemm("gemm.mm", a, b, out=out_dtype)
+    m, n, dt = _shapes.mm(a, b, out_dtype)
     return a.new_empty((m, n), dtype=dt)
 
 

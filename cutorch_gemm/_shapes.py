@@ -44,6 +44,23 @@ def _bias(op, bias, a, expected):
            f"{op}: bias must have shape {tuple(expected)}, got {tuple(bias.shape)}")
 
 
+def mm(a, b, out=None):
+    """gemm.mm: the gemm rules, plus int8 x int8 -> int32 (like torch._int_mm). (M, N, out_dtype)."""
+    op = "gemm.mm"
+    if a.dtype != torch.int8:
+        return gemm(op, a, b, out=out)
+    _check(a.dim() == 2, ValueError, f"{op}: a must be a 2-D tensor (M, K), got shape {tuple(a.shape)}")
+    _check(b.dim() == 2, ValueError, f"{op}: b must be a 2-D tensor (K, N), got shape {tuple(b.shape)}")
+    _check(b.dtype == torch.int8, TypeError,
+           f"{op}: b has dtype {b.dtype} but a has dtype int8; expected int8 (int8 x int8 -> int32)")
+    _check(b.device == a.device, ValueError, f"{op}: b is on {b.device} but a is on {a.device}; expected the same device")
+    _check(b.shape[0] == a.shape[1], ValueError,
+           f"{op}: b must have shape (K={a.shape[1]}, N) to match a of shape {tuple(a.shape)}, got {tuple(b.shape)}")
+    _check(out is None or out == torch.int32, TypeError,
+           f"{op}: unsupported out_dtype {out} for int8 inputs; expected None or int32")
+    return a.shape[0], b.shape[1], torch.int32
+
+
 def gemm(op, a, b, bias=None, c=None, act="none", out=None):
     """Returns (M, N, out_dtype)."""
     _input(op, "a", a, 2, "(M, K)")

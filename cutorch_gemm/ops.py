@@ -21,9 +21,10 @@ def mm(a: torch.Tensor, b: torch.Tensor, *, out_dtype: Optional[torch.dtype] = N
     """Matrix product ``a @ b``.
 
     Args:
-        a: (M, K), any strides.
+        a: (M, K), any strides; float16, bfloat16, float32, float64, or int8.
         b: (K, N), same dtype and device as ``a``, any strides.
         out_dtype: dtype of the result (None: ``a.dtype``; float32 allowed for 16-bit inputs).
+            int8 inputs give an exact int32 result (like ``torch._int_mm``; None or int32).
 
     Returns:
         (M, N) contiguous tensor.

@@ -9,6 +9,7 @@ DType to_dtype(at::ScalarType t) {
     case at::kBFloat16: return DType::kBFloat16;
     case at::kFloat:    return DType::kFloat32;
     case at::kDouble:   return DType::kFloat64;
+    case at::kChar:     return DType::kInt8;
     default:
       TORCH_CHECK_TYPE(false, "cutorch_gemm: unsupported dtype ", t,
                        "; expected float16, bfloat16, float32 or float64");
@@ -33,7 +34,8 @@ void check_input(const char* op, const char* name, const at::Tensor& t, int64_t 
   TORCH_CHECK_TYPE(t.scalar_type() == at::kHalf || t.scalar_type() == at::kBFloat16 ||
                        t.scalar_type() == at::kFloat || t.scalar_type() == at::kDouble,
                    op, ": ", name, " has dtype ", t.scalar_type(),
-                   "; expected float16, bfloat16, float32 or float64");
+                   "; expected float16, bfloat16, float32 or float64",
+                   t.scalar_type() == at::kChar ? " (int8 x int8 -> int32 is gemm.mm only)" : "");
   TORCH_CHECK_VALUE(!t.is_complex(), op, ": ", name, " must be real");
 }
 
@@ -90,6 +92,23 @@ DenseSpec check_gemm(const char* op, const at::Tensor& a, const at::Tensor& b,
                       ": c must have shape (M=", s.m, ", N=", s.n, "), got ", shape_str(*c));
   }
   return s;
+}
+
+DenseSpec check_mm(const at::Tensor& a, const at::Tensor& b, std::optional<at::ScalarType> out_dtype) {
+  const char* op = "gemm.mm";
+  if (a.scalar_type() != at::kChar) return check_gemm(op, a, b, std::nullopt, std::nullopt, "none", out_dtype);
+  TORCH_CHECK_VALUE(a.dim() == 2, op, ": a must be a 2-D tensor (M, K), got shape ", shape_str(a));
+  TORCH_CHECK_VALUE(b.dim() == 2, op, ": b must be a 2-D tensor (K, N), got shape ", shape_str(b));
+  TORCH_CHECK_TYPE(b.scalar_type() == at::kChar, op, ": b has dtype ", b.scalar_type(),
+                   " but a has dtype int8; expected int8 (int8 x int8 -> int32)");
+  TORCH_CHECK_VALUE(b.device() == a.device(), op, ": b is on ", b.device(), " but a is on ", a.device(),
+                    "; expected the same device");
+  TORCH_CHECK_VALUE(b.size(0) == a.size(1), op, ": b must have shape (K=", a.size(1), ", N) to match a of shape ",
+                    shape_str(a), ", got ", shape_str(b));
+  TORCH_CHECK_TYPE(!out_dtype.has_value() || *out_dtype == at::kInt, op, ": unsupported out_dtype ",
+                   out_dtype.value_or(at::kInt), " for int8 inputs; expected None or int32 (int8 products are "
+                   "accumulated and returned in int32, like torch._int_mm)");
+  return DenseSpec{1, a.size(0), b.size(1), a.size(1), at::kInt, Activation::kNone};
 }
 
 DenseSpec check_bmm(const at::Tensor& a, const at::Tensor& b, std::optional<at::ScalarType> out_dtype) {

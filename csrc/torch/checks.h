@@ -44,6 +44,8 @@ Activation check_activation(const char* op, const std::string& name);
 DenseSpec check_gemm(const char* op, const at::Tensor& a, const at::Tensor& b,
                      const std::optional<at::Tensor>& bias, const std::optional<at::Tensor>& c,
                      const std::string& activation, std::optional<at::ScalarType> out_dtype);
+// gemm.mm: check_gemm's rules, plus int8 x int8 -> int32 (out_dtype None or int32).
+DenseSpec check_mm(const at::Tensor& a, const at::Tensor& b, std::optional<at::ScalarType> out_dtype);
 DenseSpec check_bmm(const at::Tensor& a, const at::Tensor& b, std::optional<at::ScalarType> out_dtype);
 GroupedSpec check_grouped(const at::Tensor& a, const at::Tensor& b, const std::optional<at::Tensor>& offs,
                           const std::optional<at::Tensor>& bias, const std::string& activation,

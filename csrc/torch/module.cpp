@@ -27,10 +27,10 @@ namespace {
 using namespace cutorch_gemm;
 
 DType parse_dtype(const std::string& name) {
-  for (DType t : {DType::kFloat16, DType::kBFloat16, DType::kFloat32, DType::kFloat64}) {
+  for (DType t : {DType::kFloat16, DType::kBFloat16, DType::kFloat32, DType::kFloat64, DType::kInt8}) {
     if (name == dtype_name(t)) return t;
   }
-  TORCH_CHECK_VALUE(false, "unknown dtype '", name, "'; expected float16, bfloat16, float32 or float64");
+  TORCH_CHECK_VALUE(false, "unknown dtype '", name, "'; expected float16, bfloat16, float32, float64 or int8");
   return DType::kFloat32;
 }
 

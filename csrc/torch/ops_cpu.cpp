@@ -21,7 +21,8 @@ at::Tensor finish(const at::Tensor& acc, double alpha, double beta, const std::o
 }
 
 at::Tensor mm_cpu(const at::Tensor& a, const at::Tensor& b, std::optional<at::ScalarType> out_dtype) {
-  const DenseSpec s = check_gemm("gemm.mm", a, b, std::nullopt, std::nullopt, "none", out_dtype);
+  const DenseSpec s = check_mm(a, b, out_dtype);
+  if (a.scalar_type() == at::kChar) return at::mm(a.to(at::kInt), b.to(at::kInt)).contiguous();  // exact
   return at::mm(up(a), up(b)).to(s.out_dtype).contiguous();
 }
 

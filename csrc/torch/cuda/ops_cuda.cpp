@@ -142,6 +142,8 @@ void run_gemm(const GemmArgs& g, const at::Tensor& a, const at::Tensor& b) {
   const FamilyChoice fc = choose_family(FamilyQuery{d.major, g.dtype, oa, ob, g.shape.mode, g.shape.k > 0, d.sm90,
                                                     d.sm80, at::globalContext().allowTF32CuBLAS(), forced_arch()});
   const bool grouped = g.shape.mode != GroupMode::kBatched;
+  TORCH_CHECK(g.dtype != DType::kInt8 || fc.family == GemmFamily::kSm80,
+              "gemm.mm: int8 inputs run on the tensor cores of sm_80+ GPUs only (", fc.reason, ")");
   if (fc.family == GemmFamily::kSm80) return run_sm80(g);
   if (fc.family == GemmFamily::kSm90 && g.batch > 0 && g.shape.m > 0 && g.shape.n > 0) {
     const int groups = g.batch;
@@ -222,8 +224,19 @@ at::Tensor gemm_cuda(const at::Tensor& a, const at::Tensor& b, const std::option
 }
 
 at::Tensor mm_cuda(const at::Tensor& a, const at::Tensor& b, std::optional<at::ScalarType> out_dtype) {
-  check_gemm("gemm.mm", a, b, std::nullopt, std::nullopt, "none", out_dtype);
-  return gemm_cuda(a, b, std::nullopt, std::nullopt, 1.0, 0.0, "none", out_dtype);
+  const DenseSpec s = check_mm(a, b, out_dtype);
+  if (a.scalar_type() != at::kChar) return gemm_cuda(a, b, std::nullopt, std::nullopt, 1.0, 0.0, "none", out_dtype);
+  // int8 x int8 -> int32 (torch._int_mm): the sm80 family's IMMA kernels, no epilogue fusion.
+  check_extents("gemm.mm", {s.m, s.n, s.k});
+  const c10::cuda::CUDAGuard guard(a.device());
+  at::Tensor d = at::empty({s.m, s.n}, a.options().dtype(at::kInt));
+  GemmArgs g = base_args(a, b, at::kInt, Activation::kNone);
+  g.batch = 1;
+  g.shape.m = int(s.m); g.shape.n = int(s.n); g.shape.k = int(s.k);
+  set_2d(g, a, b, d);
+  g.d = d.data_ptr();
+  run_gemm(g, a, b);
+  return d;
 }
 
 at::Tensor bmm_cuda(const at::Tensor& a, const at::Tensor& b, std::optional<at::ScalarType> out_dtype) {

@@ -8,6 +8,7 @@
 //   Sm80MmaBF16     16x8x16   4       2       4 f32    mma.m16n8k16 bf16 -> f32  (HMMA)
 //   Sm80MmaTF32     16x8x8    4       2       4 f32    mma.m16n8k8 tf32 -> f32   (HMMA)
 //   Sm80MmaF64      8x8x4     2       2       2 f64    mma.m8n8k4 f64            (DMMA)
+//   Sm80MmaS8       16x8x32   4       2       4 s32    mma.m16n8k32 s8 -> s32    (IMMA)
 //
 // The coordinate functions give, for element e of a lane's fragment, its (row, col) inside the
 // atom: A is (m, k), B is (k, n), C is (m, n). Element e of A / B counts elements of the
@@ -127,7 +128,37 @@ struct Sm80MmaF64 {
   }
 };
 
+// m16n8k32 int8 -> int32: four int8 along k per register.
+struct Sm80MmaS8 {
+  using Element = int8_t;
+  using Acc = int32_t;
+  static constexpr int kM = 16, kN = 8, kK = 32;
+  static constexpr int kARegs = 4, kBRegs = 2, kCElems = 4;
+  static constexpr int kAElems = 16, kBElems = 8;
+
+  CG_DEVICE static Coord a_coord(int lane, int e) {  // reg r = e / 4 holds four consecutive k
+    const int g = lane >> 2, t = lane & 3, r = e >> 2;
+    return {g + 8 * (r & 1), 4 * t + (e & 3) + 16 * (r >> 1)};
+  }
+  CG_DEVICE static Coord b_coord(int lane, int e) {
+    const int g = lane >> 2, t = lane & 3, r = e >> 2;
+    return {4 * t + (e & 3) + 16 * r, g};
+  }
+  CG_DEVICE static Coord c_coord(int lane, int e) { return Sm80Mma16Bit<float>::c_coord(lane, e); }
+
+  CG_DEVICE static void mma(int32_t (&c)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile(
+        "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        "{%0,%1,%2,%3};\n"
+        : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#endif
+  }
+};
+
 template <typename T> struct Sm80MmaFor;
+template <> struct Sm80MmaFor<int8_t> { using type = Sm80MmaS8; };
 template <> struct Sm80MmaFor<__half> { using type = Sm80MmaF16; };
 template <> struct Sm80MmaFor<__nv_bfloat16> { using type = Sm80MmaBF16; };
 template <> struct Sm80MmaFor<float> { using type = Sm80MmaTF32; };

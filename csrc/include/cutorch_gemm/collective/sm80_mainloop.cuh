@@ -18,6 +18,8 @@
 // leading dimensions and sliced views run on tensor cores without a copy. Chunks past the
 // problem's edge copy fewer (or zero) source bytes; cp.async zero-fills the rest.
 
+#include <type_traits>
+
 #include "cutorch_gemm/arch/sm80_cp_async.cuh"
 #include "cutorch_gemm/arch/sm80_ldmatrix.cuh"
 #include "cutorch_gemm/arch/sm80_mma.cuh"
@@ -65,14 +67,17 @@ __device__ __noinline__ void copy_chunk_narrow(uint32_t dst, const T* src, int v
     // Element-wise, still asynchronous: one cp.async per element at any stride.
     for (int e = 0; e < kV; ++e) cp_async_small<kE>(dst + kE * e, src + e * stride, e < valid ? kE : 0);
   } else {
-    // 16-bit elements at 2-byte alignment or any stride: through registers (synchronous).
-    uint16_t v[kV];
+    // 8- and 16-bit elements below 4-byte alignment or at any stride: through registers
+    // (synchronous; cp.async copies at least 4 bytes).
+    using Raw = typename std::conditional<kE == 1, uint8_t, uint16_t>::type;
+    union {
+      Raw v[kV];
+      uint32_t w[4];
+    } u;
 #pragma unroll
-    for (int e = 0; e < kV; ++e) v[e] = e < valid ? reinterpret_cast<const uint16_t*>(src + e * stride)[0] : uint16_t(0);
-    uint32_t w[4];
-#pragma unroll
-    for (int i = 0; i < 4; ++i) w[i] = uint32_t(v[2 * i]) | (uint32_t(v[2 * i + 1]) << 16);
-    asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(dst), "r"(w[0]), "r"(w[1]), "r"(w[2]), "r"(w[3]));
+    for (int e = 0; e < kV; ++e) u.v[e] = e < valid ? reinterpret_cast<const Raw*>(src + e * stride)[0] : Raw(0);
+    asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(dst), "r"(u.w[0]), "r"(u.w[1]), "r"(u.w[2]),
+                 "r"(u.w[3]));
   }
 }
 
@@ -175,10 +180,11 @@ struct WarpFragments {
   static constexpr int kE = int(sizeof(T));
   static constexpr int kRowBytesA = kAMn ? kExtentA * kE : 128;
   static constexpr int kRowBytesB = kBMn ? kExtentB * kE : 128;
-  // ldmatrix applies to every K-major slice whose k-step is 32 bytes (16-bit, tf32), and to
-  // MN-major 16-bit slices through .trans; the rest (fp64, MN-major tf32) gathers elements.
-  static constexpr bool kLdsmA = kE == 2 || (kE == 4 && !kAMn);
-  static constexpr bool kLdsmB = kE == 2 || (kE == 4 && !kBMn);
+  // ldmatrix applies to every K-major slice whose k-step is 32 bytes (16-bit, tf32, int8), and
+  // to MN-major 16-bit slices through .trans; the rest (fp64, MN-major tf32 / int8) gathers
+  // elements.
+  static constexpr bool kLdsmA = kE == 2 || (kE != 8 && !kAMn);
+  static constexpr bool kLdsmB = kE == 2 || (kE != 8 && !kBMn);
 
   template <int kRowBytes, bool kMn>
   CG_DEVICE static uint32_t elem_offset(int mn, int k) {

@@ -11,6 +11,7 @@ namespace cutorch_gemm {
 // Accumulator type per element type: fp32 for 16-bit and fp32, fp64 for fp64.
 template <typename T> struct AccumulatorFor { using type = float; };
 template <> struct AccumulatorFor<double> { using type = double; };
+template <> struct AccumulatorFor<int8_t> { using type = int32_t; };
 
 template <typename Acc, typename T> CG_DEVICE Acc to_acc(T x) { return Acc(x); }
 template <> CG_DEVICE float to_acc<float, __half>(__half x) { return __half2float(x); }

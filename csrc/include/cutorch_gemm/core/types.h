@@ -5,8 +5,9 @@
 
 namespace cutorch_gemm {
 
-// Element types the kernels store. Accumulation: fp32 for 16-bit and fp32, fp64 for fp64.
-enum class DType : int { kFloat16 = 0, kBFloat16 = 1, kFloat32 = 2, kFloat64 = 3 };
+// Element types of the operands. Accumulation: fp32 for 16-bit and fp32, fp64 for fp64, int32
+// for int8 (whose products are stored as int32, like torch._int_mm).
+enum class DType : int { kFloat16 = 0, kBFloat16 = 1, kFloat32 = 2, kFloat64 = 3, kInt8 = 4 };
 
 inline const char* dtype_name(DType t) {
   switch (t) {
@@ -14,6 +15,7 @@ inline const char* dtype_name(DType t) {
     case DType::kBFloat16: return "bfloat16";
     case DType::kFloat32:  return "float32";
     case DType::kFloat64:  return "float64";
+    case DType::kInt8:     return "int8";
   }
   return "?";
 }
@@ -24,6 +26,7 @@ inline int dtype_size(DType t) {
     case DType::kBFloat16: return 2;
     case DType::kFloat32:  return 4;
     case DType::kFloat64:  return 8;
+    case DType::kInt8:     return 1;
   }
   return 0;
 }

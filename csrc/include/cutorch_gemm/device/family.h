@@ -5,7 +5,8 @@
 //   sm90  TMA + wgmma (fp16 / bf16, sm_90, operands TMA can read)
 //   sm80  cp.async + ldmatrix + mma.sync (fp16 / bf16 / tf32 / fp64; sm_80 and newer; any
 //         strides: the fallback on Hopper for what TMA cannot read, and Hopper's tf32 / fp64)
-//   simt  CUDA-core FMA (fp32 when tf32 is not allowed, GPUs below sm_80, CUTORCH_GEMM_ARCH=simt)
+//   simt  CUDA-core FMA (fp32 when tf32 is not allowed, GPUs below sm_80, CUTORCH_GEMM_ARCH=simt);
+//         it has no int8 kernels: int8 answered with kSimt is an error for the binding to raise
 
 #include <string>
 
@@ -67,6 +68,7 @@ inline FamilyChoice choose_family(const FamilyQuery& q) {
   const bool sm80_ok = q.sm_major >= 8 && q.sm80_built;
   const char* sm80_what = q.dtype == DType::kFloat64   ? "fp64 DMMA"
                           : q.dtype == DType::kFloat32 ? "tf32 mma.sync"
+                          : q.dtype == DType::kInt8    ? "int8 mma.sync (int32 accumulate)"
                                                        : "fp16/bf16 mma.sync";
   if (q.forced == "sm80") {
     if (sm80_ok) return {GemmFamily::kSm80, std::string("CUTORCH_GEMM_ARCH=sm80 forces the sm80 family: ") + sm80_what};

@@ -30,6 +30,7 @@ inline cudaError_t simt_gemm(const GemmArgs& args, const SimtPlan& plan, void* w
     case DType::kBFloat16: return simt_gemm_bf16(args, plan, workspace, stream);
     case DType::kFloat32:  return simt_gemm_f32(args, plan, workspace, stream);
     case DType::kFloat64:  return simt_gemm_f64(args, plan, workspace, stream);
+    case DType::kInt8:     break;  // int8 runs on tensor cores only (sm80 family)
   }
   return cudaErrorInvalidValue;
 }

@@ -25,6 +25,8 @@ enum class Sm80ConfigId : int {
   k64x64x32_S5 = 5,    // tf32, small outputs
   k128x64x16_S4 = 6,   // fp64 (DMMA)
   k64x64x16_S4 = 7,    // fp64, small outputs
+  k128x256x128_S3 = 8,  // int8
+  k128x128x128_S3 = 9,  // int8, fits sm_86 / sm_89 (an int8 MN-major slice row needs 128 of M / N)
 };
 
 template <Sm80ConfigId Id, int BlockM, int BlockN, int BlockK, int WarpsM, int WarpsN, int Stages>
@@ -54,6 +56,8 @@ using Sm80_128x128x32_S3 = Sm80Config<Sm80ConfigId::k128x128x32_S3, 128, 128, 32
 using Sm80_64x64x32_S5 = Sm80Config<Sm80ConfigId::k64x64x32_S5, 64, 64, 32, 2, 2, 5>;        // tf32, 32x32 warps
 using Sm80_128x64x16_S4 = Sm80Config<Sm80ConfigId::k128x64x16_S4, 128, 64, 16, 4, 2, 4>;     // fp64, 8 warps of 32x32
 using Sm80_64x64x16_S4 = Sm80Config<Sm80ConfigId::k64x64x16_S4, 64, 64, 16, 2, 2, 4>;        // fp64, 32x32 warps
+using Sm80_128x256x128_S3 = Sm80Config<Sm80ConfigId::k128x256x128_S3, 128, 256, 128, 2, 4, 3>;  // int8, 64x64 warps
+using Sm80_128x128x128_S3 = Sm80Config<Sm80ConfigId::k128x128x128_S3, 128, 128, 128, 2, 2, 3>;  // int8, 64x64 warps
 
 struct Sm80ConfigInfo {
   Sm80ConfigId id;
@@ -77,6 +81,8 @@ inline const Sm80ConfigInfo& sm80_config_info(Sm80ConfigId id) {
       sm80_info_of<Sm80_64x64x32_S5>("Sm80_64x64x32_S5", 4),
       sm80_info_of<Sm80_128x64x16_S4>("Sm80_128x64x16_S4", 8),
       sm80_info_of<Sm80_64x64x16_S4>("Sm80_64x64x16_S4", 8),
+      sm80_info_of<Sm80_128x256x128_S3>("Sm80_128x256x128_S3", 4),
+      sm80_info_of<Sm80_128x128x128_S3>("Sm80_128x128x128_S3", 4),
   };
   return table[int(id)];
 }
@@ -99,11 +105,13 @@ inline int sm80_configs_for(DType dtype, const Sm80ConfigId** out) {
                                    Sm80ConfigId::k64x128x64_S4, Sm80ConfigId::k64x64x64_S5};
   static const Sm80ConfigId f[] = {Sm80ConfigId::k128x128x32_S3, Sm80ConfigId::k64x64x32_S5};
   static const Sm80ConfigId d[] = {Sm80ConfigId::k128x64x16_S4, Sm80ConfigId::k64x64x16_S4};
+  static const Sm80ConfigId i8[] = {Sm80ConfigId::k128x256x128_S3, Sm80ConfigId::k128x128x128_S3};
   switch (dtype) {
     case DType::kFloat16:
     case DType::kBFloat16: *out = h; return 4;
     case DType::kFloat32:  *out = f; return 2;
     case DType::kFloat64:  *out = d; return 2;
+    case DType::kInt8:     *out = i8; return 2;
   }
   *out = nullptr;
   return 0;
@@ -200,6 +208,8 @@ inline Sm80Plan choose_sm80_plan(DType dtype, int m, int n, int k, int batch, in
   plan.raster_group = raster_group_for(plan.tiles_m, plan.tiles_n);
 
   const int k_tiles = ceil_div(k, c.block_k);
+  // NOTE: int8 never splits: its int32 partials would need their own reduction epilogue.
+  if (dtype == DType::kInt8) return plan;
   if (!forced_split.empty() && forced_split != "auto") {
     if (forced_split == "none") return plan;
     const size_t colon = forced_split.find(':');

@@ -22,7 +22,7 @@ struct Sm80Workspace {
 
 inline Sm80Workspace sm80_workspace(const GemmArgs& args, const Sm80Plan& plan) {
   if (plan.splits <= 1 || plan.split_mode == SplitKMode::kNone) return {0, 0};
-  const size_t acc = args.dtype == DType::kFloat64 ? 8 : 4;
+  const size_t acc = args.dtype == DType::kFloat64 ? 8 : 4;  // (int8 accumulates in int32)
   if (plan.split_mode == SplitKMode::kParallel)
     return {size_t(plan.splits) * size_t(args.batch) * size_t(args.shape.m) * size_t(args.shape.n) * acc, 0};
   const Sm80ConfigInfo& c = sm80_config_info(plan.config);
@@ -35,6 +35,7 @@ cudaError_t sm80_gemm_f16(const GemmArgs&, const Sm80Plan&, void* workspace, int
 cudaError_t sm80_gemm_bf16(const GemmArgs&, const Sm80Plan&, void* workspace, int* semaphores, cudaStream_t);
 cudaError_t sm80_gemm_tf32(const GemmArgs&, const Sm80Plan&, void* workspace, int* semaphores, cudaStream_t);
 cudaError_t sm80_gemm_f64(const GemmArgs&, const Sm80Plan&, void* workspace, int* semaphores, cudaStream_t);
+cudaError_t sm80_gemm_i8(const GemmArgs&, const Sm80Plan&, void* workspace, int* semaphores, cudaStream_t);
 
 inline cudaError_t sm80_gemm(const GemmArgs& args, const Sm80Plan& plan, void* workspace, int* semaphores,
                              cudaStream_t stream) {
@@ -43,6 +44,7 @@ inline cudaError_t sm80_gemm(const GemmArgs& args, const Sm80Plan& plan, void* w
     case DType::kBFloat16: return sm80_gemm_bf16(args, plan, workspace, semaphores, stream);
     case DType::kFloat32:  return sm80_gemm_tf32(args, plan, workspace, semaphores, stream);
     case DType::kFloat64:  return sm80_gemm_f64(args, plan, workspace, semaphores, stream);
+    case DType::kInt8:     return sm80_gemm_i8(args, plan, workspace, semaphores, stream);
   }
   return cudaErrorInvalidValue;
 }

@@ -4,6 +4,8 @@
 
 #include <cuda_runtime.h>
 
+#include <type_traits>
+
 #include "cutorch_gemm/device/simt_params.h"
 #include "cutorch_gemm/device/sm80_gemm.h"
 #include "cutorch_gemm/kernel/simt_gemm_kernel.cuh"  // splitk_reduce_kernel (shared by both families)
@@ -45,6 +47,9 @@ cudaError_t launch_sm80(const GemmArgs& args, const Sm80Plan& plan, void* worksp
   else if (!b_mn)         err = launch(sm80_gemm_kernel<Cfg, T, true, false>);
   else                    err = launch(sm80_gemm_kernel<Cfg, T, true, true>);
   if (err != cudaSuccess || plan.split_mode != SplitKMode::kParallel || splits <= 1) return err;
+  if constexpr (std::is_same_v<T, int8_t>) {
+    return cudaErrorInvalidValue;  // int8 plans never split (choose_sm80_plan)
+  } else {
 
   // The SIMT family's reduction reads the same [split][z][m][n] partial layout.
   const SimtParams rp{args, plan.tiles_m, plan.tiles_n, splits, plan.raster_group, workspace, 0};
@@ -53,6 +58,7 @@ cudaError_t launch_sm80(const GemmArgs& args, const Sm80Plan& plan, void* worksp
   const unsigned blocks = unsigned(min_of<long long>(ceil_div<long long>(total, threads), 65535LL * 8));
   splitk_reduce_kernel<T><<<blocks, threads, 0, stream>>>(rp);
   return cudaGetLastError();
+  }
 }
 
 // Runs the plan's config; `Configs...` is the closed list an instantiation file compiles.

@@ -11,6 +11,8 @@
 //   parallel  every slice writes its raw partial to workspace[split][z][m][n]; a reduction
 //             kernel sums them in split order and applies the epilogue.
 
+#include <type_traits>
+
 #include "cutorch_gemm/device/sm80_params.h"
 #include "cutorch_gemm/epilogue/simt_epilogue.cuh"
 
@@ -89,6 +91,17 @@ struct Epilogue {
     return false;
   }
 
+  CG_DEVICE static void store_int32(const GemmArgs& g, const Problem& prob, int m, int n, const Acc (&v)[4]) {
+    int32_t* d = static_cast<int32_t*>(g.d) + prob.d_off + index_t(m) * g.shape.d_sm + index_t(n) * g.shape.d_sn;
+    if (g.shape.d_sn == 1 && n + 3 < prob.n && is_aligned<int32_t, 4>(d)) {
+      *reinterpret_cast<Vec<int32_t, 4>*>(d) = Vec<int32_t, 4>{{v[0], v[1], v[2], v[3]}};
+      return;
+    }
+#pragma unroll
+    for (int e = 0; e < 4; ++e)
+      if (n + e < prob.n) d[e * g.shape.d_sn] = v[e];
+  }
+
   // Staged tile -> D through the fusion functor (or raw partials for parallel split-K).
   CG_DEVICE static void store(char* smem, const Sm80Params& p, const Problem& prob, int z, int m0, int n0) {
     const GemmArgs& g = p.args;
@@ -107,6 +120,8 @@ struct Epilogue {
 #pragma unroll
         for (int e = 0; e < 4; ++e)
           if (n + e < prob.n) ws[n + e] = v[e];
+      } else if constexpr (std::is_same_v<T, int8_t>) {
+        store_int32(g, prob, m, n, v);  // int8 products: int32, no fusion (torch._int_mm)
       } else {
         SimtEpilogue<T>::store4(g, prob, m, n, v);
       }
