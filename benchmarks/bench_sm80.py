@@ -1,8 +1,7 @@
 """The Ampere-class path (cp.async + ldmatrix + mma.sync) forced on the current GPU
 (CUTORCH_GEMM_ARCH=sm80), against PyTorch's own kernel for the same call in the same run:
 fp16/bf16 (cuBLAS), tf32 (cuBLAS tf32), fp64 (cuBLAS dgemm), int8 (torch._int_mm), and split-K
-on/off for a small
-output with a long K (TFLOP/s columns are TOPS for int8).
+on/off for a small output with a long K (TFLOP/s columns are TOPS for int8).
 
     python benchmarks/bench_sm80.py [--quick] [--out results]
 
