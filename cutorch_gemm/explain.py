@@ -78,7 +78,11 @@ def _sm80_operand_note(name: str, t: torch.Tensor, k_dim: int, mn_dim: int) -> s
 
 def _problem(op: str, args, kwargs):
     """(a, b, m, n, k, batch, grouped) of the call, validating it like the op does."""
-    if op in ("mm", "gemm"):
+    if op == "mm":
+        a, b = args[0], args[1]
+        m, n, _ = _shapes.mm(a, b, kwargs.get("out_dtype", args[2] if len(args) > 2 else None))
+        return a, b, m, n, a.shape[1], 1, False
+    if op == "gemm":
         a, b = args[0], args[1]
         bias = kwargs.get("bias", args[2] if len(args) > 2 else None)
         c = kwargs.get("c", args[3] if len(args) > 3 else None)

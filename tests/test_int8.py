@@ -111,3 +111,9 @@ def test_int8_sm80_misaligned_and_strided_and_agrees_with_int_mm():
         assert torch.equal(cg.mm(a, b).cpu(), exact(a, b)), f"a {a.stride()} b {b.stride()}"
     a, b = rand_i8(256, 512, device="cuda"), rand_i8(384, 512, device="cuda").t()
     assert torch.equal(cg.mm(a, b), torch._int_mm(a, b))
+
+
+def test_int8_explain_names_the_path():
+    a, b = rand_i8(8, 16), rand_i8(16, 4)
+    e = cg.explain("mm", a, b)
+    assert e.kernel == "cpu_reference", str(e)
