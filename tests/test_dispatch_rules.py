@@ -101,6 +101,8 @@ def test_sm80_overrides():
     p = _plan(config="128x256x64", m=7, n=65, k=1000 * 16)  # split-K keeps a forced config
     assert p["config"] == "Sm80_128x256x64_S3" and p["splits"] > 1, p
     assert _plan(config="Sm80_128x128x64_S3")["config"] == "Sm80_128x128x64_S3"
+    assert _plan(config="sm80_64x128x64_s4")["config"] == "Sm80_64x128x64_S4"  # the env value, lowercased
+    assert _plan(config="128x256x64")["config"] == "Sm80_128x256x64_S3"          # a tile: its first config
     p = _plan(split="serial:3")
     assert (p["split_mode"], p["splits"]) == ("serial", 3)
     p = _plan(split="parallel:5", m=64)

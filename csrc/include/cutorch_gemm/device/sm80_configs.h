@@ -176,25 +176,30 @@ inline Sm80Plan choose_sm80_plan(DType dtype, int m, int n, int k, int batch, in
   bool chosen = false;
   if (!forced_config.empty()) {
     for (int i = 0; i < count; ++i) {
-      const std::string name = sm80_config_name(ids[i]);
-      if (name == forced_config || name.find("_" + forced_config + "_") != std::string::npos) {
+      // case-insensitive: the binding passes the environment value lowercased
+      std::string name = sm80_config_name(ids[i]), want = forced_config;
+      for (char& ch : name) ch = char(ch >= 'A' && ch <= 'Z' ? ch - 'A' + 'a' : ch);
+      for (char& ch : want) ch = char(ch >= 'A' && ch <= 'Z' ? ch - 'A' + 'a' : ch);
+      if (name == want || name.find("_" + want + "_") != std::string::npos) {
         plan.config = ids[i];
         plan.reason = "CUTORCH_GEMM_SM80_CONFIG=" + forced_config;
         chosen = true;
+        break;  // the first (listed) config of that tile
       }
     }
     if (!chosen) { *ok = false; return plan; }
     if (!fits(plan.config)) { *ok = false; return plan; }
   }
   if (!chosen) {
-    const Sm80ConfigId big = ids[0], small = ids[count - 1];
-    if (count == 4 && m <= 64 && fits(ids[2])) {
+    const bool half = dtype == DType::kFloat16 || dtype == DType::kBFloat16;
+    const Sm80ConfigId big = ids[0], small = half ? ids[3] : ids[count - 1];
+    if (half && m <= 64 && fits(ids[2])) {
       plan.config = ids[2];
       plan.reason = "M <= 64: narrow 64-row tiles";
     } else if (tiles(big) >= num_sms && fits(big)) {
       plan.config = big;
       plan.reason = "the largest tiles fill all " + std::to_string(num_sms) + " SMs";
-    } else if (count == 4 && tiles(ids[1]) >= num_sms && fits(ids[1])) {
+    } else if (half && tiles(ids[1]) >= num_sms && fits(ids[1])) {
       plan.config = ids[1];
       plan.reason = "128x128 tiles fill the SMs (128x256 would not, or does not fit in shared memory)";
     } else {
@@ -229,7 +234,8 @@ inline Sm80Plan choose_sm80_plan(DType dtype, int m, int n, int k, int batch, in
   if (grouped || t <= 0 || 2 * t > num_sms || k_tiles < 2 * kSm80MinKTilesPerSplit) return plan;
   // 16-bit: 128x128 (it fits every sm_8x; 128x256 slices would halve the CTAs per wave); a
   // forced config stays.
-  const Sm80ConfigId split_cfg = !forced_config.empty() ? plan.config : count == 4 ? ids[1] : ids[0];
+  const Sm80ConfigId split_cfg = !forced_config.empty() ? plan.config
+                                 : (dtype == DType::kFloat16 || dtype == DType::kBFloat16) ? ids[1] : ids[0];
   if (!fits(split_cfg)) return plan;
   const Sm80ConfigInfo& sc = sm80_config_info(split_cfg);
   const long long t_split = tiles(split_cfg);
