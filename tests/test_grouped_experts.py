@@ -7,8 +7,8 @@ import torch
 import torch.nn.functional as F
 
 import cutorch_gemm as cg
+from conftest import DEVICES  # "cpu", and "cuda" marked gpu (skipped without one)
 
-DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 
 
 def reference(layer, x, idx, w):
