@@ -30,6 +30,21 @@ HAS_CUDA = torch.cuda.is_available()
 gpu = pytest.mark.gpu
 requires_cuda = pytest.mark.skipif(not HAS_CUDA, reason="needs a CUDA GPU")
 
+@pytest.fixture
+def fresh_dynamo(monkeypatch):
+    """A reset dynamo with no on-disk caches: the AOTAutograd cache is keyed on the forward
+    graph, so an edit of the Python backward (cutorch_gemm/_autograd.py) could be served a stale
+    backward; every graph is compiled in the test."""
+    import torch._dynamo
+    import torch._functorch.config as functorch_config
+    import torch._inductor.config as inductor_config
+    monkeypatch.setattr(inductor_config, "fx_graph_cache", False)
+    monkeypatch.setattr(functorch_config, "enable_autograd_cache", False)
+    torch._dynamo.reset()
+    yield
+    torch._dynamo.reset()
+
+
 DEVICES = [
     "cpu",
     pytest.param("cuda", marks=[gpu, requires_cuda], id="cuda"),

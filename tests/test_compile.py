@@ -13,16 +13,8 @@ from conftest import DEVICES, make, offs_from_sizes
 
 
 @pytest.fixture(autouse=True)
-def _reset_dynamo(monkeypatch):
-    # NOTE: no on-disk caches: the AOTAutograd cache is keyed on the forward graph, so an
-    # edit of the Python backward (cutorch_gemm/_autograd.py) could be served a stale backward.
-    import torch._functorch.config as functorch_config
-    import torch._inductor.config as inductor_config
-    monkeypatch.setattr(inductor_config, "fx_graph_cache", False)
-    monkeypatch.setattr(functorch_config, "enable_autograd_cache", False)
-    torch._dynamo.reset()
+def _reset_dynamo(fresh_dynamo):
     yield
-    torch._dynamo.reset()
 
 
 def every_op(a, b, bias, c, a3, b3, x, w, wbias, offs, p0, p1, q0, q1):

@@ -115,18 +115,6 @@ def recording_backend(inner: str):
     return backend, targets
 
 
-@pytest.fixture
-def fresh_dynamo(monkeypatch):
-    # no on-disk caches (as in test_compile.py): the graph must be compiled here
-    import torch._functorch.config as functorch_config
-    import torch._inductor.config as inductor_config
-    monkeypatch.setattr(inductor_config, "fx_graph_cache", False)
-    monkeypatch.setattr(functorch_config, "enable_autograd_cache", False)
-    torch._dynamo.reset()
-    yield
-    torch._dynamo.reset()
-
-
 def decoder_layer_and_inputs(device):
     """The tiny Llama's first decoder layer (attention + MLP) after replace_linear, an input
     that requires grad and the rotary position embeddings the layer takes."""

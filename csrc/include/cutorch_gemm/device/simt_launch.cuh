@@ -41,12 +41,7 @@ cudaError_t launch_simt(const GemmArgs& args, const SimtPlan& plan, void* worksp
   else if (b_k)         err = launch(simt_gemm_kernel<Cfg, T, false, true>);
   else                  err = launch(simt_gemm_kernel<Cfg, T, false, false>);
   if (err != cudaSuccess || plan.splits <= 1) return err;
-
-  const long long total = (long long)args.batch * s.m * s.n;
-  const int threads = 256;
-  const unsigned blocks = unsigned(min_of<long long>(ceil_div<long long>(total, threads), 65535LL * 8));
-  splitk_reduce_kernel<T><<<blocks, threads, 0, stream>>>(p);
-  return cudaGetLastError();
+  return launch_splitk_reduce<T>(p, stream);
 }
 
 // Runs the plan's config; `Configs...` is the closed list an instantiation file compiles.

@@ -52,12 +52,8 @@ cudaError_t launch_sm80(const GemmArgs& args, const Sm80Plan& plan, void* worksp
   } else {
 
   // The SIMT family's reduction reads the same [split][z][m][n] partial layout.
-  const SimtParams rp{args, plan.tiles_m, plan.tiles_n, splits, plan.raster_group, workspace, 0};
-  const long long total = (long long)args.batch * s.m * s.n;
-  const int threads = 256;
-  const unsigned blocks = unsigned(min_of<long long>(ceil_div<long long>(total, threads), 65535LL * 8));
-  splitk_reduce_kernel<T><<<blocks, threads, 0, stream>>>(rp);
-  return cudaGetLastError();
+  return launch_splitk_reduce<T>(SimtParams{args, plan.tiles_m, plan.tiles_n, splits, plan.raster_group, workspace, 0},
+                                  stream);
   }
 }
 

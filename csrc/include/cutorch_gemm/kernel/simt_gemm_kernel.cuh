@@ -44,13 +44,9 @@ simt_gemm_kernel(const SimtParams p) {
   {
     const Problem prob = resolve_problem(g.shape, z);
     if (m0 >= prob.m || n0 >= prob.n) return;
-    int k_begin = prob.k_begin;
-    int k_end = prob.k_end;
-    if (p.splits > 1) {
-      const KRange r = splitk_range(k_end - k_begin, Cfg::kBlockK, p.splits, split);
-      k_end = k_begin + r.end;
-      k_begin += r.begin;
-    }
+    const KRange kr = slice_k_range(prob.k_begin, prob.k_end, Cfg::kBlockK, p.splits, split);
+    const int k_begin = kr.begin;
+    const int k_end = kr.end;
     typename Mainloop::Accumulators acc;
     Mainloop::run(smem, static_cast<const T*>(g.a) + prob.a_off, g.shape.a_sm, g.shape.a_sk,
                   static_cast<const T*>(g.b) + prob.b_off, g.shape.b_sk, g.shape.b_sn, m0, prob.m,
@@ -101,6 +97,17 @@ __global__ void splitk_reduce_kernel(const SimtParams p) {
       Epilogue::template store_one<T>(g.d, off, v);
     }
   }
+}
+
+// Launches splitk_reduce_kernel over every output element (both families' parallel split-K
+// write partials as [split][z][m][n]).
+template <typename T>
+cudaError_t launch_splitk_reduce(const SimtParams& p, cudaStream_t stream) {
+  const long long total = (long long)p.args.batch * p.args.shape.m * p.args.shape.n;
+  const int threads = 256;
+  const unsigned blocks = unsigned(min_of<long long>(ceil_div<long long>(total, threads), 65535LL * 8));
+  splitk_reduce_kernel<T><<<blocks, threads, 0, stream>>>(p);
+  return cudaGetLastError();
 }
 
 }  // namespace cutorch_gemm

@@ -27,13 +27,9 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) sm80_gemm_kernel(const Sm80P
   // skipped tile waits on a semaphore).
   if (m0 >= prob.m || n0 >= prob.n) return;
 
-  int k_begin = prob.k_begin;
-  int k_end = prob.k_end;
-  if (p.splits > 1) {
-    const KRange r = splitk_range(k_end - k_begin, Cfg::kBlockK, p.splits, blockIdx.y);
-    k_end = k_begin + r.end;
-    k_begin += r.begin;
-  }
+  const KRange kr = slice_k_range(prob.k_begin, prob.k_end, Cfg::kBlockK, p.splits, blockIdx.y);
+  const int k_begin = kr.begin;
+  const int k_end = kr.end;
   const T* a = static_cast<const T*>(g.a) + prob.a_off + index_t(m0) * g.shape.a_sm + index_t(k_begin) * g.shape.a_sk;
   const T* b = static_cast<const T*>(g.b) + prob.b_off + index_t(k_begin) * g.shape.b_sk + index_t(n0) * g.shape.b_sn;
 

@@ -24,4 +24,12 @@ CG_HOST_DEVICE KRange splitk_range(int k, int block_k, int splits, int split_idx
   return KRange{begin, end};
 }
 
+// The absolute K range [begin, end) that slice `split_idx` of `splits` covers inside a problem's
+// own range [k_begin, k_end) (a grouped-K group, or [0, K)); splits <= 1: the whole range.
+CG_HOST_DEVICE KRange slice_k_range(int k_begin, int k_end, int block_k, int splits, int split_idx) {
+  if (splits <= 1) return KRange{k_begin, k_end};
+  const KRange r = splitk_range(k_end - k_begin, block_k, splits, split_idx);
+  return KRange{k_begin + r.begin, k_begin + r.end};
+}
+
 }  // namespace cutorch_gemm
