@@ -16,6 +16,7 @@
 #                        bench_gemm.png)
 #   SKIP_BUILD=1         use the extension that is already built
 #   SKIP_TESTS=1         skip pytest
+#   SKIP_SM80_BENCH=1    skip benchmarks/bench_sm80.py --quick (the sm80 family forced, vs PyTorch)
 #   BENCH_SUITES=dense,small_m,fp32,epilogue   BENCH_DTYPES=bfloat16   BENCH_QUICK=1
 #   MAX_JOBS (default: all cores)   PYTHON (default: python3)
 #   CHECK_TIMEOUT=300 TEST_TIMEOUT=300 BENCH_TIMEOUT=420 (seconds; a hung kernel must not
@@ -268,6 +269,12 @@ if [[ "${SKIP_TESTS:-0}" == 1 ]]; then
 else
   # Full output in gpu_check.log; the console gets the last 30 lines.
   run_stage tests "${TEST_TIMEOUT:-300}" tail:30 "$PY" -m pytest -q -m gpu tests
+fi
+
+# The sm80 family forced on this GPU against PyTorch (and split-K on/off): its table goes to the
+# console and the log (its CSV to a temporary folder: $OUT keeps to its 7 files).
+if [[ "${SKIP_SM80_BENCH:-0}" != 1 ]]; then
+  run_stage sm80 "${SM80_BENCH_TIMEOUT:-240}" tail:16 "$PY" benchmarks/bench_sm80.py --quick --out "$TMPD"
 fi
 
 # The bench prints its table on stdout; the console gets its progress lines when it ends and
