@@ -210,7 +210,7 @@ if res.returncode != 0:
     print(f"sass: {tool} -sass {so} failed: {res.stderr.strip()[:300]}")
     open(dst, "w").write(f"cuobjdump failed on {so}: {res.stderr.strip()}\n")
     sys.exit(0 if "does not contain device code" in res.stderr else 1)
-KEYS = ["FFMA", "DFMA", "HMMA", "DMMA", "HGMMA", "LDS", "LDSM", "STS", "LDG", "LDGSTS", "STG",
+KEYS = ["FFMA", "DFMA", "HMMA", "DMMA", "IMMA", "HGMMA", "LDS", "LDSM", "STS", "LDG", "LDGSTS", "STG",
         "UTMALDG", "UTMASTG", "LDL", "STL", "BAR"]
 arch_re = re.compile(r"^\s*code for (sm_\w+)")
 func_re = re.compile(r"^\s*Function : (\S+)")
