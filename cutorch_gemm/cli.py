@@ -38,7 +38,11 @@ class KernelFamily:
 
 # NOTE: keep in step with csrc/instantiations/: one line per family that exists there.
 KERNEL_FAMILIES = (
-    KernelFamily("simt", "any GPU", "mm, gemm, bmm, grouped_mm, grouped_gemm"),
+    KernelFamily("sm90", "sm_90 (H100/H200)", "fp16/bf16 mm, gemm, bmm, grouped_mm (TMA + wgmma)",
+                 min_cc=(9, 0), needs_arch="sm_90a"),
+    KernelFamily("sm80", "sm_80+", "fp16/bf16/tf32/fp64 mm, gemm, bmm, grouped_mm; int8 mm (mma.sync)",
+                 min_cc=(8, 0)),
+    KernelFamily("simt", "any GPU", "mm, gemm, bmm, grouped_mm, grouped_gemm (fp32 without tf32; CUDA cores)"),
 )
 
 
