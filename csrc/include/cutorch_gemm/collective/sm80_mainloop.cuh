@@ -27,12 +27,21 @@
 
 namespace cutorch_gemm::sm80 {
 
-// Byte offset of byte `byte` of row `row` in a swizzled slice with kRowBytes per row.
-template <int kRowBytes>
+// Byte offset of byte `byte` of row `row` in a swizzled slice with kRowBytes per row: chunk c
+// of row r is stored at chunk c ^ ((r << kShift) % 8).
+// kShift 0 (16-bit, tf32, int8): 8 rows read at one chunk (ldmatrix) hit 8 distinct chunks.
+// kShift 1 (fp64): a half-warp's 8-byte gathers read 2 adjacent chunks in each of 4 rows; rows
+// XORed by 0, 2, 4, 6 keep those 8 chunks distinct (with kShift 0, rows 2i and 2i+1 swap the
+// same two chunks: 2-way bank conflicts, measured by ncu on every fp64 fragment load).
+template <int kRowBytes, int kShift = 0>
 CG_DEVICE uint32_t swizzle(int row, int byte) {
   static_assert(kRowBytes % 128 == 0, "slice rows are whole 128-byte lines");
-  return uint32_t(row * kRowBytes + ((((byte >> 4) ^ row) & 7) | ((byte >> 4) & ~7)) * 16 + (byte & 15));
+  return uint32_t(row * kRowBytes + ((((byte >> 4) ^ (row << kShift)) & 7) | ((byte >> 4) & ~7)) * 16 + (byte & 15));
 }
+
+// The swizzle shift of a slice of element type T (see swizzle).
+template <typename T>
+constexpr int swizzle_shift() { return sizeof(T) == 8 ? 1 : 0; }
 
 // The widest copy (bytes) that keeps every chunk of an operand aligned; 0: element-wise.
 // origin: the CTA's first element; row_stride: elements between slice rows (the stride that is
@@ -140,9 +149,9 @@ struct SliceLoader {
   // when the thread's rows are 8 apart, chunk i is an immediate offset from chunk 0).
   CG_DEVICE uint32_t dst_offset(int i) const {
     if constexpr (kRowStep % 8 == 0) {
-      return swizzle<kRowBytes>(row0, col0 * kE) + uint32_t(i * kRowStep * kRowBytes);
+      return swizzle<kRowBytes, swizzle_shift<T>()>(row0, col0 * kE) + uint32_t(i * kRowStep * kRowBytes);
     } else {
-      return swizzle<kRowBytes>(row0 + i * kRowStep, col0 * kE);
+      return swizzle<kRowBytes, swizzle_shift<T>()>(row0 + i * kRowStep, col0 * kE);
     }
   }
 
@@ -188,7 +197,8 @@ struct WarpFragments {
 
   template <int kRowBytes, bool kMn>
   CG_DEVICE static uint32_t elem_offset(int mn, int k) {
-    return kMn ? swizzle<kRowBytes>(k, mn * kE) : swizzle<kRowBytes>(mn, k * kE);
+    constexpr int kShift = swizzle_shift<T>();
+    return kMn ? swizzle<kRowBytes, kShift>(k, mn * kE) : swizzle<kRowBytes, kShift>(mn, k * kE);
   }
 
   template <int kRegs, int kElems, int kRowBytes, bool kMn, bool kIsA>
