@@ -101,20 +101,29 @@ Sm90Operand sm90_b(const GemmArgs& g, const at::Tensor& b) {
   return sm90_operand(g.shape.b_sk, g.shape.b_sn, g.batch > 1 ? g.shape.b_sb : 0, aligned16(b), int(b.element_size()));
 }
 
+// The extents the heuristics see: one problem; for grouped launches the average group along the
+// grouped dimension (the group sizes stay on the device).
+struct HeuristicExtents {
+  int m;
+  int n;
+};
+HeuristicExtents heuristic_extents(const GemmArgs& g) {
+  const int groups = g.batch > 0 ? g.batch : 1;
+  return {g.shape.mode == GroupMode::kGroupedM ? ceil_div(g.shape.m, groups) : g.shape.m,
+          g.shape.mode == GroupMode::kGroupedN ? ceil_div(g.shape.n, groups) : g.shape.n};
+}
+
 // Launches the sm80 family: plan (CUTORCH_GEMM_SM80_CONFIG / CUTORCH_GEMM_SPLIT_K override it),
 // split-K workspace from PyTorch's caching allocator on the current stream, kernel.
 void run_sm80(const GemmArgs& g) {
   if (g.batch == 0 || g.shape.m == 0 || g.shape.n == 0) return;
   const DeviceInfo& d = device_info();
   const bool grouped = g.shape.mode != GroupMode::kBatched;
-  const int groups = g.batch;
-  // The heuristic sees one problem (grouped: the average group); the grid covers the largest.
-  const int m_per = g.shape.mode == GroupMode::kGroupedM ? ceil_div(g.shape.m, groups) : g.shape.m;
-  const int n_per = g.shape.mode == GroupMode::kGroupedN ? ceil_div(g.shape.n, groups) : g.shape.n;
+  const HeuristicExtents e = heuristic_extents(g);  // the grid below covers the largest group
   const std::string forced_config = env_lower("CUTORCH_GEMM_SM80_CONFIG");
   const std::string forced_split = env_lower("CUTORCH_GEMM_SPLIT_K");
   bool ok = true;
-  Sm80Plan plan = choose_sm80_plan(g.dtype, m_per, n_per, g.shape.k, g.batch, d.sms, d.smem_optin, grouped,
+  Sm80Plan plan = choose_sm80_plan(g.dtype, e.m, e.n, g.shape.k, g.batch, d.sms, d.smem_optin, grouped,
                                    forced_config, forced_split, &ok);
   TORCH_CHECK_VALUE(ok, "cutorch_gemm: CUTORCH_GEMM_SM80_CONFIG='", forced_config, "' / CUTORCH_GEMM_SPLIT_K='",
                     forced_split, "' name no ", dtype_name(g.dtype), " config or split that fits this GPU");
@@ -134,8 +143,7 @@ void run_sm80(const GemmArgs& g) {
               ", split-K ", splitk_mode_name(plan.split_mode), " x", plan.splits, "): ", cudaGetErrorString(err));
 }
 
-// Runs any GEMM launch (dense, batched, grouped) on the family choose_family names. Grouped
-// problems give the heuristics their average size (the sizes stay on the device).
+// Runs any GEMM launch (dense, batched, grouped) on the family choose_family names.
 void run_gemm(const GemmArgs& g, const at::Tensor& a, const at::Tensor& b) {
   const DeviceInfo& d = device_info();
   const Sm90Operand oa = sm90_a(g, a), ob = sm90_b(g, b);
@@ -146,10 +154,8 @@ void run_gemm(const GemmArgs& g, const at::Tensor& a, const at::Tensor& b) {
               "gemm.mm: int8 inputs run on the tensor cores of sm_80+ GPUs only (", fc.reason, ")");
   if (fc.family == GemmFamily::kSm80) return run_sm80(g);
   if (fc.family == GemmFamily::kSm90 && g.batch > 0 && g.shape.m > 0 && g.shape.n > 0) {
-    const int groups = g.batch;
-    const int m_per = g.shape.mode == GroupMode::kGroupedM ? ceil_div(g.shape.m, groups) : g.shape.m;
-    const int n_per = g.shape.mode == GroupMode::kGroupedN ? ceil_div(g.shape.n, groups) : g.shape.n;
-    const Sm90ConfigId config = choose_sm90_config(m_per, n_per, g.shape.k, groups, d.sms,
+    const HeuristicExtents e = heuristic_extents(g);
+    const Sm90ConfigId config = choose_sm90_config(e.m, e.n, g.shape.k, g.batch, d.sms,
                                                    env_lower("CUTORCH_GEMM_SM90_CONFIG"));
     const cudaError_t err = sm90_gemm(g, config, oa.mn_major, ob.mn_major, d.sms,
                                       c10::cuda::getCurrentCUDAStream().stream());
