@@ -284,7 +284,8 @@ def bound_for(in_dtype: torch.dtype, out_dtype: Optional[torch.dtype] = None) ->
 
 def check(out: torch.Tensor, ref: torch.Tensor, in_dtype: torch.dtype,
           out_dtype: Optional[torch.dtype] = None, *, elementwise: bool = True,
-          contiguous: bool = True, what: str = "") -> float:
+          contiguous: bool = True, what: str = "",
+          scale: Optional[torch.Tensor] = None) -> float:
     """Assert ``out`` matches the float64 ``ref``: shape, dtype, contiguity, finiteness,
     norm-wise relative error and (by default) every element.
 
@@ -298,7 +299,13 @@ def check(out: torch.Tensor, ref: torch.Tensor, in_dtype: torch.dtype,
     * when ``ref`` carries ``pre_act`` (the pre-activation reference), the activation
       evaluated in the accumulator type has an absolute error of a few ``eps(acc)*|pre|``
       (gelu's ``1 + erf(x)`` cancels for x << 0): allow ``4 * eps(acc) * |pre|``;
-    * the output dtype's subnormal spacing (2^-24 for fp16) per element.
+    * the output dtype's subnormal spacing (2^-24 for fp16) per element;
+    * when ``scale`` is given (per element, the sum of the absolute values of the terms that
+      ``ref`` adds up, e.g. ``|A| @ |B|``): an implementation that rounds an intermediate to
+      ``in_dtype`` (a backward rounding dZ to bf16, as PyTorch's does) perturbs every term by
+      up to one unit roundoff, which cancellation in the sum cannot shrink: allow
+      ``2 * u(in_dtype) * scale``. Without it a gradient of a short, cancelling sum (a 1x2
+      dB summed over 12 rows) fails on a correct implementation now and then.
     """
     exp_dtype = in_dtype if out_dtype is None else out_dtype
     assert out.shape == ref.shape, f"{what}: shape {tuple(out.shape)} != {tuple(ref.shape)}"
@@ -320,6 +327,10 @@ def check(out: torch.Tensor, ref: torch.Tensor, in_dtype: torch.dtype,
     floor_elem = torch.full_like(ref64, quantum)
     if pre is not None:
         floor_elem = floor_elem + 4 * eps_acc * pre.detach().double().cpu().abs()
+    if scale is not None:
+        assert scale.shape == ref.shape, f"{what}: scale shape {tuple(scale.shape)}"
+        unit_roundoff = torch.finfo(in_dtype).eps / 2
+        floor_elem = floor_elem + 2 * unit_roundoff * scale.detach().double().cpu().abs()
     floor_norm = float(torch.linalg.vector_norm(floor_elem))
     err = rel_err(out64, ref64)
     ref_norm = float(torch.linalg.vector_norm(ref64))
