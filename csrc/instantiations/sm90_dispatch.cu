@@ -8,6 +8,11 @@ cudaError_t sm90_f16_pingpong(const GemmArgs&, bool, bool, int, cudaStream_t);
 cudaError_t sm90_bf16_coop(const GemmArgs&, bool, bool, int, cudaStream_t);
 cudaError_t sm90_bf16_pingpong(const GemmArgs&, bool, bool, int, cudaStream_t);
 
+cudaError_t sm90_f8_bf16_coop(const GemmArgs&, Fp8Kind, Fp8Kind, int, cudaStream_t);
+cudaError_t sm90_f8_bf16_pingpong(const GemmArgs&, Fp8Kind, Fp8Kind, int, cudaStream_t);
+cudaError_t sm90_f8_f16_coop(const GemmArgs&, Fp8Kind, Fp8Kind, int, cudaStream_t);
+cudaError_t sm90_f8_f16_pingpong(const GemmArgs&, Fp8Kind, Fp8Kind, int, cudaStream_t);
+
 using Sm90Entry = cudaError_t (*)(const GemmArgs&, bool, bool, int, cudaStream_t);
 
 // The entry of `config` among one type's instantiations.
@@ -30,9 +35,20 @@ cudaError_t sm90_gemm_bf16(const GemmArgs& args, Sm90ConfigId config, bool a_mn,
   return run_config(sm90_bf16_coop, sm90_bf16_pingpong, args, config, a_mn, b_mn, num_sms, stream);
 }
 
+cudaError_t sm90_scaled_mm(const GemmArgs& args, Fp8Kind ka, Fp8Kind kb, Sm90ConfigId config, int num_sms,
+                           cudaStream_t stream) {
+  const bool coop = config == Sm90ConfigId::kCoop128x256;
+  if (args.dtype == DType::kBFloat16) {  // bf16 or (out_f32) float D
+    return coop ? sm90_f8_bf16_coop(args, ka, kb, num_sms, stream)
+                : sm90_f8_bf16_pingpong(args, ka, kb, num_sms, stream);
+  }
+  return coop ? sm90_f8_f16_coop(args, ka, kb, num_sms, stream) : sm90_f8_f16_pingpong(args, ka, kb, num_sms, stream);
+}
+
 bool sm90_kernels_available() {
   cudaFuncAttributes attr;
-  if (cudaFuncGetAttributes(&attr, sm90_gemm_ws_kernel<Sm90_128x256x64_Coop_S4, __nv_bfloat16, false, false>) !=
+  if (cudaFuncGetAttributes(&attr, sm90_gemm_ws_kernel<Sm90_128x256x64_Coop_S4, Sm90Mma16<__nv_bfloat16>, __nv_bfloat16,
+                                                        false, false>) !=
       cudaSuccess) {
     cudaGetLastError();  // clear the error of a missing image
     return false;

@@ -31,6 +31,12 @@ inline int dtype_size(DType t) {
   return 0;
 }
 
+// The two 8-bit float formats of gemm.scaled_mm's operands (torch.float8_e4m3fn and
+// torch.float8_e5m2); each operand has its own.
+enum class Fp8Kind : int { kE4M3 = 0, kE5M2 = 1 };
+
+inline const char* fp8_kind_name(Fp8Kind k) { return k == Fp8Kind::kE4M3 ? "e4m3" : "e5m2"; }
+
 // How a 2-D operand sits in memory. A transposed view of a row-major matrix is column-major:
 // the kernels read it as such (no copy).
 enum class Layout : int { kRowMajor = 0, kColumnMajor = 1, kStrided = 2 };

@@ -9,7 +9,7 @@
 namespace cutorch_gemm {
 
 struct GemmArgs {
-  DType dtype;          // A, B, C and bias element type
+  DType dtype;          // A, B, C and bias element type (scaled launches: D's 16-bit type)
   bool out_f32;         // D is float32 (16-bit inputs only); else D has `dtype`
   int batch;            // batch entries or groups (grid z)
   ProblemShape shape;   // extents, strides, group mode and offsets
@@ -21,6 +21,13 @@ struct GemmArgs {
   double alpha;
   double beta;
   Activation act;
+  // gemm.scaled_mm (8-bit operands, no C, no activation): D = sa * sb * acc + bias[n] in fp32,
+  // sa = scale_a[m] (scale_a_rows) or scale_a[0], sb = scale_b[n] (scale_b_cols) or
+  // scale_b[0]; the bias is then float32. Unused (nullptr) by every other launch.
+  const float* scale_a;
+  const float* scale_b;
+  bool scale_a_rows;
+  bool scale_b_cols;
 };
 
 }  // namespace cutorch_gemm

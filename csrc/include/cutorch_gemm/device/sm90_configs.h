@@ -45,9 +45,24 @@ struct Sm90_64x256x64_Pingpong_S5 {
   static_assert(kProducerRegs * 128 + kConsumerRegs * 128 * kConsumers <= 65536, "register file");
 };
 
+// The same two schedules for 8-bit operands (scaled_mm): a K slice is still one 128-byte row,
+// now 128 elements, so tiles, stages and shared memory are those of the 16-bit configs.
+struct Sm90_128x256x128_Coop_S4 : Sm90_128x256x64_Coop_S4 {
+  static constexpr const char* kName = "Sm90_128x256x128_Coop_S4";
+  static constexpr int kBlockK = 128;
+};
+struct Sm90_64x256x128_Pingpong_S5 : Sm90_64x256x64_Pingpong_S5 {
+  static constexpr const char* kName = "Sm90_64x256x128_Pingpong_S5";
+  static constexpr int kBlockK = 128;
+};
+
 enum class Sm90ConfigId : int { kCoop128x256 = 0, kPingpong64x256 = 1 };
 
-inline const char* sm90_config_name(Sm90ConfigId id) {
+// The config's name for 16-bit operands, or (fp8) for 8-bit ones.
+inline const char* sm90_config_name(Sm90ConfigId id, bool fp8 = false) {
+  if (fp8) {
+    return id == Sm90ConfigId::kCoop128x256 ? Sm90_128x256x128_Coop_S4::kName : Sm90_64x256x128_Pingpong_S5::kName;
+  }
   return id == Sm90ConfigId::kCoop128x256 ? Sm90_128x256x64_Coop_S4::kName : Sm90_64x256x64_Pingpong_S5::kName;
 }
 

@@ -19,6 +19,11 @@ cudaError_t sm90_gemm_f16(const GemmArgs& args, Sm90ConfigId config, bool a_mn, 
 cudaError_t sm90_gemm_bf16(const GemmArgs& args, Sm90ConfigId config, bool a_mn, bool b_mn, int num_sms,
                            cudaStream_t stream);
 
+// gemm.scaled_mm: a (M, K) and b (N rows of K) both K-major, 8-bit kinds ka / kb, with the
+// scales and fp32 bias of GemmArgs; D's type: args.dtype (16-bit) or float (args.out_f32).
+cudaError_t sm90_scaled_mm(const GemmArgs& args, Fp8Kind ka, Fp8Kind kb, Sm90ConfigId config, int num_sms,
+                           cudaStream_t stream);
+
 inline cudaError_t sm90_gemm(const GemmArgs& args, Sm90ConfigId config, bool a_mn, bool b_mn, int num_sms,
                              cudaStream_t stream) {
   return args.dtype == DType::kBFloat16 ? sm90_gemm_bf16(args, config, a_mn, b_mn, num_sms, stream)

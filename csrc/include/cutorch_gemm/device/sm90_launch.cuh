@@ -11,32 +11,44 @@
 
 namespace cutorch_gemm {
 
-// The tensor map of one operand. K-major: rows of K elements (A: M rows, B: N rows), boxes of
-// tile-rows x 64. MN-major: rows of M (N) elements, one per k, boxes of kBlockK x 64. Stacked
-// operands (batch / group index) get a third dimension.
+// The tensor map of one operand of elem_bytes-sized elements. K-major: rows of K elements (A: M
+// rows, B: N rows), boxes of tile-rows x 128 bytes. MN-major: rows of M (N) elements, one per
+// k, boxes of kBlockK x 128 bytes. Stacked operands (batch / group index) get a 3rd dimension.
 template <class Cfg>
-bool encode_operand(CUtensorMap* map, CUtensorMapDataType type, const void* base, bool mn_major, int tile_rows,
-                    uint64_t mn, uint64_t k, int64_t mn_stride, int64_t k_stride, uint64_t batch,
+bool encode_operand(CUtensorMap* map, CUtensorMapDataType type, int elem_bytes, const void* base, bool mn_major,
+                    int tile_rows, uint64_t mn, uint64_t k, int64_t mn_stride, int64_t k_stride, uint64_t batch,
                     int64_t batch_stride) {
+  const uint32_t row_elems = uint32_t(128 / elem_bytes);
   if (mn_major) {
-    return encode_sw128(map, type, base, k, mn, uint64_t(k_stride), Cfg::kBlockK, 64, batch, uint64_t(batch_stride));
+    return encode_sw128(map, type, base, k, mn, uint64_t(k_stride), Cfg::kBlockK, row_elems, batch,
+                        uint64_t(batch_stride), uint64_t(elem_bytes));
   }
-  return encode_sw128(map, type, base, mn, k, uint64_t(mn_stride), uint32_t(tile_rows), 64, batch,
-                      uint64_t(batch_stride));
+  return encode_sw128(map, type, base, mn, k, uint64_t(mn_stride), uint32_t(tile_rows), row_elems, batch,
+                      uint64_t(batch_stride), uint64_t(elem_bytes));
 }
 
-template <class Cfg, typename T, bool kAMn, bool kBMn>
+// TMA's name for a 16-bit epilogue type, and for the operands' element (8-bit: raw bytes).
+template <typename T>
+constexpr CUtensorMapDataType tma_type_of() {
+  if constexpr (std::is_same_v<T, __nv_bfloat16>) return CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+  else if constexpr (std::is_same_v<T, __half>) return CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+  else return CU_TENSOR_MAP_DATA_TYPE_UINT8;
+}
+
+// Mma: the operand type (collective/sm90_mma.cuh); T: the epilogue's 16-bit type.
+template <class Cfg, class Mma, typename T, bool kAMn, bool kBMn>
 cudaError_t launch_sm90(const GemmArgs& args, int num_sms, cudaStream_t stream) {
+  using E = typename Mma::Element;
   const ProblemShape& s = args.shape;
-  const CUtensorMapDataType type =
-      args.dtype == DType::kBFloat16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+  const CUtensorMapDataType type = tma_type_of<E>();
+  const int elem_bytes = int(sizeof(E));
   const bool stacked = args.batch > 1;
   const bool a_3d = stacked && s.a_sb != 0 && (s.mode == GroupMode::kBatched || s.mode == GroupMode::kGroupedN);
   const bool b_3d = stacked && s.b_sb != 0 && (s.mode == GroupMode::kBatched || s.mode == GroupMode::kGroupedM);
   CUtensorMap tma_a, tma_b;
-  if (!encode_operand<Cfg>(&tma_a, type, args.a, kAMn, Cfg::kBlockM, s.m, s.k, s.a_sm, s.a_sk,
+  if (!encode_operand<Cfg>(&tma_a, type, elem_bytes, args.a, kAMn, Cfg::kBlockM, s.m, s.k, s.a_sm, s.a_sk,
                            a_3d ? args.batch : 0, s.a_sb) ||
-      !encode_operand<Cfg>(&tma_b, type, args.b, kBMn, Cfg::kBlockN, s.n, s.k, s.b_sn, s.b_sk,
+      !encode_operand<Cfg>(&tma_b, type, elem_bytes, args.b, kBMn, Cfg::kBlockN, s.n, s.k, s.b_sn, s.b_sk,
                            b_3d ? args.batch : 0, s.b_sb)) {
     return cudaErrorNotSupported;  // nothing launched: the caller falls back to SIMT
   }
@@ -48,7 +60,7 @@ cudaError_t launch_sm90(const GemmArgs& args, int num_sms, cudaStream_t stream) 
   // CUTORCH_GEMM_SM90_EPILOGUE=staged|direct forces a slower epilogue path (tests run all three).
   const char* forced_epi = std::getenv("CUTORCH_GEMM_SM90_EPILOGUE");
   const std::string epi = forced_epi ? forced_epi : "";
-  const bool plain = args.act == Activation::kNone && args.c == nullptr;
+  const bool plain = args.act == Activation::kNone && args.c == nullptr;  // always, for scaled launches
   const bool d_rows = s.d_sn == 1 && s.mode != GroupMode::kGroupedN;  // row-major, no per-group column shift
   p.direct_epilogue = plain && d_rows && s.d_sm % 2 == 0 && s.d_sb % 2 == 0 &&
                       reinterpret_cast<uintptr_t>(args.d) % pair_bytes == 0 && epi != "staged";
@@ -62,7 +74,7 @@ cudaError_t launch_sm90(const GemmArgs& args, int num_sms, cudaStream_t stream) 
   if ((p.direct_epilogue && epi != "direct") || fused) {
     if (reinterpret_cast<uintptr_t>(args.d) % 16 == 0 && (s.d_sm * out_bytes) % 16 == 0 &&
         (!p.d_3d || (s.d_sb * out_bytes) % 16 == 0)) {
-      const CUtensorMapDataType d_type = args.out_f32 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32 : type;
+      const CUtensorMapDataType d_type = args.out_f32 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32 : tma_type_of<T>();
       const bool ok = encode_sw128(&tma_d, d_type, args.d, s.m, s.n, uint64_t(s.d_sm), 64,
                                    uint32_t(128 / out_bytes), p.d_3d ? args.batch : 0, uint64_t(s.d_sb), out_bytes);
       p.tma_store = ok && p.direct_epilogue;
@@ -75,24 +87,38 @@ cudaError_t launch_sm90(const GemmArgs& args, int num_sms, cudaStream_t stream) 
   if (s.mode == GroupMode::kGroupedM) tiles = (long long)(p.tiles_m + args.batch) * p.tiles_n;
   if (s.mode == GroupMode::kGroupedN) tiles = (long long)p.tiles_m * (p.tiles_n + args.batch);
   if (tiles == 0) return cudaSuccess;
-  static_assert(sizeof(Sm90SharedStorage<Cfg, T>) + 1024 <= 227 * 1024, "shared memory per block (sm_90)");
-  const int smem = int(sizeof(Sm90SharedStorage<Cfg, T>)) + 1024;  // + alignment slack
-  auto kernel = sm90_gemm_ws_kernel<Cfg, T, kAMn, kBMn>;
+  static_assert(sizeof(Sm90SharedStorage<Cfg, E>) + 1024 <= 227 * 1024, "shared memory per block (sm_90)");
+  const int smem = int(sizeof(Sm90SharedStorage<Cfg, E>)) + 1024;  // + alignment slack
+  auto kernel = sm90_gemm_ws_kernel<Cfg, Mma, T, kAMn, kBMn>;
   cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   if (err != cudaSuccess) return err;
   kernel<<<int(tiles < num_sms ? tiles : num_sms), Cfg::kThreads, smem, stream>>>(tma_a, tma_b, tma_d, p);
   return cudaGetLastError();
 }
 
-// The four operand-major combinations of one config and type.
+// The four operand-major combinations of one config and 16-bit type.
 template <class Cfg, typename T>
 cudaError_t launch_sm90_layouts(const GemmArgs& args, bool a_mn, bool b_mn, int num_sms, cudaStream_t stream) {
+  using Mma = Sm90Mma16<T>;
   if (a_mn) {
-    return b_mn ? launch_sm90<Cfg, T, true, true>(args, num_sms, stream)
-                : launch_sm90<Cfg, T, true, false>(args, num_sms, stream);
+    return b_mn ? launch_sm90<Cfg, Mma, T, true, true>(args, num_sms, stream)
+                : launch_sm90<Cfg, Mma, T, true, false>(args, num_sms, stream);
   }
-  return b_mn ? launch_sm90<Cfg, T, false, true>(args, num_sms, stream)
-              : launch_sm90<Cfg, T, false, false>(args, num_sms, stream);
+  return b_mn ? launch_sm90<Cfg, Mma, T, false, true>(args, num_sms, stream)
+              : launch_sm90<Cfg, Mma, T, false, false>(args, num_sms, stream);
+}
+
+// scaled_mm: the four 8-bit kind combinations of one config (both operands K-major) with D's
+// 16-bit type T (float D: args.out_f32).
+template <class Cfg, typename T>
+cudaError_t launch_sm90_f8_kinds(const GemmArgs& args, Fp8Kind a, Fp8Kind b, int num_sms, cudaStream_t stream) {
+  constexpr Fp8Kind E4 = Fp8Kind::kE4M3, E5 = Fp8Kind::kE5M2;
+  if (a == E4) {
+    return b == E4 ? launch_sm90<Cfg, Sm90MmaF8<E4, E4>, T, false, false>(args, num_sms, stream)
+                   : launch_sm90<Cfg, Sm90MmaF8<E4, E5>, T, false, false>(args, num_sms, stream);
+  }
+  return b == E4 ? launch_sm90<Cfg, Sm90MmaF8<E5, E4>, T, false, false>(args, num_sms, stream)
+                 : launch_sm90<Cfg, Sm90MmaF8<E5, E5>, T, false, false>(args, num_sms, stream);
 }
 
 }  // namespace cutorch_gemm

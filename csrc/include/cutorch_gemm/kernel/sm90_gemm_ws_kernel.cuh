@@ -6,10 +6,11 @@
 //                the 128-row tile each; one wgmma group in flight, the stage behind it released;
 //                then the fused epilogue straight from registers while the producer already
 //                loads the next tile.
-// Operands: fp16 / bf16, each K-major or MN-major (kAMn / kBMn: wgmma's transpose bits and the
-// matching TMA boxes), 2-D or stacked 3-D; one persistent loop over the tiles of every problem
-// of the launch: dense, batched, or grouped with device-resident offsets
-// (scheduler/sm90_tile_scheduler.cuh).
+// Operands (Mma, collective/sm90_mma.cuh): fp16 / bf16, each K-major or MN-major (kAMn / kBMn:
+// wgmma's transpose bits and the matching TMA boxes), 2-D or stacked 3-D; or e4m3 / e5m2, both
+// K-major, with scaled_mm's epilogue. T is the epilogue's 16-bit type (bias, C, D unless fp32).
+// One persistent loop over the tiles of every problem of the launch: dense, batched, or grouped
+// with device-resident offsets (scheduler/sm90_tile_scheduler.cuh).
 
 #include <cuda.h>
 
@@ -18,83 +19,13 @@
 #include "cutorch_gemm/arch/sm90_tma.cuh"
 #include "cutorch_gemm/arch/sm90_warpgroup.cuh"
 #include "cutorch_gemm/arch/sm90_wgmma.cuh"
+#include "cutorch_gemm/collective/sm90_mma.cuh"
 #include "cutorch_gemm/device/gemm_args.h"
-#include "cutorch_gemm/epilogue/simt_epilogue.cuh"
+#include "cutorch_gemm/epilogue/sm90_epilogue.cuh"
 #include "cutorch_gemm/pipeline/sm90_pipeline.cuh"
 #include "cutorch_gemm/scheduler/sm90_tile_scheduler.cuh"
 
 namespace cutorch_gemm {
-
-constexpr int Sm90EpilogueCols = 32;
-
-struct Acc4 {
-  float v[4];
-};
-
-// Two adjacent output columns as one store: 16-bit pairs (4 bytes) or fp32 pairs (8 bytes).
-template <typename Out>
-CG_DEVICE void store_pair(Out* p, float v0, float v1) {
-  if constexpr (std::is_same_v<Out, float>) {
-    *reinterpret_cast<float2*>(p) = make_float2(v0, v1);
-  } else {
-    Vec<Out, 2> x;
-    x.v[0] = from_acc<Out>(v0);
-    x.v[1] = from_acc<Out>(v1);
-    *reinterpret_cast<Vec<Out, 2>*>(p) = x;
-  }
-}
-
-// Direct epilogue for D = alpha * acc (+ bias): no C, no activation, row-major D with even row
-// stride (the host checks; Sm90Params::direct_epilogue). Each thread stores its accumulator
-// pairs (wgmma layout: rows 16w + l/4 (+8), columns 8j + 2(l%4) (+1)) straight from registers:
-// about two instructions per pair instead of the staged path's functor per element. Fully
-// inside tiles skip every bounds check.
-// NOTE: the unrolled body is small because it has no activation code (the staged path exists
-// because 128 unrolled activations overflowed the instruction cache).
-template <typename T, typename Out>
-CG_DEVICE void sm90_store_tile_direct(const GemmArgs& g, const Problem& prob, const float (&acc)[128], int row_base,
-                                      int col_base, int tid_in_wg) {
-  const int warp = tid_in_wg / 32, lane = tid_in_wg % 32;
-  const int r0 = row_base + warp * 16 + lane / 4;
-  const int c0 = col_base + 2 * (lane % 4);
-  const float alpha = float(g.alpha);
-  const T* bias = g.bias ? static_cast<const T*>(g.bias) + prob.bias_off : nullptr;
-  Out* d = static_cast<Out*>(g.d) + prob.d_off;
-  const index_t sm = g.shape.d_sm;
-  Out* row0 = d + index_t(r0) * sm;
-  Out* row1 = row0 + 8 * sm;
-  if (row_base + 64 <= prob.m && col_base + 256 <= prob.n) {
-#pragma unroll
-    for (int j = 0; j < 32; ++j) {
-      const int n = c0 + 8 * j;
-      const float b0 = bias ? to_acc<float>(bias[n]) : 0.0f;
-      const float b1 = bias ? to_acc<float>(bias[n + 1]) : 0.0f;
-      store_pair<Out>(row0 + n, fmaf(acc[4 * j], alpha, b0), fmaf(acc[4 * j + 1], alpha, b1));
-      store_pair<Out>(row1 + n, fmaf(acc[4 * j + 2], alpha, b0), fmaf(acc[4 * j + 3], alpha, b1));
-    }
-    return;
-  }
-  const bool in0 = r0 < prob.m, in1 = r0 + 8 < prob.m;
-  // NOTE: fully unrolled with a guard, not a partial unroll with `break`: a runtime index into
-  // acc[] would move the accumulators to local memory.
-#pragma unroll
-  for (int j = 0; j < 32; ++j) {
-    const int n = c0 + 8 * j;
-    if (n >= prob.n) continue;
-    const bool pair = n + 1 < prob.n;
-    const float b0 = bias ? to_acc<float>(bias[n]) : 0.0f;
-    const float b1 = bias && pair ? to_acc<float>(bias[n + 1]) : 0.0f;
-    const float v[4] = {fmaf(acc[4 * j], alpha, b0), fmaf(acc[4 * j + 1], alpha, b1),
-                        fmaf(acc[4 * j + 2], alpha, b0), fmaf(acc[4 * j + 3], alpha, b1)};
-    if (pair) {
-      if (in0) store_pair<Out>(row0 + n, v[0], v[1]);
-      if (in1) store_pair<Out>(row1 + n, v[2], v[3]);
-    } else {
-      if (in0) row0[n] = from_acc<Out>(v[0]);
-      if (in1) row1[n] = from_acc<Out>(v[2]);
-    }
-  }
-}
 
 template <class Cfg, typename T>
 struct Sm90SharedStorage {
@@ -116,186 +47,6 @@ struct Sm90SharedStorage {
   alignas(8) uint64_t empty[Cfg::kStages];
   alignas(8) uint64_t order[2];  // ping-pong: "consumer c finished a mainloop"
 };
-
-template <typename T, bool kAMn, bool kBMn>
-CG_DEVICE void sm90_wgmma(float (&d)[128], uint64_t da, uint64_t db, int scale_d) {
-  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
-    sm90::wgmma_m64n256k16_bf16<kAMn, kBMn>(d, da, db, scale_d);
-  } else {
-    sm90::wgmma_m64n256k16_f16<kAMn, kBMn>(d, da, db, scale_d);
-  }
-}
-
-CG_DEVICE void named_barrier_sync(int id, int threads) {
-  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
-}
-
-// Fused epilogue of one consumer warpgroup, staged through shared memory 32 columns at a time.
-// wgmma's accumulator layout gives thread (warp w, lane l) rows 16w + l/4 (+8) and column pairs
-// 8j + 2(l%4) of its 64 x 256 slice; each slice goes to smem in that layout, then the
-// warpgroup reads it back row-wise and applies the fusion functor in a compact (not unrolled)
-// loop with 4-element vector stores.
-// NOTE: applying the functor straight from registers unrolls it 128 times per thread (~40K
-// SASS instructions); the instruction fetch of that code dominated the whole kernel.
-template <typename T>
-CG_DEVICE void sm90_store_tile(const GemmArgs& g, const Problem& prob, const float (&acc)[128],
-                               float (*epi)[Sm90EpilogueCols + 4], int row_base, int col_base, int tid_in_wg,
-                               int barrier_id) {
-  using Epi = SimtEpilogue<T>;
-  const int warp = tid_in_wg / 32;
-  const int lane = tid_in_wg % 32;
-  constexpr int kChunkJ = Sm90EpilogueCols / 8;  // n8 blocks per chunk
-#pragma unroll
-  for (int chunk = 0; chunk < 256 / Sm90EpilogueCols; ++chunk) {
-    named_barrier_sync(barrier_id, 128);  // the previous chunk has been read
-#pragma unroll
-    for (int jj = 0; jj < kChunkJ; ++jj) {
-      const int j = chunk * kChunkJ + jj;
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int r = warp * 16 + lane / 4 + 8 * h;
-        const int cc = 8 * jj + 2 * (lane % 4);
-        *reinterpret_cast<float2*>(&epi[r][cc]) = make_float2(acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
-      }
-    }
-    named_barrier_sync(barrier_id, 128);
-    const int n_chunk = col_base + chunk * Sm90EpilogueCols;
-#pragma unroll 1
-    for (int idx = tid_in_wg; idx < 64 * (Sm90EpilogueCols / 4); idx += 128) {
-      const int r = idx / (Sm90EpilogueCols / 4);
-      const int c4 = (idx % (Sm90EpilogueCols / 4)) * 4;
-      const int m = row_base + r;
-      const int n = n_chunk + c4;
-      if (m >= prob.m || n >= prob.n) continue;
-      const float4 x = *reinterpret_cast<const float4*>(&epi[r][c4]);
-      const Acc4 raw{{x.x, x.y, x.z, x.w}};
-      Epi::store4(g, prob, m, n, raw.v);
-    }
-  }
-}
-
-// TMA-store epilogue for D = alpha * acc (+ bias) (same conditions as the direct one, plus a
-// D that TMA can address): the warpgroup writes 64 x 128-byte slices of D (64 bf16 or 32 fp32
-// columns) into swizzled shared memory, conflict-free, and one thread stores each slice with one
-// TMA instruction while the warpgroup fills the next buffer. D's bounds clip the boxes.
-template <class Cfg, typename T, typename Out>
-CG_DEVICE void sm90_store_tile_tma(const GemmArgs& g, const Problem& prob, const float (&acc)[128],
-                                   uint8_t (*bufs)[64 * 128], const CUtensorMap* map_d, bool d_3d, int group,
-                                   int row_abs, int col_base, int tid_in_wg, int barrier_id) {
-  constexpr int kCols = 128 / int(sizeof(Out));  // columns per slice
-  constexpr int kJ = kCols / 8;                    // n8 accumulator blocks per slice
-  const int warp = tid_in_wg / 32, lane = tid_in_wg % 32;
-  const int r0 = warp * 16 + lane / 4;  // row in the 64-row slice (and r0 + 8)
-  const float alpha = float(g.alpha);
-  const T* bias = g.bias ? static_cast<const T*>(g.bias) + prob.bias_off : nullptr;
-#pragma unroll
-  for (int chunk = 0; chunk < 256 / kCols; ++chunk) {
-    uint8_t* buf = bufs[chunk % Cfg::kEpiBuffers];
-    // The store that last read this buffer has finished reading it (bulk groups retire in order).
-    if (tid_in_wg == 0) sm90::bulk_wait_group_read<Cfg::kEpiBuffers - 1>();
-    named_barrier_sync(barrier_id, 128);
-#pragma unroll
-    for (int jj = 0; jj < kJ; ++jj) {
-      const int j = chunk * kJ + jj;
-      const int n = col_base + 8 * j + 2 * (lane % 4);
-      const float b0 = bias && n < prob.n ? to_acc<float>(bias[n]) : 0.0f;
-      const float b1 = bias && n + 1 < prob.n ? to_acc<float>(bias[n + 1]) : 0.0f;
-      const int byte = (8 * jj + 2 * (lane % 4)) * int(sizeof(Out));  // in the 128-byte row
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int r = r0 + 8 * h;
-        uint8_t* dst = buf + r * 128 + (((byte / 16) ^ (r % 8)) * 16) + byte % 16;
-        store_pair<Out>(reinterpret_cast<Out*>(dst), fmaf(acc[4 * j + 2 * h], alpha, b0),
-                        fmaf(acc[4 * j + 2 * h + 1], alpha, b1));
-      }
-    }
-    sm90::fence_proxy_async_shared();  // the writes above, before TMA (async proxy) reads them
-    named_barrier_sync(barrier_id, 128);
-    if (tid_in_wg == 0) {
-      const int c0 = col_base + chunk * kCols;
-      if (c0 < prob.n) {
-        if (d_3d) sm90::tma_store_3d(map_d, buf, c0, row_abs, group);
-        else sm90::tma_store_2d(map_d, buf, c0, row_abs);
-      }
-      sm90::bulk_commit_group();
-    }
-  }
-}
-
-// TMA-store epilogue with the rest of the fusion (activation, beta * C): needs two 8 KB
-// buffers per warpgroup (cooperative config). Per 64 x 128-byte slice of D: the fragments,
-// with alpha and bias, go to an fp32 scratch slice (32 columns at a time); a compact loop (one
-// copy of the activation code, not 128 unrolled ones: instruction cache) adds beta * C, applies
-// the activation, rounds once and writes the swizzled D slice, which one thread stores by TMA.
-template <class Cfg, typename T, typename Out>
-CG_DEVICE void sm90_store_tile_tma_fused(const GemmArgs& g, const Problem& prob, const float (&acc)[128],
-                                         uint8_t (*bufs)[64 * 128], const CUtensorMap* map_d, bool d_3d, int group,
-                                         int row_abs, int row_base, int col_base, int tid_in_wg, int barrier_id) {
-  static_assert(Cfg::kEpiBuffers >= 2, "scratch and output slices");
-  constexpr int kCols = 128 / int(sizeof(Out));  // D columns per slice
-  constexpr int kSubs = kCols / 32;              // fp32 scratch slices (32 columns) per D slice
-  const int warp = tid_in_wg / 32, lane = tid_in_wg % 32;
-  const int r0 = warp * 16 + lane / 4;
-  const float alpha = float(g.alpha), beta = float(g.beta);
-  const T* bias = g.bias ? static_cast<const T*>(g.bias) + prob.bias_off : nullptr;
-  const T* c = static_cast<const T*>(g.c);
-  uint8_t* scratch = bufs[0];
-  uint8_t* out = bufs[1];
-#pragma unroll
-  for (int chunk = 0; chunk < 256 / kCols; ++chunk) {
-    if (tid_in_wg == 0) sm90::bulk_wait_group_read<0>();  // the last store has read `out`
-#pragma unroll
-    for (int sub = 0; sub < kSubs; ++sub) {
-      named_barrier_sync(barrier_id, 128);  // scratch free (and `out` free, first time)
-#pragma unroll
-      for (int jj = 0; jj < 4; ++jj) {
-        const int j = (chunk * kCols + sub * 32) / 8 + jj;
-        const int n = col_base + 8 * j + 2 * (lane % 4);
-        const float b0 = bias && n < prob.n ? to_acc<float>(bias[n]) : 0.0f;
-        const float b1 = bias && n + 1 < prob.n ? to_acc<float>(bias[n + 1]) : 0.0f;
-        const int byte = (8 * jj + 2 * (lane % 4)) * 4;
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const int r = r0 + 8 * h;
-          *reinterpret_cast<float2*>(scratch + r * 128 + (((byte / 16) ^ (r % 8)) * 16) + byte % 16) =
-              make_float2(fmaf(acc[4 * j + 2 * h], alpha, b0), fmaf(acc[4 * j + 2 * h + 1], alpha, b1));
-        }
-      }
-      named_barrier_sync(barrier_id, 128);
-      // NOTE: not unrolled: unrolling its 4 iterations spills (the kernel is compiled for 168
-      // registers per thread, the launch bound; setmaxnreg only raises the consumers' limit).
-#pragma unroll 1
-      for (int idx = tid_in_wg; idx < 64 * 8; idx += 128) {
-        const int r = idx / 8, q = idx % 8;  // row, 4-column group of the scratch slice
-        float4 v = *reinterpret_cast<const float4*>(scratch + r * 128 + ((q ^ (r % 8)) * 16));
-        float x[4] = {v.x, v.y, v.z, v.w};
-        const int col = sub * 32 + 4 * q;  // column in the D slice
-        const int m = row_base + r, n = col_base + chunk * kCols + col;
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          if (c != nullptr && m < prob.m && n + e < prob.n) {
-            x[e] += beta * to_acc<float>(c[prob.c_off + index_t(m) * g.shape.c_sm + index_t(n + e) * g.shape.c_sn]);
-          }
-          x[e] = apply_activation(g.act, x[e]);
-        }
-        const int byte = col * int(sizeof(Out));
-        uint8_t* dst = out + r * 128 + (((byte / 16) ^ (r % 8)) * 16) + byte % 16;
-        store_pair<Out>(reinterpret_cast<Out*>(dst), x[0], x[1]);
-        store_pair<Out>(reinterpret_cast<Out*>(dst) + 2, x[2], x[3]);
-      }
-    }
-    sm90::fence_proxy_async_shared();
-    named_barrier_sync(barrier_id, 128);
-    if (tid_in_wg == 0) {
-      const int c0 = col_base + chunk * kCols;
-      if (c0 < prob.n) {
-        if (d_3d) sm90::tma_store_3d(map_d, out, c0, row_abs, group);
-        else sm90::tma_store_2d(map_d, out, c0, row_abs);
-      }
-      sm90::bulk_commit_group();
-    }
-  }
-}
 
 // One stage's operand tiles. K-major: [rows][64 K] (one TMA box). MN-major: [rows / 64][64 K][64]
 // (one box per 64-wide MN block), the layout make_desc_mn_major_sw128 describes.
@@ -347,12 +98,16 @@ CG_DEVICE void sm90_zero_k_tail(T* tile, int rows, int valid_k, int part, int pa
   }
 }
 
-template <class Cfg, typename T, bool kAMn, bool kBMn>
+template <class Cfg, class Mma, typename T, bool kAMn, bool kBMn>
 __global__ void __launch_bounds__(Cfg::kThreads, 1)
 sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_constant__ CUtensorMap tma_b,
                     const __grid_constant__ CUtensorMap tma_d, const Sm90Params p) {
+  using E = typename Mma::Element;
+  static_assert(Cfg::kBlockK * sizeof(E) == 128, "a tile row of K is one 128-byte swizzle row");
+  static_assert(Mma::kInstrK * sizeof(E) == 32, "the descriptors' K step is 32 bytes (K-major)");
+  static_assert(Mma::kMnMajorOk || (!kAMn && !kBMn), "this operand type reads K-major tiles only");
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  using Storage = Sm90SharedStorage<Cfg, T>;
+  using Storage = Sm90SharedStorage<Cfg, E>;
   using State = sm90::PipelineState<Cfg::kStages>;
   using Scheduler = Sm90TileScheduler<Cfg::kBlockM, Cfg::kBlockN, Cfg::kBlockK>;
   extern __shared__ uint8_t smem_raw[];
@@ -378,7 +133,7 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
   __syncthreads();
 
   const GemmArgs& g = p.args;
-  constexpr uint32_t kStageBytes = (Cfg::kBlockM + Cfg::kBlockN) * Cfg::kBlockK * sizeof(T);
+  constexpr uint32_t kStageBytes = (Cfg::kBlockM + Cfg::kBlockN) * Cfg::kBlockK * sizeof(E);
 
   if (warpgroup == 0) {
     sm90::setmaxnreg_dec<Cfg::kProducerRegs>();
@@ -396,9 +151,9 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
             const int k = w.k_begin + kb * Cfg::kBlockK;
             pipe.producer_acquire(st);
             pipe.producer_commit(st, kStageBytes);
-            sm90_load_operand<Cfg, T, kAMn, Cfg::kBlockM>(s.a[st.index], &tma_a, &s.full[st.index], w.a_row, k, za,
+            sm90_load_operand<Cfg, E, kAMn, Cfg::kBlockM>(s.a[st.index], &tma_a, &s.full[st.index], w.a_row, k, za,
                                                           p.a_3d);
-            sm90_load_operand<Cfg, T, kBMn, Cfg::kBlockN>(s.b[st.index], &tma_b, &s.full[st.index], w.b_col, k, zb,
+            sm90_load_operand<Cfg, E, kBMn, Cfg::kBlockN>(s.b[st.index], &tma_b, &s.full[st.index], w.b_col, k, zb,
                                                           p.b_3d);
             st.advance();
           }
@@ -448,14 +203,14 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
           // Cooperative: the two warpgroups split the shared B tile and zero their own A rows.
           const int part = Cfg::kPingpong ? tid_in_wg : tid_in_wg + 128 * consumer;
           const int parts = Cfg::kPingpong ? 128 : 128 * Cfg::kConsumers;
-          sm90_zero_k_tail<Cfg, T, kAMn>(s.a[st.index] + row_in_tile * Cfg::kBlockK, Cfg::kPingpong ? Cfg::kBlockM : 64,
+          sm90_zero_k_tail<Cfg, E, kAMn>(s.a[st.index] + row_in_tile * Cfg::kBlockK, Cfg::kPingpong ? Cfg::kBlockM : 64,
                                          tail_k, tid_in_wg, 128);
-          sm90_zero_k_tail<Cfg, T, kBMn>(s.b[st.index], Cfg::kBlockN, tail_k, part, parts);
+          sm90_zero_k_tail<Cfg, E, kBMn>(s.b[st.index], Cfg::kBlockN, tail_k, part, parts);
           sm90::fence_proxy_async_shared();
           named_barrier_sync(Cfg::kPingpong ? 3 + consumer : 3, parts);
         }
         // Both layouts put 64 rows of A (M) at 64 * kBlockK elements: [rows][64 K] or [M/64][K][64].
-        const T* a_tile = s.a[st.index] + row_in_tile * Cfg::kBlockK;
+        const E* a_tile = s.a[st.index] + row_in_tile * Cfg::kBlockK;
         const uint64_t da = kAMn ? sm90::make_desc_mn_major_sw128(a_tile, Cfg::kBlockK)
                                  : sm90::make_desc_k_major_sw128(a_tile);
         const uint64_t db = kBMn ? sm90::make_desc_mn_major_sw128(s.b[st.index], Cfg::kBlockK)
@@ -465,8 +220,8 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
         sm90::fence_accumulators(acc);
         sm90::wgmma_fence();
 #pragma unroll
-        for (int kk = 0; kk < Cfg::kBlockK / 16; ++kk) {
-          sm90_wgmma<T, kAMn, kBMn>(acc, da + kStepA * kk, db + kStepB * kk, (kb > 0 || kk > 0) ? 1 : 0);
+        for (int kk = 0; kk < Cfg::kBlockK / Mma::kInstrK; ++kk) {
+          Mma::template mma<kAMn, kBMn>(acc, da + kStepA * kk, db + kStepB * kk, (kb > 0 || kk > 0) ? 1 : 0);
         }
         sm90::wgmma_commit();
         sm90::fence_accumulators(acc);
@@ -483,6 +238,21 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
       // TMA stores need the 64 rows inside the problem: D's bounds clip at the tensor's end, not
       // at a group's (grouped-M), so a group's last partial tile stores from registers.
       const bool tma_rows = g.shape.mode != GroupMode::kGroupedM || w.m0 + row_in_tile + 64 <= prob.m;
+      if constexpr (Mma::kScaled) {  // scaled_mm: dense, no C, no activation
+        if (p.tma_store) {
+          if (g.out_f32)
+            sm90_store_tile_tma<Cfg, T, float, true>(g, prob, acc, s.epi_slot[consumer].u.out, &tma_d, false, 0,
+                                                     w.a_row + row_in_tile, w.n0, tid_in_wg, 1 + consumer);
+          else
+            sm90_store_tile_tma<Cfg, T, T, true>(g, prob, acc, s.epi_slot[consumer].u.out, &tma_d, false, 0,
+                                                 w.a_row + row_in_tile, w.n0, tid_in_wg, 1 + consumer);
+        } else if (g.out_f32) {
+          sm90_store_tile_scaled<float>(g, prob, acc, w.m0 + row_in_tile, w.n0, tid_in_wg, p.direct_epilogue);
+        } else {
+          sm90_store_tile_scaled<T>(g, prob, acc, w.m0 + row_in_tile, w.n0, tid_in_wg, p.direct_epilogue);
+        }
+        continue;
+      }
       if constexpr (Cfg::kEpiBuffers >= 2) {
         if (p.tma_store_fused && tma_rows) {
           if (g.out_f32)

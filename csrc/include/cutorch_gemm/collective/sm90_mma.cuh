@@ -1,0 +1,59 @@
+#pragma once
+// The operand types of the Hopper mainloop: what kernel/sm90_gemm_ws_kernel.cuh needs to know
+// about them. Each is a type with the shared-memory element, the K of one wgmma instruction,
+// whether MN-major tiles are allowed, whether the epilogue is scaled_mm's, and the instruction.
+// Every type fills one 128-byte swizzle row per tile row with its kBlockK (64 16-bit or 128
+// 8-bit elements), so the stage layout and the K step of the descriptors (32 bytes) are shared.
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cstdint>
+#include <type_traits>
+
+#include "cutorch_gemm/arch/sm90_wgmma.cuh"
+#include "cutorch_gemm/core/types.h"
+
+namespace cutorch_gemm {
+
+// fp16 / bf16: m64n256k16; either tile K-major or MN-major (wgmma's transpose bits).
+template <typename T>
+struct Sm90Mma16 {
+  using Element = T;
+  static constexpr int kInstrK = 16;
+  static constexpr bool kMnMajorOk = true;
+  static constexpr bool kScaled = false;  // epilogue: alpha, bias and C of type T, activations
+  template <bool kAMn, bool kBMn>
+  static CG_DEVICE void mma(float (&d)[128], uint64_t desc_a, uint64_t desc_b, int scale_d) {
+    if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+      sm90::wgmma_m64n256k16_bf16<kAMn, kBMn>(d, desc_a, desc_b, scale_d);
+    } else {
+      sm90::wgmma_m64n256k16_f16<kAMn, kBMn>(d, desc_a, desc_b, scale_d);
+    }
+  }
+};
+
+// e4m3 / e5m2 (each operand its own kind): m64n256k32, both tiles K-major; the epilogue is
+// scaled_mm's (GemmArgs::scale_a / scale_b, fp32 bias).
+template <Fp8Kind kA, Fp8Kind kB>
+struct Sm90MmaF8 {
+  using Element = uint8_t;  // raw bytes: TMA moves them, wgmma interprets them
+  static constexpr int kInstrK = 32;
+  static constexpr bool kMnMajorOk = false;
+  static constexpr bool kScaled = true;
+  template <bool kAMn, bool kBMn>
+  static CG_DEVICE void mma(float (&d)[128], uint64_t desc_a, uint64_t desc_b, int scale_d) {
+    static_assert(!kAMn && !kBMn, "8-bit wgmma has no transpose bits: both tiles must be K-major");
+    if constexpr (kA == Fp8Kind::kE4M3 && kB == Fp8Kind::kE4M3) {
+      sm90::wgmma_m64n256k32_e4m3_e4m3(d, desc_a, desc_b, scale_d);
+    } else if constexpr (kA == Fp8Kind::kE4M3) {
+      sm90::wgmma_m64n256k32_e4m3_e5m2(d, desc_a, desc_b, scale_d);
+    } else if constexpr (kB == Fp8Kind::kE4M3) {
+      sm90::wgmma_m64n256k32_e5m2_e4m3(d, desc_a, desc_b, scale_d);
+    } else {
+      sm90::wgmma_m64n256k32_e5m2_e5m2(d, desc_a, desc_b, scale_d);
+    }
+  }
+};
+
+}  // namespace cutorch_gemm

@@ -1,0 +1,324 @@
+#pragma once
+// Epilogues of the Hopper kernel (kernel/sm90_gemm_ws_kernel.cuh), one consumer warpgroup's
+// 64 x 256 fp32 accumulators (wgmma layout) each:
+//   sm90_store_tile_direct     D = alpha * acc (+ bias) from registers
+//   sm90_store_tile_scaled     scaled_mm's D = sa * sb * acc + bias from registers, any D
+//   sm90_store_tile            the whole fusion, staged through shared memory 32 columns at a time
+//   sm90_store_tile_tma        D = alpha * acc (+ bias) (or scaled_mm's) by TMA stores
+//   sm90_store_tile_tma_fused  the whole fusion by TMA stores (cooperative config)
+
+#include <cuda.h>
+
+#include <type_traits>
+
+#include "cutorch_gemm/arch/sm90_tma.cuh"
+#include "cutorch_gemm/device/gemm_args.h"
+#include "cutorch_gemm/epilogue/simt_epilogue.cuh"
+
+namespace cutorch_gemm {
+
+constexpr int Sm90EpilogueCols = 32;
+
+struct Acc4 {
+  float v[4];
+};
+
+// Two adjacent output columns as one store: 16-bit pairs (4 bytes) or fp32 pairs (8 bytes).
+template <typename Out>
+CG_DEVICE void store_pair(Out* p, float v0, float v1) {
+  if constexpr (std::is_same_v<Out, float>) {
+    *reinterpret_cast<float2*>(p) = make_float2(v0, v1);
+  } else {
+    Vec<Out, 2> x;
+    x.v[0] = from_acc<Out>(v0);
+    x.v[1] = from_acc<Out>(v1);
+    *reinterpret_cast<Vec<Out, 2>*>(p) = x;
+  }
+}
+
+// Direct epilogue for D = alpha * acc (+ bias): no C, no activation, row-major D with even row
+// stride (the host checks; Sm90Params::direct_epilogue). Each thread stores its accumulator
+// pairs (wgmma layout: rows 16w + l/4 (+8), columns 8j + 2(l%4) (+1)) straight from registers:
+// about two instructions per pair instead of the staged path's functor per element. Fully
+// inside tiles skip every bounds check.
+// NOTE: the unrolled body is small because it has no activation code (the staged path exists
+// because 128 unrolled activations overflowed the instruction cache).
+template <typename T, typename Out>
+CG_DEVICE void sm90_store_tile_direct(const GemmArgs& g, const Problem& prob, const float (&acc)[128], int row_base,
+                                      int col_base, int tid_in_wg) {
+  const int warp = tid_in_wg / 32, lane = tid_in_wg % 32;
+  const int r0 = row_base + warp * 16 + lane / 4;
+  const int c0 = col_base + 2 * (lane % 4);
+  const float alpha = float(g.alpha);
+  const T* bias = g.bias ? static_cast<const T*>(g.bias) + prob.bias_off : nullptr;
+  Out* d = static_cast<Out*>(g.d) + prob.d_off;
+  const index_t sm = g.shape.d_sm;
+  Out* row0 = d + index_t(r0) * sm;
+  Out* row1 = row0 + 8 * sm;
+  if (row_base + 64 <= prob.m && col_base + 256 <= prob.n) {
+#pragma unroll
+    for (int j = 0; j < 32; ++j) {
+      const int n = c0 + 8 * j;
+      const float b0 = bias ? to_acc<float>(bias[n]) : 0.0f;
+      const float b1 = bias ? to_acc<float>(bias[n + 1]) : 0.0f;
+      store_pair<Out>(row0 + n, fmaf(acc[4 * j], alpha, b0), fmaf(acc[4 * j + 1], alpha, b1));
+      store_pair<Out>(row1 + n, fmaf(acc[4 * j + 2], alpha, b0), fmaf(acc[4 * j + 3], alpha, b1));
+    }
+    return;
+  }
+  const bool in0 = r0 < prob.m, in1 = r0 + 8 < prob.m;
+  // NOTE: fully unrolled with a guard, not a partial unroll with `break`: a runtime index into
+  // acc[] would move the accumulators to local memory.
+#pragma unroll
+  for (int j = 0; j < 32; ++j) {
+    const int n = c0 + 8 * j;
+    if (n >= prob.n) continue;
+    const bool pair = n + 1 < prob.n;
+    const float b0 = bias ? to_acc<float>(bias[n]) : 0.0f;
+    const float b1 = bias && pair ? to_acc<float>(bias[n + 1]) : 0.0f;
+    const float v[4] = {fmaf(acc[4 * j], alpha, b0), fmaf(acc[4 * j + 1], alpha, b1),
+                        fmaf(acc[4 * j + 2], alpha, b0), fmaf(acc[4 * j + 3], alpha, b1)};
+    if (pair) {
+      if (in0) store_pair<Out>(row0 + n, v[0], v[1]);
+      if (in1) store_pair<Out>(row1 + n, v[2], v[3]);
+    } else {
+      if (in0) row0[n] = from_acc<Out>(v[0]);
+      if (in1) row1[n] = from_acc<Out>(v[2]);
+    }
+  }
+}
+
+// scaled_mm's factors: sa of row m, sb of column n (per-row / per-column or one for all).
+CG_DEVICE float scale_a_of(const GemmArgs& g, int m) { return g.scale_a[g.scale_a_rows ? m : 0]; }
+CG_DEVICE float scale_b_of(const GemmArgs& g, int n) { return g.scale_b[g.scale_b_cols ? n : 0]; }
+
+// scaled_mm's epilogue from registers: D = sa * sb * acc + bias[n] (fp32 bias), one rounding.
+// Any D (the TMA-store path takes the aligned ones): column pairs as one store when `pairs`
+// (row-major, even row stride, aligned base: Sm90Params::direct_epilogue), else element-wise.
+template <typename Out>
+CG_DEVICE void sm90_store_tile_scaled(const GemmArgs& g, const Problem& prob, const float (&acc)[128], int row_base,
+                                      int col_base, int tid_in_wg, bool pairs) {
+  const int warp = tid_in_wg / 32, lane = tid_in_wg % 32;
+  const int r0 = row_base + warp * 16 + lane / 4;
+  const int c0 = col_base + 2 * (lane % 4);
+  const bool in0 = r0 < prob.m, in1 = r0 + 8 < prob.m;
+  const float sa0 = in0 ? scale_a_of(g, r0) : 0.0f;
+  const float sa1 = in1 ? scale_a_of(g, r0 + 8) : 0.0f;
+  const float* bias = static_cast<const float*>(g.bias);
+  Out* row0 = static_cast<Out*>(g.d) + prob.d_off + index_t(r0) * g.shape.d_sm;
+  Out* row1 = row0 + 8 * g.shape.d_sm;
+  const index_t sn = g.shape.d_sn;
+#pragma unroll
+  for (int j = 0; j < 32; ++j) {
+    const int n = c0 + 8 * j;
+    if (n >= prob.n) continue;
+    const bool has1 = n + 1 < prob.n;
+    const float sb0 = scale_b_of(g, n), sb1 = has1 ? scale_b_of(g, n + 1) : 0.0f;
+    const float b0 = bias ? bias[n] : 0.0f, b1 = bias && has1 ? bias[n + 1] : 0.0f;
+    const float v00 = fmaf(acc[4 * j], sa0 * sb0, b0), v01 = fmaf(acc[4 * j + 1], sa0 * sb1, b1);
+    const float v10 = fmaf(acc[4 * j + 2], sa1 * sb0, b0), v11 = fmaf(acc[4 * j + 3], sa1 * sb1, b1);
+    if (pairs && has1) {
+      if (in0) store_pair<Out>(row0 + n, v00, v01);
+      if (in1) store_pair<Out>(row1 + n, v10, v11);
+    } else {
+      if (in0) row0[index_t(n) * sn] = from_acc<Out>(v00);
+      if (in1) row1[index_t(n) * sn] = from_acc<Out>(v10);
+      if (in0 && has1) row0[index_t(n + 1) * sn] = from_acc<Out>(v01);
+      if (in1 && has1) row1[index_t(n + 1) * sn] = from_acc<Out>(v11);
+    }
+  }
+}
+
+CG_DEVICE void named_barrier_sync(int id, int threads) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+
+// Fused epilogue of one consumer warpgroup, staged through shared memory 32 columns at a time.
+// wgmma's accumulator layout gives thread (warp w, lane l) rows 16w + l/4 (+8) and column pairs
+// 8j + 2(l%4) of its 64 x 256 slice; each slice goes to smem in that layout, then the
+// warpgroup reads it back row-wise and applies the fusion functor in a compact (not unrolled)
+// loop with 4-element vector stores.
+// NOTE: applying the functor straight from registers unrolls it 128 times per thread (~40K
+// SASS instructions); the instruction fetch of that code dominated the whole kernel.
+template <typename T>
+CG_DEVICE void sm90_store_tile(const GemmArgs& g, const Problem& prob, const float (&acc)[128],
+                               float (*epi)[Sm90EpilogueCols + 4], int row_base, int col_base, int tid_in_wg,
+                               int barrier_id) {
+  using Epi = SimtEpilogue<T>;
+  const int warp = tid_in_wg / 32;
+  const int lane = tid_in_wg % 32;
+  constexpr int kChunkJ = Sm90EpilogueCols / 8;  // n8 blocks per chunk
+#pragma unroll
+  for (int chunk = 0; chunk < 256 / Sm90EpilogueCols; ++chunk) {
+    named_barrier_sync(barrier_id, 128);  // the previous chunk has been read
+#pragma unroll
+    for (int jj = 0; jj < kChunkJ; ++jj) {
+      const int j = chunk * kChunkJ + jj;
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int r = warp * 16 + lane / 4 + 8 * h;
+        const int cc = 8 * jj + 2 * (lane % 4);
+        *reinterpret_cast<float2*>(&epi[r][cc]) = make_float2(acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
+      }
+    }
+    named_barrier_sync(barrier_id, 128);
+    const int n_chunk = col_base + chunk * Sm90EpilogueCols;
+#pragma unroll 1
+    for (int idx = tid_in_wg; idx < 64 * (Sm90EpilogueCols / 4); idx += 128) {
+      const int r = idx / (Sm90EpilogueCols / 4);
+      const int c4 = (idx % (Sm90EpilogueCols / 4)) * 4;
+      const int m = row_base + r;
+      const int n = n_chunk + c4;
+      if (m >= prob.m || n >= prob.n) continue;
+      const float4 x = *reinterpret_cast<const float4*>(&epi[r][c4]);
+      const Acc4 raw{{x.x, x.y, x.z, x.w}};
+      Epi::store4(g, prob, m, n, raw.v);
+    }
+  }
+}
+
+// TMA-store epilogue for D = alpha * acc (+ bias) (same conditions as the direct one, plus a
+// D that TMA can address): the warpgroup writes 64 x 128-byte slices of D (64 bf16 or 32 fp32
+// columns) into swizzled shared memory, conflict-free, and one thread stores each slice with one
+// TMA instruction while the warpgroup fills the next buffer. D's bounds clip the boxes.
+// kScaled: scaled_mm's D = sa * sb * acc + bias[n] (fp32 bias; dense, so row_abs is the row).
+template <class Cfg, typename T, typename Out, bool kScaled = false>
+CG_DEVICE void sm90_store_tile_tma(const GemmArgs& g, const Problem& prob, const float (&acc)[128],
+                                   uint8_t (*bufs)[64 * 128], const CUtensorMap* map_d, bool d_3d, int group,
+                                   int row_abs, int col_base, int tid_in_wg, int barrier_id) {
+  constexpr int kCols = 128 / int(sizeof(Out));  // columns per slice
+  constexpr int kJ = kCols / 8;                    // n8 accumulator blocks per slice
+  const int warp = tid_in_wg / 32, lane = tid_in_wg % 32;
+  const int r0 = warp * 16 + lane / 4;  // row in the 64-row slice (and r0 + 8)
+  const float alpha = float(g.alpha);
+  const T* bias = g.bias ? static_cast<const T*>(g.bias) + prob.bias_off : nullptr;
+  float row_scale[2] = {alpha, alpha};
+  if constexpr (kScaled) {
+    // Rows past the problem are clipped by the store; clamp their scale index instead.
+#pragma unroll
+    for (int h = 0; h < 2; ++h) row_scale[h] = scale_a_of(g, min(row_abs + r0 + 8 * h, prob.m - 1));
+  }
+#pragma unroll
+  for (int chunk = 0; chunk < 256 / kCols; ++chunk) {
+    uint8_t* buf = bufs[chunk % Cfg::kEpiBuffers];
+    // The store that last read this buffer has finished reading it (bulk groups retire in order).
+    if (tid_in_wg == 0) sm90::bulk_wait_group_read<Cfg::kEpiBuffers - 1>();
+    named_barrier_sync(barrier_id, 128);
+#pragma unroll
+    for (int jj = 0; jj < kJ; ++jj) {
+      const int j = chunk * kJ + jj;
+      const int n = col_base + 8 * j + 2 * (lane % 4);
+      const int byte = (8 * jj + 2 * (lane % 4)) * int(sizeof(Out));  // in the 128-byte row
+      if constexpr (kScaled) {
+        const float* fbias = static_cast<const float*>(g.bias);
+        const bool in0 = n < prob.n, in1 = n + 1 < prob.n;
+        const float sb0 = in0 ? scale_b_of(g, n) : 0.0f, sb1 = in1 ? scale_b_of(g, n + 1) : 0.0f;
+        const float b0 = fbias && in0 ? fbias[n] : 0.0f, b1 = fbias && in1 ? fbias[n + 1] : 0.0f;
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int r = r0 + 8 * h;
+          uint8_t* dst = buf + r * 128 + (((byte / 16) ^ (r % 8)) * 16) + byte % 16;
+          store_pair<Out>(reinterpret_cast<Out*>(dst), fmaf(acc[4 * j + 2 * h], row_scale[h] * sb0, b0),
+                          fmaf(acc[4 * j + 2 * h + 1], row_scale[h] * sb1, b1));
+        }
+      } else {
+        const float b0 = bias && n < prob.n ? to_acc<float>(bias[n]) : 0.0f;
+        const float b1 = bias && n + 1 < prob.n ? to_acc<float>(bias[n + 1]) : 0.0f;
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int r = r0 + 8 * h;
+          uint8_t* dst = buf + r * 128 + (((byte / 16) ^ (r % 8)) * 16) + byte % 16;
+          store_pair<Out>(reinterpret_cast<Out*>(dst), fmaf(acc[4 * j + 2 * h], alpha, b0),
+                          fmaf(acc[4 * j + 2 * h + 1], alpha, b1));
+        }
+      }
+    }
+    sm90::fence_proxy_async_shared();  // the writes above, before TMA (async proxy) reads them
+    named_barrier_sync(barrier_id, 128);
+    if (tid_in_wg == 0) {
+      const int c0 = col_base + chunk * kCols;
+      if (c0 < prob.n) {
+        if (d_3d) sm90::tma_store_3d(map_d, buf, c0, row_abs, group);
+        else sm90::tma_store_2d(map_d, buf, c0, row_abs);
+      }
+      sm90::bulk_commit_group();
+    }
+  }
+}
+
+// TMA-store epilogue with the rest of the fusion (activation, beta * C): needs two 8 KB
+// buffers per warpgroup (cooperative config). Per 64 x 128-byte slice of D: the fragments,
+// with alpha and bias, go to an fp32 scratch slice (32 columns at a time); a compact loop (one
+// copy of the activation code, not 128 unrolled ones: instruction cache) adds beta * C, applies
+// the activation, rounds once and writes the swizzled D slice, which one thread stores by TMA.
+template <class Cfg, typename T, typename Out>
+CG_DEVICE void sm90_store_tile_tma_fused(const GemmArgs& g, const Problem& prob, const float (&acc)[128],
+                                         uint8_t (*bufs)[64 * 128], const CUtensorMap* map_d, bool d_3d, int group,
+                                         int row_abs, int row_base, int col_base, int tid_in_wg, int barrier_id) {
+  static_assert(Cfg::kEpiBuffers >= 2, "scratch and output slices");
+  constexpr int kCols = 128 / int(sizeof(Out));  // D columns per slice
+  constexpr int kSubs = kCols / 32;              // fp32 scratch slices (32 columns) per D slice
+  const int warp = tid_in_wg / 32, lane = tid_in_wg % 32;
+  const int r0 = warp * 16 + lane / 4;
+  const float alpha = float(g.alpha), beta = float(g.beta);
+  const T* bias = g.bias ? static_cast<const T*>(g.bias) + prob.bias_off : nullptr;
+  const T* c = static_cast<const T*>(g.c);
+  uint8_t* scratch = bufs[0];
+  uint8_t* out = bufs[1];
+#pragma unroll
+  for (int chunk = 0; chunk < 256 / kCols; ++chunk) {
+    if (tid_in_wg == 0) sm90::bulk_wait_group_read<0>();  // the last store has read `out`
+#pragma unroll
+    for (int sub = 0; sub < kSubs; ++sub) {
+      named_barrier_sync(barrier_id, 128);  // scratch free (and `out` free, first time)
+#pragma unroll
+      for (int jj = 0; jj < 4; ++jj) {
+        const int j = (chunk * kCols + sub * 32) / 8 + jj;
+        const int n = col_base + 8 * j + 2 * (lane % 4);
+        const float b0 = bias && n < prob.n ? to_acc<float>(bias[n]) : 0.0f;
+        const float b1 = bias && n + 1 < prob.n ? to_acc<float>(bias[n + 1]) : 0.0f;
+        const int byte = (8 * jj + 2 * (lane % 4)) * 4;
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int r = r0 + 8 * h;
+          *reinterpret_cast<float2*>(scratch + r * 128 + (((byte / 16) ^ (r % 8)) * 16) + byte % 16) =
+              make_float2(fmaf(acc[4 * j + 2 * h], alpha, b0), fmaf(acc[4 * j + 2 * h + 1], alpha, b1));
+        }
+      }
+      named_barrier_sync(barrier_id, 128);
+      // NOTE: not unrolled: unrolling its 4 iterations spills (the kernel is compiled for 168
+      // registers per thread, the launch bound; setmaxnreg only raises the consumers' limit).
+#pragma unroll 1
+      for (int idx = tid_in_wg; idx < 64 * 8; idx += 128) {
+        const int r = idx / 8, q = idx % 8;  // row, 4-column group of the scratch slice
+        float4 v = *reinterpret_cast<const float4*>(scratch + r * 128 + ((q ^ (r % 8)) * 16));
+        float x[4] = {v.x, v.y, v.z, v.w};
+        const int col = sub * 32 + 4 * q;  // column in the D slice
+        const int m = row_base + r, n = col_base + chunk * kCols + col;
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          if (c != nullptr && m < prob.m && n + e < prob.n) {
+            x[e] += beta * to_acc<float>(c[prob.c_off + index_t(m) * g.shape.c_sm + index_t(n + e) * g.shape.c_sn]);
+          }
+          x[e] = apply_activation(g.act, x[e]);
+        }
+        const int byte = col * int(sizeof(Out));
+        uint8_t* dst = out + r * 128 + (((byte / 16) ^ (r % 8)) * 16) + byte % 16;
+        store_pair<Out>(reinterpret_cast<Out*>(dst), x[0], x[1]);
+        store_pair<Out>(reinterpret_cast<Out*>(dst) + 2, x[2], x[3]);
+      }
+    }
+    sm90::fence_proxy_async_shared();
+    named_barrier_sync(barrier_id, 128);
+    if (tid_in_wg == 0) {
+      const int c0 = col_base + chunk * kCols;
+      if (c0 < prob.n) {
+        if (d_3d) sm90::tma_store_3d(map_d, out, c0, row_abs, group);
+        else sm90::tma_store_2d(map_d, out, c0, row_abs);
+      }
+      sm90::bulk_commit_group();
+    }
+  }
+}
+
+}  // namespace cutorch_gemm
