@@ -46,9 +46,10 @@ import torch
 class Suite:
     """One panel of the plot: a list of (M, N, K) and how to run them."""
     shapes: tuple          # ((M, N, K, in_quick), ...)
-    kind: str = "mm"       # "mm": ours mm vs torch.mm; "epilogue": bias + GELU
+    kind: str = "mm"       # "mm": ours mm vs torch.mm; "epilogue": bias + GELU; "scaled": fp8 scaled_mm
     dtype: Optional[str] = None  # fixed dtype (fp32 suites); None: the requested dtypes
     tf32: bool = False     # torch.backends.cuda.matmul.allow_tf32 while this suite runs
+    rowwise: bool = False  # scaled: per-row / per-column scales (else one per tensor)
 
 
 SUITES = {
@@ -79,6 +80,20 @@ SUITES = {
         (4096, 4096, 4096, True),
         (8192, 8192, 8192, False),
     )),
+    # ours scaled_mm vs torch._scaled_mm: e4m3 x e4m3 -> bf16, a row-major, b = w.t()
+    "fp8": Suite(kind="scaled", dtype="float8_e4m3fn", shapes=(
+        (4096, 4096, 4096, True),
+        (8192, 8192, 8192, False),
+        (8192, 14336, 4096, True),
+        (16384, 8192, 8192, False),
+        (3072, 5120, 1024, False),
+        (64, 8192, 8192, False),
+    )),
+    "fp8_rowwise": Suite(kind="scaled", dtype="float8_e4m3fn", rowwise=True, shapes=(
+        (4096, 4096, 4096, False),
+        (8192, 14336, 4096, True),
+        (16384, 8192, 8192, False),
+    )),
     "epilogue": Suite(kind="epilogue", shapes=(
         (8192, 14336, 4096, False),
         (4096, 4096, 4096, True),
@@ -86,7 +101,7 @@ SUITES = {
         (2048, 11008, 4096, False),
     )),
 }
-DEFAULT_SUITES = ("dense", "small_m", "fp32", "epilogue")
+DEFAULT_SUITES = ("dense", "small_m", "fp32", "epilogue", "fp8")
 DEFAULT_DTYPES = ("bfloat16",)
 
 DTYPE_ALIASES = {
@@ -94,7 +109,7 @@ DTYPE_ALIASES = {
     "fp16": "float16", "f16": "float16", "half": "float16", "float16": "float16",
     "fp32": "float32", "f32": "float32", "float": "float32", "float32": "float32",
 }
-SHORT = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32"}
+SHORT = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32", "float8_e4m3fn": "e4m3"}
 
 # NOTE: on CUDA, torch._addmm_activation(use_gelu=True) computes the tanh approximation of
 # GELU (cuBLASLt's GELU_BIAS epilogue, and PyTorch's own fallback passes "tanh"), so our side
@@ -104,7 +119,8 @@ EPILOGUE_ACTIVATION = "gelu_tanh"
 # ‖ours − torch‖ / ‖torch‖ allowed. Both sides round the output, so 16-bit bounds are
 # about twice the float64-reference ones; TF32 rounds the inputs to 10 mantissa bits on both
 # sides.
-REL_ERR_BOUND = {"bfloat16": 2e-2, "float16": 5e-3, "float32": 1e-4, "tf32": 5e-3}
+REL_ERR_BOUND = {"bfloat16": 2e-2, "float16": 5e-3, "float32": 1e-4, "tf32": 5e-3,
+                 "float8_e4m3fn": 2e-2}  # both sides sum exact products in fp32, round to bf16
 
 ROTATE_FACTOR = 3   # input sets together span this many L2s when one set fits in L2
 MAX_SETS = 32
@@ -209,6 +225,22 @@ def _make_sets(M: int, N: int, K: int, dtype: torch.dtype, with_bias: bool) -> l
     return sets
 
 
+def _make_sets_fp8(M: int, N: int, K: int, dtype: torch.dtype, rowwise: bool) -> list:
+    """Random scaled_mm input sets (x, w.t(), scale_a, scale_b), rotated like _make_sets."""
+    one_set = M * K + N * K + 2 * M * N
+    l2 = _l2_bytes()
+    n_sets = 1 if one_set >= l2 else min(MAX_SETS, math.ceil(ROTATE_FACTOR * l2 / one_set))
+    sets = []
+    for _ in range(n_sets):
+        x = torch.randn(M, K, device=DEVICE).to(dtype)
+        w = torch.randn(N, K, device=DEVICE).to(dtype)
+        shape_a, shape_b = ((M, 1), (1, N)) if rowwise else ((), ())
+        sa = torch.rand(shape_a, device=DEVICE) * K ** -0.5 + 1e-3
+        sb = torch.rand(shape_b, device=DEVICE) + 0.5
+        sets.append((x, w.t(), sa, sb))
+    return sets
+
+
 def _rel_err(ours: torch.Tensor, ref: torch.Tensor) -> float:
     if ours.shape != ref.shape or ours.dtype != ref.dtype:
         raise ValueError(f"returned {ours.dtype} {tuple(ours.shape)}, "
@@ -252,8 +284,18 @@ def run_case(cg, suite_name: str, dtype_name: str, M: int, N: int, K: int) -> di
                ok=False, config="?", note="")
     epilogue = suite.kind == "epilogue"
     with _tf32(suite.tf32):
-        sets = _make_sets(M, N, K, dtype, with_bias=epilogue)
-        if epilogue:
+        if suite.kind == "scaled":
+            sets = _make_sets_fp8(M, N, K, dtype, suite.rowwise)
+        else:
+            sets = _make_sets(M, N, K, dtype, with_bias=epilogue)
+        if suite.kind == "scaled":
+            def ours(x, b, sa, sb):
+                return cg.scaled_mm(x, b, sa, sb, out_dtype=torch.bfloat16)
+
+            def theirs(x, b, sa, sb):
+                return torch._scaled_mm(x, b, sa, sb, out_dtype=torch.bfloat16)
+            row["config"] = _config_of(cg, "scaled_mm", *sets[0])
+        elif epilogue:
             def ours(x, b, bias):
                 return cg.gemm(x, b, bias=bias, activation=EPILOGUE_ACTIVATION)
 

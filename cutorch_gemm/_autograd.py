@@ -136,6 +136,40 @@ def _grouped_backward(ctx, grad):
     return ga, gb, None, gbias
 
 
+# ---- scaled_mm ------------------------------------------------------------------------------
+# D = sa * sb * (a @ b) + bias. Gradients flow to bias and to the scales; the 8-bit operands get
+# none (like torch._scaled_mm, which has no backward at all): fp8 training recipes quantize the
+# upstream gradient themselves and call scaled_mm on it.
+
+def _scaled_setup(ctx, inputs, keyword_only_inputs, output):
+    ctx.save_for_backward(*inputs)
+
+
+def _scaled_backward(ctx, grad):
+    a, b, scale_a, scale_b, bias = ctx.saved_tensors
+    need = ctx.needs_input_grad
+    if need[0] or need[1]:
+        raise RuntimeError("gemm.scaled_mm: no gradient for the 8-bit operands a and b (quantize the upstream "
+                           "gradient and call scaled_mm on it); gradients flow to scale_a, scale_b and bias only")
+    g = grad.to(torch.float32)
+    one = torch.ones((), device=g.device, dtype=torch.float32)
+
+    def scale_grad(scale, product, dim):
+        # d/d scale of sum(g * scale * product): per row / column, or over everything.
+        if scale.numel() == 1:
+            return (g * product).sum().reshape(scale.shape)
+        return (g * product).sum(dim, keepdim=True)
+
+    g_sa = g_sb = g_bias = None
+    if need[2]:
+        g_sa = scale_grad(scale_a, _ops.scaled_mm(a, b, one, scale_b.detach(), out_dtype=torch.float32), 1)
+    if need[3]:
+        g_sb = scale_grad(scale_b, _ops.scaled_mm(a, b, scale_a.detach(), one, out_dtype=torch.float32), 0)
+    if bias is not None and need[4]:
+        g_bias = g.sum(0).to(bias.dtype)
+    return None, None, g_sa, g_sb, g_bias
+
+
 # ---- grouped_gemm ---------------------------------------------------------------------------
 # NOTE: not register_autograd: for ops with Tensor[] arguments it returns one gradient too many
 # to its list wrapper in torch 2.11 ("Expected the return from backward to be of the same
@@ -188,3 +222,4 @@ torch.library.register_autograd("gemm::mm", _mm_backward, setup_context=_mm_setu
 torch.library.register_autograd("gemm::gemm", _gemm_backward, setup_context=_gemm_setup)
 torch.library.register_autograd("gemm::bmm", _bmm_backward, setup_context=_mm_setup)
 torch.library.register_autograd("gemm::grouped_mm", _grouped_backward, setup_context=_grouped_setup)
+torch.library.register_autograd("gemm::scaled_mm", _scaled_backward, setup_context=_scaled_setup)

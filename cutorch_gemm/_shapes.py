@@ -121,3 +121,44 @@ def grouped(a, b, offs, bias, act, out):
     if bias is not None:
         _bias(op, bias, a, (shape[-1],) if layout == "3d2d" else (g, shape[-1]))
     return shape, dt, layout
+
+
+FP8 = (torch.float8_e4m3fn, torch.float8_e5m2)
+SCALED_OUT = (torch.bfloat16, torch.float16, torch.float32)
+
+
+def _scale(op, name, scale, a, per, per_what):
+    """True when `scale` has one value per row / column (`per`), False for one value in all."""
+    _check(scale.dtype == torch.float32, TypeError, f"{op}: {name} has dtype {scale.dtype}; expected float32")
+    _check(scale.device == a.device, ValueError,
+           f"{op}: {name} is on {scale.device} but a is on {a.device}; expected the same device")
+    if scale.numel() == 1:
+        return False
+    _check(tuple(scale.shape) == tuple(per), ValueError,
+           f"{op}: {name} must have one element (per-tensor scaling) or shape {tuple(per)} (one per "
+           f"{per_what}), got shape {tuple(scale.shape)}")
+    return True
+
+
+def scaled_mm(a, b, scale_a, scale_b, bias=None, out=torch.bfloat16):
+    """gemm.scaled_mm: returns (M, N, out_dtype, scale_a per row?, scale_b per column?)."""
+    op = "gemm.scaled_mm"
+    for name, t, shape in (("a", a, "(M, K)"), ("b", b, "(K, N)")):
+        _check(t.dim() == 2, ValueError, f"{op}: {name} must be a 2-D tensor {shape}, got shape {tuple(t.shape)}")
+        _check(t.dtype in FP8, TypeError,
+               f"{op}: {name} has dtype {t.dtype}; expected torch.float8_e4m3fn or torch.float8_e5m2 "
+               "(16-bit and wider inputs: gemm.mm)")
+    _check(b.device == a.device, ValueError, f"{op}: b is on {b.device} but a is on {a.device}; expected the same device")
+    _check(b.shape[0] == a.shape[1], ValueError,
+           f"{op}: b must have shape (K={a.shape[1]}, N) to match a of shape {tuple(a.shape)}, got {tuple(b.shape)}")
+    m, n = a.shape[0], b.shape[1]
+    rows = _scale(op, "scale_a", scale_a, a, (m, 1), "row of a")
+    cols = _scale(op, "scale_b", scale_b, a, (1, n), "column of b")
+    _check(out in SCALED_OUT, TypeError, f"{op}: unsupported out_dtype {out}; expected bfloat16, float16 or float32")
+    if bias is not None:
+        _check(bias.dtype in SCALED_OUT, TypeError,
+               f"{op}: bias has dtype {bias.dtype}; expected bfloat16, float16 or float32")
+        _check(bias.device == a.device, ValueError,
+               f"{op}: bias is on {bias.device} but a is on {a.device}; expected the same device")
+        _check(tuple(bias.shape) == (n,), ValueError, f"{op}: bias must have shape ({n},), got {tuple(bias.shape)}")
+    return m, n, out, rows, cols

@@ -112,7 +112,66 @@ def _problem(op: str, args, kwargs):
             raise ValueError("gemm.grouped_gemm: explain needs at least one problem")
         a, b = a_list[0], b_list[0]
         return a, b, a.shape[0], b.shape[1], a.shape[1], 1, False
-    raise ValueError(f"explain: unknown op '{op}'; expected mm, gemm, bmm, grouped_mm or grouped_gemm")
+    raise ValueError(f"explain: unknown op '{op}'; expected mm, gemm, bmm, grouped_mm, grouped_gemm or scaled_mm")
+
+
+def _forced_arch() -> str:
+    forced = os.environ.get(ARCH_ENV, "auto").strip().lower() or "auto"
+    if forced not in _FORCEABLE:
+        raise ValueError(f"{ARCH_ENV}={forced!r}; expected one of {', '.join(_FORCEABLE)}")
+    return forced
+
+
+def _scaled_sm90_refusal(a: torch.Tensor, b: torch.Tensor, m: int, n: int, k: int) -> str:
+    """Why the sm90 8-bit kernels cannot take a scaled_mm call, "" when they can: the binding's
+    rule (scaled_mm_sm90_refusal in csrc/torch/cuda/ops_cuda.cpp)."""
+    forced = _forced_arch()
+    if forced in ("simt", "sm80"):
+        return f"{ARCH_ENV}={forced}"
+    with torch.cuda.device(a.device):
+        if torch.cuda.get_device_properties(a.device).major != 9 or not _C.sm90_available():
+            return "no sm_90a kernels for this GPU"
+    if m == 0 or n == 0 or k == 0:
+        return "an empty extent"
+    k16 = (k + 15) // 16 * 16
+    a_ok, a_mn = _C.sm90_operand(1 if k == 1 else a.stride(1), k16 if m == 1 else a.stride(0), 0,
+                                 a.data_ptr() % 16 == 0, 1)
+    if not a_ok or a_mn:
+        return "a is not K-major (row-major) with 16-byte aligned rows"
+    b_ok, b_mn = _C.sm90_operand(1 if k == 1 else b.stride(0), k16 if n == 1 else b.stride(1), 0,
+                                 b.data_ptr() % 16 == 0, 1)
+    if not b_ok or b_mn:
+        return "b is not K-major (column-major) with 16-byte aligned columns"
+    return ""
+
+
+def _explain_scaled_mm(args, kwargs) -> Explanation:
+    a, b, scale_a, scale_b = args[:4]
+    bias = kwargs.get("bias", args[4] if len(args) > 4 else None)
+    m, n, _, rows, cols = _shapes.scaled_mm(a, b, scale_a, scale_b, bias, kwargs.get("out_dtype", torch.bfloat16))
+    k = a.shape[1]
+    layouts = f"a {_layout(a)}, b {_layout(b)}"
+    scaling = (f"scale_a {'per row' if rows else 'per tensor'}, scale_b {'per column' if cols else 'per tensor'}"
+               + (", bias" if bias is not None else ""))
+    if a.device.type != "cuda":
+        return Explanation("scaled_mm", str(a.device), "cpu_reference", "aten_fp32_accumulate", 1, layouts,
+                           f"{a.device.type} tensors run the reference: exact fp32 upcasts, fp32 products, "
+                           f"{scaling} in fp32, one rounding to out_dtype")
+    if not _C.cuda_built():
+        raise RuntimeError("cutorch_gemm was built without CUDA kernels (CPU-only extension)")
+    refusal = _scaled_sm90_refusal(a, b, m, n, k)
+    prop = torch.cuda.get_device_properties(a.device)
+    if not refusal:
+        forced = os.environ.get("CUTORCH_GEMM_SM90_CONFIG", "").strip().lower()
+        config = _C.choose_sm90_config(m, n, k, 1, prop.multi_processor_count, forced, fp8=True)
+        kinds = f"{str(a.dtype).replace('torch.float8_', '')} x {str(b.dtype).replace('torch.float8_', '')}"
+        return Explanation("scaled_mm", str(a.device), "sm90", config, 1, layouts,
+                           f"sm_{prop.major}{prop.minor}; TMA + 8-bit wgmma ({kinds}), both operands K-major; "
+                           f"{scaling} applied to the fp32 accumulators in the epilogue")
+    inner = explain("gemm", a.to(torch.bfloat16), b.to(torch.bfloat16), out_dtype=torch.float32)
+    return Explanation("scaled_mm", str(a.device), inner.kernel, inner.config, inner.splits, layouts,
+                       f"exact bf16 upcasts of a and b ({refusal}), then the bf16 GEMM: {inner.reason}; "
+                       f"{scaling} applied afterwards in fp32")
 
 
 def explain(op: str, *args, **kwargs) -> Explanation:
@@ -120,6 +179,8 @@ def explain(op: str, *args, **kwargs) -> Explanation:
 
     Honours ``CUTORCH_GEMM_ARCH`` (auto | simt | sm80 | sm90), read at call time.
     """
+    if op == "scaled_mm":
+        return _explain_scaled_mm(args, kwargs)
     a, b, m, n, k, batch, grouped = _problem(op, args, kwargs)
     layouts = f"a {_layout(a)}, b {_layout(b)}"
     if a.device.type != "cuda":
@@ -129,9 +190,7 @@ def explain(op: str, *args, **kwargs) -> Explanation:
                            "fusion functor, one rounding to out_dtype")
     if not _C.cuda_built():
         raise RuntimeError("cutorch_gemm was built without CUDA kernels (CPU-only extension)")
-    forced = os.environ.get(ARCH_ENV, "auto").strip().lower() or "auto"
-    if forced not in _FORCEABLE:
-        raise ValueError(f"{ARCH_ENV}={forced!r}; expected one of {', '.join(_FORCEABLE)}")
+    forced = _forced_arch()
     prop = torch.cuda.get_device_properties(a.device)
     dtype = str(a.dtype).replace("torch.", "")
     with torch.cuda.device(a.device):

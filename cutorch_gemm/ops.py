@@ -104,3 +104,27 @@ def grouped_gemm(a: Sequence[torch.Tensor], b: Sequence[torch.Tensor], *,
     bias_list = None if bias is None else list(bias)
     return list(torch.ops.gemm.grouped_gemm(list(a), list(b), bias=bias_list,
                                             activation=activation, out_dtype=out_dtype))
+
+
+def scaled_mm(a: torch.Tensor, b: torch.Tensor, scale_a: torch.Tensor, scale_b: torch.Tensor, *,
+              bias: Optional[torch.Tensor] = None, out_dtype: torch.dtype = torch.bfloat16) -> torch.Tensor:
+    """8-bit float GEMM with scales: ``D = scale_a * scale_b * (a @ b) + bias``, like ``torch._scaled_mm``.
+
+    Args:
+        a: (M, K), torch.float8_e4m3fn or torch.float8_e5m2, any strides (row-major is the
+            fast layout on Hopper).
+        b: (K, N), either 8-bit format (independently of ``a``), any strides (column-major,
+            i.e. ``w.t()`` of a row-major (N, K) weight, is the fast layout on Hopper).
+        scale_a: float32, one element (per-tensor) or (M, 1) (one per row of ``a``).
+        scale_b: float32, one element (per-tensor) or (1, N) (one per column of ``b``).
+        bias: optional (N,), bfloat16, float16 or float32.
+        out_dtype: bfloat16 (default), float16 or float32.
+
+    Products and sums are exact-input fp32 (the 8-bit values upcast exactly); the scales and the
+    bias are applied to the fp32 sums, then D is rounded once. Gradients flow to the scales and
+    the bias, not to the 8-bit operands.
+
+    Returns:
+        D, (M, N) contiguous.
+    """
+    return torch.ops.gemm.scaled_mm(a, b, scale_a, scale_b, bias, out_dtype=out_dtype)

@@ -17,7 +17,8 @@
 #   SKIP_BUILD=1         use the extension that is already built
 #   SKIP_TESTS=1         skip pytest
 #   SKIP_SM80_BENCH=1    skip benchmarks/bench_sm80.py --quick (the sm80 family forced, vs PyTorch)
-#   BENCH_SUITES=dense,small_m,fp32,epilogue   BENCH_DTYPES=bfloat16   BENCH_QUICK=1
+#   TESTS="tests"        the pytest paths of the GPU test stage (e.g. tests/test_scaled_mm.py)
+#   BENCH_SUITES=dense,small_m,fp32,epilogue,fp8   BENCH_DTYPES=bfloat16   BENCH_QUICK=1
 #   MAX_JOBS (default: all cores)   PYTHON (default: python3)
 #   CHECK_TIMEOUT=300 TEST_TIMEOUT=300 BENCH_TIMEOUT=420 (seconds; a hung kernel must not
 #   eat the whole lease, and the table of a finished bench must still come back)
@@ -31,7 +32,7 @@ OUT="$(cd "$OUT" && pwd)"
 PY="${PYTHON:-$(command -v python3 || command -v python)}"
 LOG="$OUT/gpu_check.log"
 : > "$LOG"
-BENCH_SUITES="${BENCH_SUITES:-dense,small_m,fp32,epilogue}"
+BENCH_SUITES="${BENCH_SUITES:-dense,small_m,fp32,epilogue,fp8}"
 BENCH_DTYPES="${BENCH_DTYPES:-bfloat16}"
 TMPD="$(mktemp -d)"
 trap 'rm -rf "$TMPD"' EXIT
@@ -210,7 +211,7 @@ if res.returncode != 0:
     print(f"sass: {tool} -sass {so} failed: {res.stderr.strip()[:300]}")
     open(dst, "w").write(f"cuobjdump failed on {so}: {res.stderr.strip()}\n")
     sys.exit(0 if "does not contain device code" in res.stderr else 1)
-KEYS = ["FFMA", "DFMA", "HMMA", "DMMA", "IMMA", "HGMMA", "LDS", "LDSM", "STS", "LDG", "LDGSTS", "STG",
+KEYS = ["FFMA", "DFMA", "HMMA", "DMMA", "IMMA", "HGMMA", "QGMMA", "LDS", "LDSM", "STS", "LDG", "LDGSTS", "STG",
         "UTMALDG", "UTMASTG", "LDL", "STL", "BAR"]
 arch_re = re.compile(r"^\s*code for (sm_\w+)")
 func_re = re.compile(r"^\s*Function : (\S+)")
@@ -268,7 +269,8 @@ if [[ "${SKIP_TESTS:-0}" == 1 ]]; then
   SUMMARY+=("$(printf '%-8s %6s  %s' tests - skipped)")
 else
   # Full output in gpu_check.log; the console gets the last 30 lines.
-  run_stage tests "${TEST_TIMEOUT:-300}" tail:30 "$PY" -m pytest -q -m gpu tests
+  read -r -a test_paths <<<"${TESTS:-tests}"
+  run_stage tests "${TEST_TIMEOUT:-300}" tail:30 "$PY" -m pytest -q -m gpu "${test_paths[@]}"
 fi
 
 # The sm80 family forced on this GPU against PyTorch (and split-K on/off): its table goes to the

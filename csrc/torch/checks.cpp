@@ -186,6 +186,64 @@ GroupedSpec check_grouped(const at::Tensor& a, const at::Tensor& b, const std::o
   return s;
 }
 
+namespace {
+
+bool is_fp8(at::ScalarType t) { return t == at::kFloat8_e4m3fn || t == at::kFloat8_e5m2; }
+
+void check_fp8_operand(const char* op, const char* name, const at::Tensor& t, const char* expected_shape) {
+  TORCH_CHECK_VALUE(t.dim() == 2, op, ": ", name, " must be a 2-D tensor ", expected_shape, ", got shape ",
+                    shape_str(t));
+  TORCH_CHECK_TYPE(is_fp8(t.scalar_type()), op, ": ", name, " has dtype ", t.scalar_type(),
+                   "; expected torch.float8_e4m3fn or torch.float8_e5m2 (16-bit and wider inputs: gemm.mm)");
+}
+
+// scale must be float32 with one element, or of shape `per` (per row of a / per column of b).
+bool check_scale(const char* op, const char* name, const at::Tensor& scale, const at::Tensor& a,
+                 std::vector<int64_t> per, const char* per_what) {
+  TORCH_CHECK_TYPE(scale.scalar_type() == at::kFloat, op, ": ", name, " has dtype ", scale.scalar_type(),
+                   "; expected float32");
+  TORCH_CHECK_VALUE(scale.device() == a.device(), op, ": ", name, " is on ", scale.device(), " but a is on ",
+                    a.device(), "; expected the same device");
+  if (scale.numel() == 1) return false;
+  TORCH_CHECK_VALUE(scale.sizes() == at::IntArrayRef(per), op, ": ", name,
+                    " must have one element (per-tensor scaling) or shape (", per[0], ", ", per[1], ") (one per ",
+                    per_what, "), got shape ", shape_str(scale));
+  return true;
+}
+
+}  // namespace
+
+ScaledSpec check_scaled_mm(const at::Tensor& a, const at::Tensor& b, const at::Tensor& scale_a,
+                           const at::Tensor& scale_b, const std::optional<at::Tensor>& bias,
+                           at::ScalarType out_dtype) {
+  const char* op = "gemm.scaled_mm";
+  check_fp8_operand(op, "a", a, "(M, K)");
+  check_fp8_operand(op, "b", b, "(K, N)");
+  TORCH_CHECK_VALUE(b.device() == a.device(), op, ": b is on ", b.device(), " but a is on ", a.device(),
+                    "; expected the same device");
+  TORCH_CHECK_VALUE(b.size(0) == a.size(1), op, ": b must have shape (K=", a.size(1), ", N) to match a of shape ",
+                    shape_str(a), ", got ", shape_str(b));
+  ScaledSpec s;
+  s.m = a.size(0); s.n = b.size(1); s.k = a.size(1);
+  s.ka = a.scalar_type() == at::kFloat8_e4m3fn ? Fp8Kind::kE4M3 : Fp8Kind::kE5M2;
+  s.kb = b.scalar_type() == at::kFloat8_e4m3fn ? Fp8Kind::kE4M3 : Fp8Kind::kE5M2;
+  s.scale_a_rows = check_scale(op, "scale_a", scale_a, a, {s.m, 1}, "row of a");
+  s.scale_b_cols = check_scale(op, "scale_b", scale_b, a, {1, s.n}, "column of b");
+  TORCH_CHECK_TYPE(out_dtype == at::kBFloat16 || out_dtype == at::kHalf || out_dtype == at::kFloat, op,
+                   ": unsupported out_dtype ", out_dtype, "; expected bfloat16, float16 or float32");
+  s.out_dtype = out_dtype;
+  if (bias.has_value()) {
+    const at::ScalarType bt = bias->scalar_type();
+    TORCH_CHECK_TYPE(bt == at::kBFloat16 || bt == at::kHalf || bt == at::kFloat, op, ": bias has dtype ", bt,
+                     "; expected bfloat16, float16 or float32");
+    TORCH_CHECK_VALUE(bias->device() == a.device(), op, ": bias is on ", bias->device(), " but a is on ",
+                      a.device(), "; expected the same device");
+    TORCH_CHECK_VALUE(bias->dim() == 1 && bias->size(0) == s.n, op, ": bias must have shape (", s.n, ",), got ",
+                      shape_str(*bias));
+  }
+  return s;
+}
+
 void check_grouped_gemm_lists(const std::vector<at::Tensor>& a, const std::vector<at::Tensor>& b,
                               const std::optional<std::vector<at::Tensor>>& bias,
                               const std::string& activation, std::optional<at::ScalarType> out_dtype) {

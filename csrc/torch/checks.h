@@ -33,6 +33,15 @@ struct GroupedSpec {
   Activation act;
 };
 
+// The validated description of a scaled_mm call.
+struct ScaledSpec {
+  int64_t m, n, k;
+  Fp8Kind ka, kb;          // 8-bit formats of a and b
+  bool scale_a_rows;       // scale_a has one value per row of a (else one for all)
+  bool scale_b_cols;       // scale_b has one value per column of b (else one for all)
+  at::ScalarType out_dtype;
+};
+
 DType to_dtype(at::ScalarType t);
 at::ScalarType acc_dtype(at::ScalarType t);  // fp32, or fp64 for fp64
 std::string shape_str(const at::Tensor& t);
@@ -50,6 +59,12 @@ DenseSpec check_bmm(const at::Tensor& a, const at::Tensor& b, std::optional<at::
 GroupedSpec check_grouped(const at::Tensor& a, const at::Tensor& b, const std::optional<at::Tensor>& offs,
                           const std::optional<at::Tensor>& bias, const std::string& activation,
                           std::optional<at::ScalarType> out_dtype);
+// gemm.scaled_mm: a (M, K) and b (K, N) of float8_e4m3fn / float8_e5m2 (each its own), fp32
+// scale_a of one element or (M, 1), fp32 scale_b of one element or (1, N), bias (N,) of bf16,
+// fp16 or fp32, out_dtype bf16, fp16 or fp32; one device.
+ScaledSpec check_scaled_mm(const at::Tensor& a, const at::Tensor& b, const at::Tensor& scale_a,
+                           const at::Tensor& scale_b, const std::optional<at::Tensor>& bias,
+                           at::ScalarType out_dtype);
 // Checks every problem (shapes, dtypes, one device for all) before anything runs.
 void check_grouped_gemm_lists(const std::vector<at::Tensor>& a, const std::vector<at::Tensor>& b,
                               const std::optional<std::vector<at::Tensor>>& bias,

@@ -129,9 +129,12 @@ PYBIND11_MODULE(_C, m) {
         pybind11::arg("smem_optin"), pybind11::arg("grouped") = false, pybind11::arg("forced_config") = "",
         pybind11::arg("forced_split") = "");
   m.def("choose_sm90_config", [](int64_t m_, int64_t n, int64_t k, int64_t problems, int num_sms,
-                                 const std::string& forced) {
-    return std::string(sm90_config_name(choose_sm90_config(int(m_), int(n), int(k), int(problems), num_sms, forced)));
-  }, "The sm90 heuristic's config (m, n: one problem or the average group; forced: CUTORCH_GEMM_SM90_CONFIG).");
+                                 const std::string& forced, bool fp8) {
+    return std::string(
+        sm90_config_name(choose_sm90_config(int(m_), int(n), int(k), int(problems), num_sms, forced), fp8));
+  }, "The sm90 heuristic's config (m, n: one problem or the average group; forced: CUTORCH_GEMM_SM90_CONFIG; "
+     "fp8: the name of its 8-bit twin, for scaled_mm).", pybind11::arg("m"), pybind11::arg("n"), pybind11::arg("k"),
+        pybind11::arg("problems"), pybind11::arg("num_sms"), pybind11::arg("forced"), pybind11::arg("fp8") = false);
   m.def("raster_tile", [](int linear, int tiles_m, int tiles_n, int group) {
     TORCH_CHECK_VALUE(tiles_m > 0 && tiles_n > 0 && group > 0 && linear >= 0 && linear < tiles_m * tiles_n,
                       "raster_tile: need 0 <= linear < tiles_m * tiles_n and group > 0");

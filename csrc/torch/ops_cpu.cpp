@@ -95,6 +95,19 @@ std::vector<at::Tensor> grouped_gemm_cpu(const std::vector<at::Tensor>& a, const
                                  });
 }
 
+// Exact fp32 upcasts of the 8-bit operands, fp32 products and sums, then sa * sb * acc + bias in
+// fp32 and one rounding: the definition the GPU kernels implement.
+at::Tensor scaled_mm_cpu(const at::Tensor& a, const at::Tensor& b, const at::Tensor& scale_a,
+                         const at::Tensor& scale_b, const std::optional<at::Tensor>& bias, at::ScalarType out_dtype) {
+  const ScaledSpec s = check_scaled_mm(a, b, scale_a, scale_b, bias, out_dtype);
+  at::Tensor acc = at::mm(a.to(at::kFloat), b.to(at::kFloat));
+  const at::Tensor sa = s.scale_a_rows ? scale_a.reshape({s.m, 1}) : scale_a.reshape({});
+  const at::Tensor sb = s.scale_b_cols ? scale_b.reshape({1, s.n}) : scale_b.reshape({});
+  acc = acc * (sa * sb);
+  if (bias.has_value()) acc = acc + bias->to(at::kFloat);
+  return acc.to(s.out_dtype).contiguous();
+}
+
 }  // namespace
 }  // namespace cutorch_gemm::binding
 
@@ -105,4 +118,5 @@ TORCH_LIBRARY_IMPL(gemm, CPU, m) {
   m.impl("bmm", &bmm_cpu);
   m.impl("grouped_mm", &grouped_mm_cpu);
   m.impl("grouped_gemm", &grouped_gemm_cpu);
+  m.impl("scaled_mm", &scaled_mm_cpu);
 }

@@ -15,4 +15,9 @@ TORCH_LIBRARY(gemm, m) {
         "str activation=\"none\", ScalarType? out_dtype=None) -> Tensor");
   m.def("grouped_gemm(Tensor[] a, Tensor[] b, Tensor[]? bias=None, *, str activation=\"none\", "
         "ScalarType? out_dtype=None) -> Tensor[]");
+  // fp8 e4m3 / e5m2 operands with per-tensor or per-row (scale_a) / per-column (scale_b) fp32
+  // scales: D = scale_a * scale_b * (a @ b) + bias. NOTE: the default 15 is ScalarType::BFloat16
+  // (schemas take no dtype names as defaults).
+  m.def("scaled_mm(Tensor a, Tensor b, Tensor scale_a, Tensor scale_b, Tensor? bias=None, *, "
+        "ScalarType out_dtype=15) -> Tensor");
 }

@@ -1,0 +1,299 @@
+"""`scaled_mm`: 8-bit float GEMM with per-tensor / per-row / per-column fp32 scales and a bias,
+like torch._scaled_mm. Every device: the float64 reference with an element-wise bound, every
+e4m3 / e5m2 pairing, scale form, out_dtype, layout and awkward size, input checks, fake kernel,
+opcheck and gradients (scales and bias). On Hopper: the sm90 8-bit wgmma kernels (both configs,
+every epilogue path) and the upcast path for the layouts they do not read, against
+torch._scaled_mm in the same run."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+import cutorch_gemm as cg
+from conftest import DEVICES, gpu, requires_cuda
+
+E4, E5 = torch.float8_e4m3fn, torch.float8_e5m2
+KINDS = [(E4, E4), (E4, E5), (E5, E4), (E5, E5)]
+OUT_DTYPES = [torch.bfloat16, torch.float16, torch.float32]
+SM90 = torch.cuda.is_available() and torch.cuda.get_device_capability()[0] == 9
+
+
+def kind_id(pair) -> str:
+    return "x".join(str(t).replace("torch.float8_", "") for t in pair)
+
+
+def fp8(rows: int, cols: int, dtype, device, layout: str = "row") -> torch.Tensor:
+    """A (rows, cols) 8-bit tensor of random values. layout: "row" (contiguous), "col" (a
+    transposed contiguous tensor), "padded" (row-major, leading dimension rounded up to 16 + 16:
+    still TMA-readable), "odd" (row-major, leading dimension cols + 1: not TMA-readable)."""
+    def rnd(r, c):
+        return (torch.randn(r, c, device=device) * 2).to(dtype)
+    if layout == "row":
+        return rnd(rows, cols)
+    if layout == "col":
+        return rnd(cols, rows).t()
+    ld = (cols + 15) // 16 * 16 + 16 if layout == "padded" else cols + 1
+    return rnd(rows, ld)[:, :cols]
+
+
+def scale(kind: str, n: int, device, rows: bool) -> torch.Tensor:
+    """kind: "tensor" (0-d), "one" (shape (1,)), "vector" ((n, 1) for a, (1, n) for b)."""
+    if kind == "tensor":
+        return torch.rand((), device=device) + 0.25
+    if kind == "one":
+        return torch.rand(1, device=device) + 0.25
+    return torch.rand((n, 1) if rows else (1, n), device=device) + 0.25
+
+
+def ref_scaled(a, b, sa, sb, bias):
+    """float64 reference and the size of its terms (the bound's scale)."""
+    a64, b64 = a.cpu().double(), b.cpu().double()
+    m, n = a.shape[0], b.shape[1]
+    s = sa.cpu().double().reshape(-1, 1) * sb.cpu().double().reshape(1, -1)
+    s = s.expand(m, n) if s.numel() > 1 else s.reshape(())
+    ref = (a64 @ b64) * s
+    mag = (a64.abs() @ b64.abs()) * s.abs()
+    if bias is not None:
+        ref = ref + bias.cpu().double()
+        mag = mag + bias.cpu().double().abs()
+    return ref, mag
+
+
+def check_scaled(out, a, b, sa, sb, bias, out_dtype, what=""):
+    """Shape, dtype, contiguity and every element: |out - ref| <= u(out) |ref| + 2^-20 mag +
+    the output's subnormal spacing. The products are exact in fp32 and the sums run in fp32
+    (error ~ K eps32 mag), then D is rounded once (half an ulp of out_dtype)."""
+    m, n = a.shape[0], b.shape[1]
+    assert out.shape == (m, n), f"{what}: shape {tuple(out.shape)}"
+    assert out.dtype == out_dtype, f"{what}: dtype {out.dtype}"
+    assert out.is_contiguous(), f"{what}: strides {out.stride()}"
+    ref, mag = ref_scaled(a, b, sa, sb, bias)
+    o = out.cpu().double()
+    assert torch.isfinite(o).all(), f"{what}: non-finite output"
+    fo = torch.finfo(out_dtype)
+    k = max(a.shape[1], 1)
+    allowed = (fo.eps / 2) * ref.abs() + 4 * k * torch.finfo(torch.float32).eps * mag + fo.smallest_normal * fo.eps
+    bad = (o - ref).abs() > allowed
+    if bad.any():
+        i = bad.nonzero()[0].tolist()
+        raise AssertionError(f"{what}: {int(bad.sum())}/{bad.numel()} elements off; first at {i}: "
+                             f"out={o[tuple(i)].item()!r} ref={ref[tuple(i)].item()!r}")
+
+
+SHAPES = [(1, 1, 1), (16, 16, 16), (7, 65, 129), (129, 257, 512), (1000, 7, 64), (1, 300, 4096), (64, 12, 32)]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("kinds", KINDS, ids=kind_id)
+@pytest.mark.parametrize("mnk", SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_scaled_mm_kinds_and_sizes(device, kinds, mnk):
+    m, n, k = mnk
+    a, b = fp8(m, k, kinds[0], device), fp8(k, n, kinds[1], device, "col")
+    sa, sb = scale("vector", m, device, True), scale("vector", n, device, False)
+    out = cg.scaled_mm(a, b, sa, sb)
+    check_scaled(out, a, b, sa, sb, None, torch.bfloat16, f"{kind_id(kinds)} {mnk}")
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("out_dtype", OUT_DTYPES, ids=str)
+@pytest.mark.parametrize("scales", [("tensor", "tensor"), ("one", "vector"), ("vector", "one"), ("vector", "vector")],
+                         ids="-".join)
+@pytest.mark.parametrize("bias_dtype", [None, torch.bfloat16, torch.float32], ids=str)
+def test_scaled_mm_scales_bias_out_dtype(device, out_dtype, scales, bias_dtype):
+    m, n, k = 200, 264, 384
+    a, b = fp8(m, k, E4, device), fp8(k, n, E4, device, "col")
+    sa, sb = scale(scales[0], m, device, True), scale(scales[1], n, device, False)
+    bias = None if bias_dtype is None else torch.randn(n, device=device).to(bias_dtype)
+    out = cg.scaled_mm(a, b, sa, sb, bias=bias, out_dtype=out_dtype)
+    check_scaled(out, a, b, sa, sb, bias, out_dtype, f"{scales} bias={bias_dtype} out={out_dtype}")
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("la,lb", [("row", "col"), ("col", "col"), ("row", "row"), ("padded", "col"),
+                                   ("row", "padded"), ("odd", "col"), ("col", "odd")])
+def test_scaled_mm_layouts(device, la, lb):
+    m, n, k = 96, 80, 160
+    a = fp8(m, k, E4, device, la)
+    b = fp8(n, k, E5, device, lb).t() if lb != "row" else fp8(k, n, E5, device, "row")
+    sa, sb = scale("vector", m, device, True), scale("tensor", n, device, False)
+    out = cg.scaled_mm(a, b, sa, sb, out_dtype=torch.float32)
+    check_scaled(out, a, b, sa, sb, None, torch.float32, f"a {la}, b {lb}")
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("mnk", [(0, 5, 16), (5, 0, 16), (5, 7, 0), (0, 0, 0)], ids=lambda s: "x".join(map(str, s)))
+def test_scaled_mm_empty(device, mnk):
+    m, n, k = mnk
+    a, b = fp8(m, k, E4, device), fp8(k, n, E4, device, "col")
+    bias = torch.randn(n, device=device)
+    out = cg.scaled_mm(a, b, scale("tensor", 1, device, True), scale("tensor", 1, device, False), bias=bias,
+                       out_dtype=torch.float32)
+    assert out.shape == (m, n)
+    # K = 0: the product is zero and D is the bias in every row.
+    assert torch.equal(out.cpu(), bias.cpu().expand(m, n))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_scaled_mm_input_checks(device):
+    a, b = fp8(8, 32, E4, device), fp8(32, 16, E4, device, "col")
+    sa, sb = scale("tensor", 8, device, True), scale("tensor", 16, device, False)
+    with pytest.raises(TypeError, match=r"a has dtype .*; expected torch.float8_e4m3fn or torch.float8_e5m2"):
+        cg.scaled_mm(a.to(torch.bfloat16), b, sa, sb)
+    with pytest.raises(TypeError, match=r"b has dtype .*; expected torch.float8_e4m3fn"):
+        cg.scaled_mm(a, b.float(), sa, sb)
+    with pytest.raises(ValueError, match=r"b must have shape \(K=32, N\)"):
+        cg.scaled_mm(a, fp8(31, 16, E4, device), sa, sb)
+    with pytest.raises(ValueError, match="a must be a 2-D tensor"):
+        cg.scaled_mm(a[None], b, sa, sb)
+    with pytest.raises(TypeError, match="scale_a has dtype .*; expected float32"):
+        cg.scaled_mm(a, b, sa.double(), sb)
+    with pytest.raises(ValueError, match=r"scale_a must have one element .* or shape \(8, 1\)"):
+        cg.scaled_mm(a, b, torch.ones(8, device=device), sb)
+    with pytest.raises(ValueError, match=r"scale_b must have one element .* or shape \(1, 16\)"):
+        cg.scaled_mm(a, b, sa, torch.ones(16, 1, device=device))
+    with pytest.raises(ValueError, match=r"bias must have shape \(16,\)"):
+        cg.scaled_mm(a, b, sa, sb, bias=torch.zeros(15, device=device))
+    with pytest.raises(TypeError, match="bias has dtype .*; expected bfloat16, float16 or float32"):
+        cg.scaled_mm(a, b, sa, sb, bias=torch.zeros(16, device=device, dtype=torch.float64))
+    with pytest.raises(TypeError, match="unsupported out_dtype .*; expected bfloat16, float16 or float32"):
+        cg.scaled_mm(a, b, sa, sb, out_dtype=E4)
+
+
+@requires_cuda
+@gpu
+def test_scaled_mm_device_mismatch():
+    a, b = fp8(8, 32, E4, "cuda"), fp8(32, 16, E4, "cuda", "col")
+    with pytest.raises(ValueError, match="scale_a is on cpu but a is on cuda"):
+        cg.scaled_mm(a, b, torch.ones(()), torch.ones((), device="cuda"))
+    with pytest.raises(ValueError, match="b is on cpu but a is on cuda"):
+        cg.scaled_mm(a, b.cpu(), torch.ones((), device="cuda"), torch.ones((), device="cuda"))
+
+
+def test_scaled_mm_fake_compile_and_opcheck():
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    with FakeTensorMode():
+        out = torch.ops.gemm.scaled_mm(torch.empty(5, 32, dtype=E4), torch.empty(32, 3, dtype=E5),
+                                       torch.empty(()), torch.empty(1, 3), out_dtype=torch.float16)
+    assert out.shape == (5, 3) and out.dtype == torch.float16
+    a, b = fp8(9, 48, E4, "cpu"), fp8(48, 6, E4, "cpu", "col")
+    sa, sb = scale("vector", 9, "cpu", True), scale("vector", 6, "cpu", False)
+    # NOTE: not opcheck's test_schema: it multiplies the inputs, which PyTorch does not implement
+    # for float8 on the CPU ("mul_cpu_reduced_float"); the schema is exercised by every call here.
+    utils = ("test_faketensor", "test_autograd_registration", "test_aot_dispatch_dynamic")
+    torch.library.opcheck(torch.ops.gemm.scaled_mm, (a, b, sa, sb), {"out_dtype": torch.float32}, test_utils=utils)
+    torch.library.opcheck(torch.ops.gemm.scaled_mm, (a, b, sa.requires_grad_(True), sb),
+                          {"bias": torch.randn(6, requires_grad=True)}, test_utils=utils)
+    # The schema's default out_dtype (written 15, ScalarType::BFloat16) is bfloat16.
+    assert torch.ops.gemm.scaled_mm(a, b, sa.detach(), sb).dtype == torch.bfloat16
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("scales", [("tensor", "vector"), ("vector", "one")], ids="-".join)
+def test_scaled_mm_grads_of_scales_and_bias(device, scales):
+    m, n, k = 24, 40, 64
+    a, b = fp8(m, k, E4, device), fp8(k, n, E5, device, "col")
+    sa = scale(scales[0], m, device, True).requires_grad_(True)
+    sb = scale(scales[1], n, device, False).requires_grad_(True)
+    bias = torch.randn(n, device=device, requires_grad=True)
+    out = cg.scaled_mm(a, b, sa, sb, bias=bias, out_dtype=torch.float32)
+    g = torch.randn_like(out)
+    got = torch.autograd.grad(out, (sa, sb, bias), g)
+    leaves = [t.detach().double().requires_grad_(True) for t in (sa, sb, bias)]
+    prod = a.cpu().double() @ b.cpu().double()
+    ref = prod * (leaves[0].cpu().reshape(-1, 1) if leaves[0].numel() > 1 else leaves[0].cpu()) \
+        * (leaves[1].cpu().reshape(1, -1) if leaves[1].numel() > 1 else leaves[1].cpu()) + leaves[2].cpu()
+    want = torch.autograd.grad(ref, leaves, g.cpu().double())
+    for name, x, r in zip(("scale_a", "scale_b", "bias"), got, want):
+        assert x.shape == r.shape, f"{name}: grad shape {tuple(x.shape)} != {tuple(r.shape)}"
+        err = (x.cpu().double() - r).norm() / r.norm()
+        assert err < 1e-5, f"{name}: grad rel err {err:.2e}"
+
+
+def test_scaled_mm_no_grad_for_8bit_operands():
+    a = fp8(4, 16, E4, "cpu").requires_grad_(True)
+    b = fp8(16, 8, E4, "cpu", "col")
+    out = cg.scaled_mm(a, b, torch.ones(()), torch.ones(()), out_dtype=torch.float32)
+    with pytest.raises(RuntimeError, match="no gradient for the 8-bit operands"):
+        out.sum().backward()
+
+
+def test_scaled_mm_explain_cpu():
+    a, b = fp8(4, 16, E4, "cpu"), fp8(16, 8, E4, "cpu", "col")
+    e = cg.explain("scaled_mm", a, b, torch.ones(()), torch.ones(1, 8))
+    assert e.kernel == "cpu_reference" and "scale_b per column" in e.reason
+
+
+# --------------------------------------------------------------------------------------
+# GPU: the sm90 8-bit kernels and the upcast path, against torch._scaled_mm
+# --------------------------------------------------------------------------------------
+
+needs_sm90 = pytest.mark.skipif(not SM90, reason="the 8-bit wgmma kernels need an sm_90 GPU")
+
+
+@requires_cuda
+@gpu
+@needs_sm90
+@pytest.mark.parametrize("config", ["coop", "pingpong"])
+@pytest.mark.parametrize("mnk", [(256, 512, 1024), (130, 264, 4096), (64, 4096, 512), (333, 7, 96), (17, 12, 48),
+                                 (1, 1000, 272)], ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("out_dtype", OUT_DTYPES, ids=str)
+def test_sm90_scaled_mm_configs(monkeypatch, config, mnk, out_dtype):
+    """Both configs through every epilogue path: TMA stores (N a multiple of 8), pairs from
+    registers (even N), element-wise (odd N); partial tiles along M and N; one row."""
+    monkeypatch.setenv("CUTORCH_GEMM_SM90_CONFIG", config)
+    m, n, k = mnk
+    a, b = fp8(m, k, E4, "cuda"), fp8(n, k, E4, "cuda").t()
+    sa, sb = scale("vector", m, "cuda", True), scale("vector", n, "cuda", False)
+    bias = torch.randn(n, device="cuda", dtype=torch.bfloat16)
+    e = cg.explain("scaled_mm", a, b, sa, sb, bias=bias, out_dtype=out_dtype)
+    assert e.kernel == "sm90" and e.config.startswith("Sm90_") and "x128_" in e.config, str(e)
+    out = torch.full((m, n), float("nan"), device="cuda", dtype=out_dtype)  # poison the allocator's block
+    del out
+    out = cg.scaled_mm(a, b, sa, sb, bias=bias, out_dtype=out_dtype)
+    check_scaled(out, a, b, sa, sb, bias, out_dtype, f"{config} {mnk} {out_dtype}")
+
+
+@requires_cuda
+@gpu
+@needs_sm90
+@pytest.mark.parametrize("kinds", [(E4, E4), (E4, E5), (E5, E4)], ids=kind_id)
+@pytest.mark.parametrize("rowwise", [False, True], ids=["tensorwise", "rowwise"])
+def test_sm90_scaled_mm_matches_torch(kinds, rowwise):
+    m, n, k = 512, 768, 2048
+    a, b = fp8(m, k, kinds[0], "cuda"), fp8(n, k, kinds[1], "cuda").t()
+    if rowwise:
+        sa, sb = scale("vector", m, "cuda", True), scale("vector", n, "cuda", False)
+    else:
+        sa, sb = scale("tensor", 1, "cuda", True), scale("tensor", 1, "cuda", False)
+    ours = cg.scaled_mm(a, b, sa, sb)
+    theirs = torch._scaled_mm(a, b, sa, sb, out_dtype=torch.bfloat16)
+    check_scaled(ours, a, b, sa, sb, None, torch.bfloat16, "ours")
+    check_scaled(theirs, a, b, sa, sb, None, torch.bfloat16, "torch._scaled_mm")
+
+
+@requires_cuda
+@gpu
+@needs_sm90
+def test_sm90_scaled_mm_explain_fallbacks(monkeypatch):
+    a, b = fp8(64, 64, E4, "cuda"), fp8(64, 64, E4, "cuda")  # b row-major: MN-major, no 8-bit wgmma
+    one = torch.ones((), device="cuda")
+    e = cg.explain("scaled_mm", a, b, one, one)
+    assert e.kernel == "sm90" and "x64_" in e.config and "upcast" in e.reason, str(e)  # a 16-bit config
+    monkeypatch.setenv("CUTORCH_GEMM_ARCH", "sm80")
+    e = cg.explain("scaled_mm", a, b.t().contiguous().t(), one, one)
+    assert e.kernel == "sm80" and "CUTORCH_GEMM_ARCH=sm80" in e.reason, str(e)
+    out = cg.scaled_mm(a, b, one, one, out_dtype=torch.float32)
+    check_scaled(out, a, b, one, one, None, torch.float32, "forced sm80")
+
+
+def test_scaled_mm_under_torch_compile(fresh_dynamo):
+    """No graph break: the fake kernel gives torch.compile the output's shape and dtype."""
+    a, b = fp8(33, 64, E4, "cpu"), fp8(64, 20, E5, "cpu", "col")
+    sa, sb = scale("vector", 33, "cpu", True), scale("tensor", 20, "cpu", False)
+    bias = torch.randn(20)
+
+    def f(a, b, sa, sb, bias):
+        return torch.relu(cg.scaled_mm(a, b, sa, sb, bias=bias, out_dtype=torch.float32)) * 2
+
+    got = torch.compile(f, fullgraph=True)(a, b, sa, sb, bias)
+    torch.testing.assert_close(got, f(a, b, sa, sb, bias), rtol=0, atol=0)
