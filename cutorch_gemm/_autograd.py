@@ -112,10 +112,21 @@ def _grouped_setup(ctx, inputs, keyword_only_inputs, output):
     ctx.kw = dict(keyword_only_inputs)
 
 
+def _swiglu_grad(grad: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
+    """dL/dz for D = silu(gate) * up, z = [gate | up] (recomputed, accumulator dtype)."""
+    gate, up = z.chunk(2, dim=-1)
+    s = torch.sigmoid(gate)
+    g = grad.to(z.dtype)
+    return torch.cat([g * up * (s * (1.0 + gate * (1.0 - s))), g * gate * s], dim=-1)
+
+
 def _grouped_backward(ctx, grad):
     a, b, offs, bias = ctx.saved_tensors
     act = ctx.kw["activation"]
-    dz = _pre_activation_grad(grad, act, a.dtype, lambda od: _ops.grouped_mm(a, b, offs, bias, out_dtype=od))
+    if act == "swiglu":  # z = a @ b + bias recomputed in the accumulator dtype, full width
+        dz = _swiglu_grad(grad, _ops.grouped_mm(a, b, offs, bias, out_dtype=_acc_out(a.dtype)))
+    else:
+        dz = _pre_activation_grad(grad, act, a.dtype, lambda od: _ops.grouped_mm(a, b, offs, bias, out_dtype=od))
     g = dz.to(a.dtype)
     need = ctx.needs_input_grad
     # The backward forms (see ops.grouped_mm): 2Dx3D <-> 2Dx2D (dW) and 3Dx2D <-> 2Dx2D.

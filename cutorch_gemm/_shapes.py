@@ -99,7 +99,10 @@ def grouped(a, b, offs, bias, act, out):
     _input(op, "b", b, b.dim(), "(K, N)" if b.dim() == 2 else "(G, K, N)")
     _same(op, "b", b, a)
     dt = out_dtype(op, a.dtype, out)
-    activation(op, act)
+    swiglu = act == "swiglu"
+    if not swiglu:
+        _check(act in ACTS, ValueError,
+               f"{op}: unknown activation '{act}'; expected one of {', '.join(ACTS)}, swiglu")
     _check(a.shape[-1] == b.shape[-2], ValueError,
            f"{op}: b's reduction dimension (size(-2)) must equal a's (size(-1)={a.shape[-1]}), got b of shape {tuple(b.shape)}")
     if a.dim() == 3 and b.dim() == 3:
@@ -120,6 +123,14 @@ def grouped(a, b, offs, bias, act, out):
         _check(offs.shape[0] == g, ValueError, f"{op}: offs must have shape (G={g},), got {tuple(offs.shape)}")
     if bias is not None:
         _bias(op, bias, a, (shape[-1],) if layout == "3d2d" else (g, shape[-1]))
+    if swiglu:
+        _check(layout in ("2d3d", "3d3d"), ValueError,
+               f"{op}: activation 'swiglu' needs 2D x 3D (groups along M) or 3D x 3D inputs, whose N is "
+               f"[gate | up]; got a {tuple(a.shape)} and b {tuple(b.shape)}")
+        _check(shape[-1] % 2 == 0, ValueError,
+               f"{op}: activation 'swiglu' splits N into [gate | up] halves: N must be even, got b of shape "
+               f"{tuple(b.shape)}")
+        shape = (*shape[:-1], shape[-1] // 2)
     return shape, dt, layout
 
 

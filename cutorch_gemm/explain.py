@@ -13,6 +13,8 @@ import torch
 from . import _C, _shapes
 
 ARCH_ENV = "CUTORCH_GEMM_ARCH"
+# Kernels written but not yet run by the GPU suite are opt-in (the binding's `experimental()`).
+EXPERIMENTAL_ENV = "CUTORCH_GEMM_EXPERIMENTAL"
 _FORCEABLE = ("auto", "simt", "sm80", "sm90")
 
 
@@ -131,6 +133,8 @@ def _scaled_sm90_refusal(a: torch.Tensor, b: torch.Tensor, m: int, n: int, k: in
     with torch.cuda.device(a.device):
         if torch.cuda.get_device_properties(a.device).major != 9 or not _C.sm90_available():
             return "no sm_90a kernels for this GPU"
+    if os.environ.get(EXPERIMENTAL_ENV, "").strip() != "1":
+        return f"the sm90 8-bit kernels are opt-in until the GPU suite has run them ({EXPERIMENTAL_ENV}=1)"
     if m == 0 or n == 0 or k == 0:
         return "an empty extent"
     k16 = (k + 15) // 16 * 16
@@ -163,7 +167,7 @@ def _explain_scaled_mm(args, kwargs) -> Explanation:
     prop = torch.cuda.get_device_properties(a.device)
     if not refusal:
         forced = os.environ.get("CUTORCH_GEMM_SM90_CONFIG", "").strip().lower()
-        config = _C.choose_sm90_config(m, n, k, 1, prop.multi_processor_count, forced, fp8=True)
+        config = _C.choose_sm90_config(m, n, k, 1, prop.multi_processor_count, forced, elem_bytes=1)
         kinds = f"{str(a.dtype).replace('torch.float8_', '')} x {str(b.dtype).replace('torch.float8_', '')}"
         return Explanation("scaled_mm", str(a.device), "sm90", config, 1, layouts,
                            f"sm_{prop.major}{prop.minor}; TMA + 8-bit wgmma ({kinds}), both operands K-major; "
@@ -181,6 +185,23 @@ def explain(op: str, *args, **kwargs) -> Explanation:
     """
     if op == "scaled_mm":
         return _explain_scaled_mm(args, kwargs)
+    e = _explain_gemm(op, args, kwargs)
+    if op == "grouped_mm" and kwargs.get("activation") == "swiglu":
+        a = args[0]
+        fused = (e.kernel == "sm90" and _layout(a) == "row" and a.dtype in (torch.float16, torch.bfloat16)
+                 and os.environ.get(EXPERIMENTAL_ENV, "").strip() == "1")  # the binding's sm90_swiglu_ran
+        if fused:
+            e.reason += ("; swiglu fused into the epilogue: each B tile holds 128 gate and the matching 128 up "
+                         "columns, D gets silu(gate) * up")
+        else:
+            e.reason += ("; swiglu unfused: the GEMM writes z = a @ b + bias (full width) in the accumulator "
+                         f"dtype, then silu(gate) * up runs as a separate element-wise pass"
+                         + ("" if e.kernel != "sm90" or os.environ.get(EXPERIMENTAL_ENV, "").strip() == "1"
+                            else f" (the fused sm90 epilogue is opt-in: {EXPERIMENTAL_ENV}=1)"))
+    return e
+
+
+def _explain_gemm(op: str, args, kwargs) -> Explanation:
     a, b, m, n, k, batch, grouped = _problem(op, args, kwargs)
     layouts = f"a {_layout(a)}, b {_layout(b)}"
     if a.device.type != "cuda":
@@ -201,7 +222,8 @@ def explain(op: str, *args, **kwargs) -> Explanation:
     if op == "grouped_mm" and grouped:
         mode = {(2, 3): "m", (3, 2): "n", (2, 2): "k"}[(a.dim(), b.dim())]
     fam = _C.choose_family(prop.major, dtype, op_a, op_b, mode, k > 0, sm90_built, sm80_built,
-                           torch.backends.cuda.matmul.allow_tf32, "" if forced == "auto" else forced)
+                           torch.backends.cuda.matmul.allow_tf32, "" if forced == "auto" else forced,
+                           sm90_tf32=os.environ.get(EXPERIMENTAL_ENV, "").strip() == "1")
     m_per, n_per = m, n
     if op == "grouped_mm" and a.dim() == 2 and b.dim() == 3:    # groups along M
         m_per = -(-m // batch)
@@ -209,7 +231,8 @@ def explain(op: str, *args, **kwargs) -> Explanation:
         n_per = -(-n // batch)
     if fam["family"] == "sm90" and m > 0 and n > 0 and batch > 0:
         sm90_forced = os.environ.get("CUTORCH_GEMM_SM90_CONFIG", "").strip().lower()
-        config = _C.choose_sm90_config(m_per, n_per, k, batch, prop.multi_processor_count, sm90_forced)
+        config = _C.choose_sm90_config(m_per, n_per, k, batch, prop.multi_processor_count, sm90_forced,
+                                       elem_bytes=a.element_size())
         return Explanation(op, str(a.device), "sm90", config, 1, layouts,
                            f"sm_{prop.major}{prop.minor}; {fam['reason']}"
                            + (f"; CUTORCH_GEMM_SM90_CONFIG={sm90_forced}" if sm90_forced else ""))

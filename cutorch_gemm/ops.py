@@ -78,6 +78,10 @@ def grouped_mm(a: torch.Tensor, b: torch.Tensor, offs: Optional[torch.Tensor] = 
             weight gradient). An empty group gives act(bias[g]). bias: (G, N).
         3D x 3D: a (G, M, K), b (G, K, N), offs None -> (G, M, N). bias: (G, N).
 
+    ``activation`` is one of :func:`gemm`'s, or "swiglu" (2D x 3D and 3D x 3D only): b's N is
+    laid out [gate | up] (an MoE up-projection, N = 2F), the result is
+    ``silu(z[..., :F]) * z[..., F:]`` with ``z = a @ b + bias``, of width F, rounded once.
+
     ``offs`` stays on the device: no host synchronisation. On the CPU, offsets that decrease
     or exceed the grouped extent raise ValueError; on the GPU they are clamped (never an
     out-of-bounds access).

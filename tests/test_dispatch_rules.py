@@ -147,3 +147,23 @@ def test_sm90_config_heuristic(m, n, problems, expected):
 def test_sm90_config_override():
     assert _C.choose_sm90_config(8192, 8192, 4096, 1, 132, "pingpong") == "Sm90_64x256x64_Pingpong_S5"
     assert _C.choose_sm90_config(16, 256, 64, 1, 132, "coop") == "Sm90_128x256x64_Coop_S4"
+
+
+def test_sm90_tf32_is_opt_in_and_k_major_only():
+    """tf32 wgmma has no transpose bits: K-major a and b only; and the kernels stay opt-in
+    (CUTORCH_GEMM_EXPERIMENTAL=1, the binding's sm90_tf32) until the GPU suite has run them."""
+    off = family(dtype="float32")
+    assert off["family"] == "sm80" and "opt-in" in off["reason"]
+    on = family(dtype="float32", sm90_tf32=True)
+    assert on["family"] == "sm90" and "tf32" in on["reason"]
+    for a, b in ((MN_MAJOR, K_MAJOR), (K_MAJOR, MN_MAJOR)):
+        mn = family(dtype="float32", sm90_tf32=True, a=a, b=b)
+        assert mn["family"] == "sm80" and "K-major operands only" in mn["reason"]
+    assert family(dtype="float32", sm90_tf32=True, tf32_allowed=False)["family"] == "simt"
+    assert family(dtype="bfloat16", sm90_tf32=False)["family"] == "sm90"  # 16-bit: not gated
+
+
+def test_sm90_config_names_per_element_size():
+    assert _C.choose_sm90_config(8192, 8192, 4096, 1, 132, "", elem_bytes=1) == "Sm90_128x256x128_Coop_S4"
+    assert _C.choose_sm90_config(64, 8192, 4096, 1, 132, "", elem_bytes=4) == "Sm90_64x256x32_Pingpong_S5"
+    assert _C.choose_sm90_config(8192, 8192, 4096, 1, 132, "") == "Sm90_128x256x64_Coop_S4"

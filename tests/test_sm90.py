@@ -259,3 +259,40 @@ def test_sm90_epilogue_paths(mnk, path, config, monkeypatch):
     check(cg.grouped_mm(a, b3, offs), ref_grouped_mm(a, b3, offs), dt, what=f"{path} grouped-M")
     x, dy = make((k, m), dt, "cuda", "col"), make((m, n), dt, "cuda")
     check(cg.grouped_mm(x, dy, offs), ref_grouped_mm(x, dy, offs), dt, what=f"{path} grouped-K")
+
+
+# --------------------------------------------------------------------------------------
+# tf32 (opt-in: CUTORCH_GEMM_EXPERIMENTAL=1 until this suite has run it on a GPU)
+# --------------------------------------------------------------------------------------
+
+TF32_CONFIGS = {"coop": "Sm90_128x256x32_Coop_S4", "pingpong": "Sm90_64x256x32_Pingpong_S5"}
+TF32_BOUND = 4e-3  # tf32 keeps 10 mantissa bits of each input: ~1e-3 relative per product
+
+
+@pytest.mark.parametrize("config", list(TF32_CONFIGS))
+@pytest.mark.parametrize("mnk", [(128, 256, 32), (129, 257, 72), (7, 300, 8), (1, 520, 136), (1000, 1000, 1000),
+                                 (2049, 520, 4104)], ids=lambda s: "x".join(map(str, s)))
+def test_sm90_tf32(mnk, config, monkeypatch):
+    monkeypatch.setenv("CUTORCH_GEMM_EXPERIMENTAL", "1")
+    monkeypatch.setenv("CUTORCH_GEMM_SM90_CONFIG", config)
+    torch.backends.cuda.matmul.allow_tf32 = True  # the autouse fixture restores it
+    a, b = linear_operands(*mnk, torch.float32)
+    e = cg.explain("mm", a, b)
+    assert e.kernel == "sm90" and e.config == TF32_CONFIGS[config] and "tf32" in e.reason, str(e)
+    bias = torch.randn(mnk[1], device="cuda")
+    for out, ref in ((cg.mm(a, b), ref_gemm(a, b)),
+                     (cg.gemm(a, b, bias=bias, activation="gelu"), ref_gemm(a, b, bias, activation="gelu"))):
+        assert out.dtype == torch.float32 and out.shape == mnk[:2]
+        err = float((out.double().cpu() - ref.cpu()).norm() / ref.cpu().norm())
+        assert err < TF32_BOUND, f"sm90 tf32 {mnk} {config}: rel err {err:.2e}"
+
+
+def test_sm90_tf32_mn_major_and_default_go_to_sm80(monkeypatch):
+    torch.backends.cuda.matmul.allow_tf32 = True
+    a, b = linear_operands(256, 256, 256, torch.float32)
+    monkeypatch.delenv("CUTORCH_GEMM_EXPERIMENTAL", raising=False)
+    e = cg.explain("mm", a, b)
+    assert e.kernel == "sm80" and "opt-in" in e.reason, str(e)
+    monkeypatch.setenv("CUTORCH_GEMM_EXPERIMENTAL", "1")
+    e = cg.explain("mm", a, b.contiguous())  # b row-major: MN-major
+    assert e.kernel == "sm80" and "K-major operands only" in e.reason, str(e)

@@ -8,6 +8,8 @@ cudaError_t sm90_f16_pingpong(const GemmArgs&, bool, bool, int, cudaStream_t);
 cudaError_t sm90_bf16_coop(const GemmArgs&, bool, bool, int, cudaStream_t);
 cudaError_t sm90_bf16_pingpong(const GemmArgs&, bool, bool, int, cudaStream_t);
 
+cudaError_t sm90_tf32_coop(const GemmArgs&, bool, bool, int, cudaStream_t);
+cudaError_t sm90_tf32_pingpong(const GemmArgs&, bool, bool, int, cudaStream_t);
 cudaError_t sm90_f8_bf16_coop(const GemmArgs&, Fp8Kind, Fp8Kind, int, cudaStream_t);
 cudaError_t sm90_f8_bf16_pingpong(const GemmArgs&, Fp8Kind, Fp8Kind, int, cudaStream_t);
 cudaError_t sm90_f8_f16_coop(const GemmArgs&, Fp8Kind, Fp8Kind, int, cudaStream_t);
@@ -33,6 +35,19 @@ cudaError_t sm90_gemm_f16(const GemmArgs& args, Sm90ConfigId config, bool a_mn, 
 cudaError_t sm90_gemm_bf16(const GemmArgs& args, Sm90ConfigId config, bool a_mn, bool b_mn, int num_sms,
                            cudaStream_t stream) {
   return run_config(sm90_bf16_coop, sm90_bf16_pingpong, args, config, a_mn, b_mn, num_sms, stream);
+}
+
+cudaError_t sm90_gemm_tf32(const GemmArgs& args, Sm90ConfigId config, bool a_mn, bool b_mn, int num_sms,
+                           cudaStream_t stream) {
+  return run_config(sm90_tf32_coop, sm90_tf32_pingpong, args, config, a_mn, b_mn, num_sms, stream);
+}
+
+cudaError_t sm90_swiglu_bf16(const GemmArgs&, Sm90ConfigId, bool, int, cudaStream_t);
+cudaError_t sm90_swiglu_f16(const GemmArgs&, Sm90ConfigId, bool, int, cudaStream_t);
+
+cudaError_t sm90_swiglu(const GemmArgs& args, Sm90ConfigId config, bool b_mn, int num_sms, cudaStream_t stream) {
+  return args.dtype == DType::kBFloat16 ? sm90_swiglu_bf16(args, config, b_mn, num_sms, stream)
+                                        : sm90_swiglu_f16(args, config, b_mn, num_sms, stream);
 }
 
 cudaError_t sm90_scaled_mm(const GemmArgs& args, Fp8Kind ka, Fp8Kind kb, Sm90ConfigId config, int num_sms,

@@ -135,7 +135,11 @@ GroupedSpec check_grouped(const at::Tensor& a, const at::Tensor& b, const std::o
   check_same(op, "b", b, a);
   GroupedSpec s;
   s.out_dtype = check_out_dtype(op, a.scalar_type(), out_dtype);
-  s.act = check_activation(op, activation);
+  s.swiglu = activation == "swiglu";
+  Activation act = Activation::kNone;
+  TORCH_CHECK_VALUE(s.swiglu || parse_activation(activation.c_str(), &act), op, ": unknown activation '", activation,
+                    "'; expected one of none, relu, gelu, gelu_tanh, silu, swiglu");
+  s.act = act;
   const int64_t ka = a.size(-1), kb = b.size(-2);
   TORCH_CHECK_VALUE(ka == kb, op, ": b's reduction dimension (size(-2)) must equal a's (size(-1)=",
                     ka, "), got b of shape ", shape_str(b), " for a of shape ", shape_str(a));
@@ -175,6 +179,14 @@ GroupedSpec check_grouped(const at::Tensor& a, const at::Tensor& b, const std::o
     }
     TORCH_CHECK_VALUE(o.size(0) == s.groups, op, ": offs must have shape (G=", s.groups,
                       ",) (one cumulative end per group), got ", shape_str(o));
+  }
+  if (s.swiglu) {
+    TORCH_CHECK_VALUE(s.mode == GroupMode::kGroupedM || s.mode == GroupMode::kBatched, op,
+                      ": activation 'swiglu' needs 2D x 3D (groups along M) or 3D x 3D inputs, whose N is "
+                      "[gate | up]; got a ", shape_str(a), " and b ", shape_str(b));
+    TORCH_CHECK_VALUE(s.n % 2 == 0, op, ": activation 'swiglu' splits N into [gate | up] halves: N must be even, "
+                      "got b of shape ", shape_str(b));
+    s.out_shape.back() = s.n / 2;
   }
   if (bias.has_value()) {
     if (s.mode == GroupMode::kGroupedN) {

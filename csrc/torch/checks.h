@@ -30,7 +30,8 @@ struct GroupedSpec {
   int64_t m, n, k;         // per-problem extents; the grouped one is the total (T)
   std::vector<int64_t> out_shape;
   at::ScalarType out_dtype;
-  Activation act;
+  Activation act;          // kNone for swiglu
+  bool swiglu = false;     // activation "swiglu": N is [gate | up], out_shape's last extent N / 2
 };
 
 // The validated description of a scaled_mm call.

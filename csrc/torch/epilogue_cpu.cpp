@@ -41,4 +41,9 @@ at::Tensor epilogue_cpu(const at::Tensor& acc_in, double alpha, double beta,
   return out;
 }
 
+at::Tensor swiglu_halves(const at::Tensor& z) {
+  const int64_t f = z.size(-1) / 2;
+  return at::silu(z.narrow(-1, 0, f)) * z.narrow(-1, f, f);
+}
+
 }  // namespace cutorch_gemm::binding

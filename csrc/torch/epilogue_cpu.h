@@ -17,4 +17,9 @@ at::Tensor epilogue_cpu(const at::Tensor& acc, double alpha, double beta,
                         const std::optional<at::Tensor>& c, const std::optional<at::Tensor>& bias,
                         Activation act);
 
+// SwiGLU of a pre-activation z (..., 2F) laid out [gate | up] along its last dimension:
+// silu(gate) * up, (..., F), in z's dtype. ATen ops, so on z's device (the grouped_mm reference,
+// and its CUDA path where the fused kernel epilogue does not apply).
+at::Tensor swiglu_halves(const at::Tensor& z);
+
 }  // namespace cutorch_gemm::binding

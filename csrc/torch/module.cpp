@@ -88,7 +88,7 @@ PYBIND11_MODULE(_C, m) {
   }, "True when this build has sm_80-family kernels the current device runs.");
   m.def("choose_family", [](int major, const std::string& dtype, std::pair<bool, bool> a, std::pair<bool, bool> b,
                             const std::string& mode, bool k_positive, bool sm90_built, bool sm80_built,
-                            bool tf32_allowed, const std::string& forced) {
+                            bool tf32_allowed, const std::string& forced, bool sm90_tf32) {
     GroupMode gm = GroupMode::kBatched;
     if (mode == "m") gm = GroupMode::kGroupedM;
     else if (mode == "n") gm = GroupMode::kGroupedN;
@@ -96,7 +96,7 @@ PYBIND11_MODULE(_C, m) {
     else TORCH_CHECK_VALUE(mode == "none", "choose_family: mode must be none, m, n or k, got ", mode);
     const FamilyChoice c = choose_family(FamilyQuery{major, parse_dtype(dtype), Sm90Operand{a.first, a.second},
                                                      Sm90Operand{b.first, b.second}, gm, k_positive, sm90_built,
-                                                     sm80_built, tf32_allowed, forced});
+                                                     sm80_built, tf32_allowed, forced, sm90_tf32});
     pybind11::dict d;
     d["family"] = std::string(family_name(c.family));
     d["reason"] = c.reason;
@@ -104,7 +104,7 @@ PYBIND11_MODULE(_C, m) {
   }, "Which kernel family a call takes (the binding's own rule); a, b: sm90_operand results; mode: grouped dimension.",
         pybind11::arg("major"), pybind11::arg("dtype"), pybind11::arg("a"), pybind11::arg("b"), pybind11::arg("mode"),
         pybind11::arg("k_positive"), pybind11::arg("sm90_built"), pybind11::arg("sm80_built"),
-        pybind11::arg("tf32_allowed"), pybind11::arg("forced"));
+        pybind11::arg("tf32_allowed"), pybind11::arg("forced"), pybind11::arg("sm90_tf32") = false);
   m.def("choose_sm80_plan", [](const std::string& dtype, int64_t m_, int64_t n, int64_t k, int64_t batch, int num_sms,
                                int smem_optin, bool grouped, const std::string& forced_config,
                                const std::string& forced_split) {
@@ -129,12 +129,13 @@ PYBIND11_MODULE(_C, m) {
         pybind11::arg("smem_optin"), pybind11::arg("grouped") = false, pybind11::arg("forced_config") = "",
         pybind11::arg("forced_split") = "");
   m.def("choose_sm90_config", [](int64_t m_, int64_t n, int64_t k, int64_t problems, int num_sms,
-                                 const std::string& forced, bool fp8) {
+                                 const std::string& forced, int elem_bytes) {
     return std::string(
-        sm90_config_name(choose_sm90_config(int(m_), int(n), int(k), int(problems), num_sms, forced), fp8));
-  }, "The sm90 heuristic's config (m, n: one problem or the average group; forced: CUTORCH_GEMM_SM90_CONFIG; "
-     "fp8: the name of its 8-bit twin, for scaled_mm).", pybind11::arg("m"), pybind11::arg("n"), pybind11::arg("k"),
-        pybind11::arg("problems"), pybind11::arg("num_sms"), pybind11::arg("forced"), pybind11::arg("fp8") = false);
+        sm90_config_name(choose_sm90_config(int(m_), int(n), int(k), int(problems), num_sms, forced), elem_bytes));
+  }, "The sm90 heuristic's config (m, n: one problem or the average group; forced: CUTORCH_GEMM_SM90_CONFIG), "
+     "named for operands of elem_bytes bytes (2: fp16/bf16, 1: fp8, 4: tf32).", pybind11::arg("m"),
+        pybind11::arg("n"), pybind11::arg("k"), pybind11::arg("problems"), pybind11::arg("num_sms"),
+        pybind11::arg("forced"), pybind11::arg("elem_bytes") = 2);
   m.def("raster_tile", [](int linear, int tiles_m, int tiles_n, int group) {
     TORCH_CHECK_VALUE(tiles_m > 0 && tiles_n > 0 && group > 0 && linear >= 0 && linear < tiles_m * tiles_n,
                       "raster_tile: need 0 <= linear < tiles_m * tiles_n and group > 0");

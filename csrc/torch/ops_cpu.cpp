@@ -43,6 +43,9 @@ at::Tensor grouped_mm_cpu(const at::Tensor& a, const at::Tensor& b, const std::o
                           std::optional<at::ScalarType> out_dtype) {
   const GroupedSpec s = check_grouped(a, b, offs, bias, std::string(activation), out_dtype);
   const at::ScalarType acc = acc_dtype(a.scalar_type());
+  if (s.swiglu) {  // z = a @ b + bias in the accumulator type, then silu(gate) * up, one rounding
+    return swiglu_halves(grouped_mm_cpu(a, b, offs, bias, "none", acc)).to(s.out_dtype).contiguous();
+  }
   const auto epi = [&](const at::Tensor& prod, const std::optional<at::Tensor>& bias_g) {
     return finish(prod, 1.0, 0.0, std::nullopt, bias_g, s.act, acc);
   };

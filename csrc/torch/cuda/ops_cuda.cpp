@@ -16,6 +16,7 @@
 #include <cstdlib>
 
 #include "../checks.h"
+#include "../epilogue_cpu.h"
 #include "cutorch_gemm/device/family.h"
 #include "cutorch_gemm/device/simt_gemm.h"
 #include "cutorch_gemm/device/sm80_gemm.h"
@@ -92,6 +93,10 @@ std::string env_lower(const char* name) {
 }
 std::string forced_arch() { return env_lower("CUTORCH_GEMM_ARCH"); }
 
+// NOTE: kernels written but not yet run by the GPU suite are opt-in (CUTORCH_GEMM_EXPERIMENTAL=1)
+// until a GPU run has checked them; the default path for the same call is a verified one.
+bool experimental() { return env_lower("CUTORCH_GEMM_EXPERIMENTAL") == "1"; }
+
 bool aligned16(const at::Tensor& t) { return reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 == 0; }
 
 // How the sm90 kernels would read a and b (strides as set_2d reported them).
@@ -149,7 +154,8 @@ void run_gemm(const GemmArgs& g, const at::Tensor& a, const at::Tensor& b) {
   const DeviceInfo& d = device_info();
   const Sm90Operand oa = sm90_a(g, a), ob = sm90_b(g, b);
   const FamilyChoice fc = choose_family(FamilyQuery{d.major, g.dtype, oa, ob, g.shape.mode, g.shape.k > 0, d.sm90,
-                                                    d.sm80, at::globalContext().allowTF32CuBLAS(), forced_arch()});
+                                                    d.sm80, at::globalContext().allowTF32CuBLAS(), forced_arch(),
+                                                    experimental()});
   const bool grouped = g.shape.mode != GroupMode::kBatched;
   TORCH_CHECK(g.dtype != DType::kInt8 || fc.family == GemmFamily::kSm80,
               "gemm.mm: int8 inputs run on the tensor cores of sm_80+ GPUs only (", fc.reason, ")");
@@ -163,7 +169,7 @@ void run_gemm(const GemmArgs& g, const at::Tensor& a, const at::Tensor& b) {
     if (err == cudaErrorNotSupported) {  // the driver refused the tensor maps
       return d.sm80 ? run_sm80(g) : run(g, grouped);
     }
-    TORCH_CHECK(err == cudaSuccess, "cutorch_gemm: sm90 kernel launch failed (", sm90_config_name(config),
+    TORCH_CHECK(err == cudaSuccess, "cutorch_gemm: sm90 kernel launch failed (", sm90_config_name(config, dtype_size(g.dtype)),
                 "): ", cudaGetErrorString(err));
     return;
   }
@@ -263,6 +269,60 @@ at::Tensor bmm_cuda(const at::Tensor& a, const at::Tensor& b, std::optional<at::
   return d;
 }
 
+// One grouped launch: its GemmArgs (output d) and the contiguous offs / bias they point into.
+struct GroupedLaunch {
+  GemmArgs g;
+  at::Tensor offs_c, bias_c;
+};
+
+GroupedLaunch grouped_launch(const GroupedSpec& s, const at::Tensor& a, const at::Tensor& b, const at::Tensor& d,
+                             const std::optional<at::Tensor>& offs, const std::optional<at::Tensor>& bias) {
+  GroupedLaunch l;
+  GemmArgs& g = l.g;
+  g = base_args(a, b, s.out_dtype, s.act);
+  g.batch = int(s.groups);
+  g.shape.mode = s.mode;
+  g.shape.m = int(s.m); g.shape.n = int(s.n); g.shape.k = int(s.k);
+  set_2d(g, a, b, d);
+  g.shape.a_sb = a.dim() == 3 ? a.stride(0) : 0;
+  g.shape.b_sb = b.dim() == 3 ? b.stride(0) : 0;
+  g.shape.d_sb = d.dim() == 3 ? d.stride(0) : 0;
+  g.d = d.data_ptr();
+  if (offs.has_value()) {
+    l.offs_c = offs->contiguous();
+    g.shape.offs = l.offs_c.data_ptr<int32_t>();
+  }
+  if (bias.has_value()) {
+    l.bias_c = bias->contiguous();
+    g.bias = l.bias_c.data_ptr();
+    g.shape.bias_sb = l.bias_c.dim() == 2 ? l.bias_c.stride(0) : 0;
+  }
+  return l;
+}
+
+// grouped_mm's SwiGLU fused into the sm90 kernel's epilogue (opt-in until the GPU suite has run
+// it): fp16/bf16, a K-major, the sm90 family's rules otherwise. False: not taken, nothing ran.
+// explain() mirrors this rule.
+bool sm90_swiglu_ran(const GroupedSpec& s, const at::Tensor& a, const at::Tensor& b, const at::Tensor& d,
+                     const std::optional<at::Tensor>& offs, const std::optional<at::Tensor>& bias) {
+  if (!experimental() || (a.scalar_type() != at::kHalf && a.scalar_type() != at::kBFloat16)) return false;
+  if (s.groups == 0 || s.m == 0 || s.n == 0) return false;
+  const GroupedLaunch l = grouped_launch(s, a, b, d, offs, bias);
+  const DeviceInfo& dev = device_info();
+  const Sm90Operand oa = sm90_a(l.g, a), ob = sm90_b(l.g, b);
+  const FamilyChoice fc = choose_family(FamilyQuery{dev.major, l.g.dtype, oa, ob, s.mode, s.k > 0, dev.sm90, dev.sm80,
+                                                    at::globalContext().allowTF32CuBLAS(), forced_arch(), true});
+  if (fc.family != GemmFamily::kSm90 || oa.mn_major) return false;
+  const HeuristicExtents e = heuristic_extents(l.g);
+  const Sm90ConfigId config = choose_sm90_config(e.m, e.n, l.g.shape.k, l.g.batch, dev.sms,
+                                                 env_lower("CUTORCH_GEMM_SM90_CONFIG"));
+  const cudaError_t err = sm90_swiglu(l.g, config, ob.mn_major, dev.sms, c10::cuda::getCurrentCUDAStream().stream());
+  if (err == cudaErrorNotSupported) return false;  // the driver refused the tensor maps
+  TORCH_CHECK(err == cudaSuccess, "cutorch_gemm: sm90 SwiGLU launch failed (", sm90_config_name(config), "): ",
+              cudaGetErrorString(err));
+  return true;
+}
+
 at::Tensor grouped_mm_cuda(const at::Tensor& a, const at::Tensor& b, const std::optional<at::Tensor>& offs,
                            const std::optional<at::Tensor>& bias, c10::string_view activation,
                            std::optional<at::ScalarType> out_dtype) {
@@ -273,26 +333,15 @@ at::Tensor grouped_mm_cuda(const at::Tensor& a, const at::Tensor& b, const std::
   const bool zero_fill = s.mode == GroupMode::kGroupedM || s.mode == GroupMode::kGroupedN;
   const auto opts = a.options().dtype(s.out_dtype);
   at::Tensor d = zero_fill ? at::zeros(s.out_shape, opts) : at::empty(s.out_shape, opts);
-  GemmArgs g = base_args(a, b, s.out_dtype, s.act);
-  g.batch = int(s.groups);
-  g.shape.mode = s.mode;
-  g.shape.m = int(s.m); g.shape.n = int(s.n); g.shape.k = int(s.k);
-  set_2d(g, a, b, d);
-  g.shape.a_sb = a.dim() == 3 ? a.stride(0) : 0;
-  g.shape.b_sb = b.dim() == 3 ? b.stride(0) : 0;
-  g.shape.d_sb = d.dim() == 3 ? d.stride(0) : 0;
-  g.d = d.data_ptr();
-  at::Tensor offs_c, bias_c;
-  if (offs.has_value()) {
-    offs_c = offs->contiguous();
-    g.shape.offs = offs_c.data_ptr<int32_t>();
+  if (s.swiglu) {
+    if (sm90_swiglu_ran(s, a, b, d, offs, bias)) return d;
+    // Unfused: z = a @ b + bias in fp32 (fp64 for fp64), then silu(gate) * up and one rounding.
+    // Rows past offs[-1] have z = 0, so they stay 0.
+    const at::ScalarType acc = acc_dtype(a.scalar_type());
+    return swiglu_halves(grouped_mm_cuda(a, b, offs, bias, "none", acc)).to(s.out_dtype).contiguous();
   }
-  if (bias.has_value()) {
-    bias_c = bias->contiguous();
-    g.bias = bias_c.data_ptr();
-    g.shape.bias_sb = bias_c.dim() == 2 ? bias_c.stride(0) : 0;
-  }
-  run_gemm(g, a, b);
+  const GroupedLaunch l = grouped_launch(s, a, b, d, offs, bias);
+  run_gemm(l.g, a, b);
   return d;
 }
 
@@ -329,6 +378,8 @@ std::string scaled_mm_sm90_refusal(const at::Tensor& a, const at::Tensor& b, con
   const std::string forced = forced_arch();
   if (forced == "simt" || forced == "sm80") return "CUTORCH_GEMM_ARCH=" + forced;
   if (!d.sm90) return "no sm_90a kernels for this GPU";
+  if (!experimental()) return "the sm90 8-bit kernels are opt-in until the GPU suite has run them "
+                              "(CUTORCH_GEMM_EXPERIMENTAL=1)";
   if (s.m == 0 || s.n == 0 || s.k == 0) return "an empty extent";
   const Sm90Operand oa = sm90_operand(stride_of(a, 1), a_sm, 0, aligned16(a), 1);
   const Sm90Operand ob = sm90_operand(stride_of(b, 0), b_sn, 0, aligned16(b), 1);
@@ -379,7 +430,7 @@ at::Tensor scaled_mm_cuda(const at::Tensor& a, const at::Tensor& b, const at::Te
                                                  env_lower("CUTORCH_GEMM_SM90_CONFIG"));
   const cudaError_t err = sm90_scaled_mm(g, s.ka, s.kb, config, d.sms, c10::cuda::getCurrentCUDAStream().stream());
   if (err == cudaErrorNotSupported) return scaled_mm_upcast(a, b, scale_a, scale_b, bias, s);  // maps refused
-  TORCH_CHECK(err == cudaSuccess, "cutorch_gemm: sm90 scaled_mm launch failed (", sm90_config_name(config, true),
+  TORCH_CHECK(err == cudaSuccess, "cutorch_gemm: sm90 scaled_mm launch failed (", sm90_config_name(config, 1),
               "): ", cudaGetErrorString(err));
   return out;
 }

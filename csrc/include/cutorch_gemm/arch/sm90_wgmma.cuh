@@ -82,20 +82,22 @@ CG_DEVICE void fence_accumulators(float (&d)[128]) {
 CG_WGMMA_M64N256K16(wgmma_m64n256k16_bf16, "bf16")
 CG_WGMMA_M64N256K16(wgmma_m64n256k16_f16, "f16")
 
-// D[64x256] (+)= A[64x32] * B[32x256] for 8-bit floats (e4m3 / e5m2, each operand its own
-// kind), fp32 accumulate. NOTE: 8-bit types have no transpose bits: both tiles are K-major.
-#define CG_WGMMA_M64N256K32_F8(NAME, A_TYPE, B_TYPE)                                           \
+// D[64x256] (+)= A[64xK] * B[Kx256] for the types without transpose bits, fp32 accumulate:
+// 8-bit floats (e4m3 / e5m2, each operand its own kind; K = 32) and tf32 (fp32 containers whose
+// low 13 mantissa bits wgmma ignores; K = 8). NOTE: both tiles must be K-major.
+#define CG_WGMMA_M64N256_KMAJOR(NAME, SHAPE, A_TYPE, B_TYPE)                                    \
   CG_DEVICE void NAME(float (&d)[128], uint64_t desc_a, uint64_t desc_b, int scale_d) {        \
     asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %130, 0;\n"                             \
-                 " wgmma.mma_async.sync.aligned.m64n256k32.f32." A_TYPE "." B_TYPE " "          \
+                 " wgmma.mma_async.sync.aligned." SHAPE ".f32." A_TYPE "." B_TYPE " "           \
                  CG_WGMMA_D128_REGS ", %128, %129, p, 1, 1;\n}\n"                             \
                  : CG_WGMMA_D128_OPERANDS(d)                                                    \
                  : "l"(desc_a), "l"(desc_b), "r"(scale_d));                                     \
   }
 
-CG_WGMMA_M64N256K32_F8(wgmma_m64n256k32_e4m3_e4m3, "e4m3", "e4m3")
-CG_WGMMA_M64N256K32_F8(wgmma_m64n256k32_e4m3_e5m2, "e4m3", "e5m2")
-CG_WGMMA_M64N256K32_F8(wgmma_m64n256k32_e5m2_e4m3, "e5m2", "e4m3")
-CG_WGMMA_M64N256K32_F8(wgmma_m64n256k32_e5m2_e5m2, "e5m2", "e5m2")
+CG_WGMMA_M64N256_KMAJOR(wgmma_m64n256k32_e4m3_e4m3, "m64n256k32", "e4m3", "e4m3")
+CG_WGMMA_M64N256_KMAJOR(wgmma_m64n256k32_e4m3_e5m2, "m64n256k32", "e4m3", "e5m2")
+CG_WGMMA_M64N256_KMAJOR(wgmma_m64n256k32_e5m2_e4m3, "m64n256k32", "e5m2", "e4m3")
+CG_WGMMA_M64N256_KMAJOR(wgmma_m64n256k32_e5m2_e5m2, "m64n256k32", "e5m2", "e5m2")
+CG_WGMMA_M64N256_KMAJOR(wgmma_m64n256k8_tf32, "m64n256k8", "tf32", "tf32")
 
 }  // namespace cutorch_gemm::sm90

@@ -2,8 +2,8 @@
 // The operand types of the Hopper mainloop: what kernel/sm90_gemm_ws_kernel.cuh needs to know
 // about them. Each is a type with the shared-memory element, the K of one wgmma instruction,
 // whether MN-major tiles are allowed, whether the epilogue is scaled_mm's, and the instruction.
-// Every type fills one 128-byte swizzle row per tile row with its kBlockK (64 16-bit or 128
-// 8-bit elements), so the stage layout and the K step of the descriptors (32 bytes) are shared.
+// Every type fills one 128-byte swizzle row per tile row with its kBlockK (64 16-bit, 128 8-bit
+// or 32 fp32 elements), so the stage layout and the K step of the descriptors (32 bytes) are shared.
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -53,6 +53,20 @@ struct Sm90MmaF8 {
     } else {
       sm90::wgmma_m64n256k32_e5m2_e5m2(d, desc_a, desc_b, scale_d);
     }
+  }
+};
+
+// tf32: m64n256k8 on fp32 operands (wgmma reads their top 19 bits), both tiles K-major; the
+// epilogue is the 16-bit one with T = float (bias, C and D in fp32).
+struct Sm90MmaTf32 {
+  using Element = float;
+  static constexpr int kInstrK = 8;
+  static constexpr bool kMnMajorOk = false;
+  static constexpr bool kScaled = false;
+  template <bool kAMn, bool kBMn>
+  static CG_DEVICE void mma(float (&d)[128], uint64_t desc_a, uint64_t desc_b, int scale_d) {
+    static_assert(!kAMn && !kBMn, "tf32 wgmma has no transpose bits: both tiles must be K-major");
+    sm90::wgmma_m64n256k8_tf32(d, desc_a, desc_b, scale_d);
   }
 };
 

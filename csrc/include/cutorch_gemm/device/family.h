@@ -37,17 +37,24 @@ struct FamilyQuery {
   bool sm80_built;    // this build has sm_80-family code the device runs
   bool tf32_allowed;  // PyTorch's float32 matmul precision allows tf32
   std::string forced; // CUTORCH_GEMM_ARCH: "", "auto", "simt", "sm80", "sm90"
+  bool sm90_tf32 = false;  // the sm90 tf32 kernels are enabled (opt-in until the GPU suite runs them)
 };
 
 // Why the Hopper kernels cannot take a call ("" when they can).
 inline std::string sm90_refusal(const FamilyQuery& q) {
   if (q.sm_major != 9) return "not an sm_90 GPU";
   if (!q.sm90_built) return "this build has no sm_90a code (TORCH_CUDA_ARCH_LIST)";
-  if (q.dtype != DType::kFloat16 && q.dtype != DType::kBFloat16) return "the sm90 kernels take fp16/bf16";
+  const bool tf32 = q.dtype == DType::kFloat32;
+  if (tf32 && !q.sm90_tf32) return "the sm90 tf32 kernels are opt-in until the GPU suite has run them "
+                                   "(CUTORCH_GEMM_EXPERIMENTAL=1)";
+  if (q.dtype != DType::kFloat16 && q.dtype != DType::kBFloat16 && !tf32)
+    return "the sm90 kernels take fp16/bf16 (and tf32)";
   if (!q.k_positive) return "K = 0: nothing to multiply";
   if (!q.a.ok || !q.b.ok)
     return std::string(!q.a.ok ? "a" : "b") +
            ": TMA needs a K- or MN-contiguous operand with 16-byte aligned base, row and batch strides";
+  if (tf32 && (q.a.mn_major || q.b.mn_major))
+    return "tf32 wgmma reads K-major operands only (a row-major, b column-major)";
   // A TMA box may start anywhere along an operand's strided dimension but only on 16-byte
   // boundaries along its contiguous one (else the copy faults), and group offsets are
   // arbitrary: the grouped dimension must not be an operand's contiguous one.
@@ -76,7 +83,8 @@ inline FamilyChoice choose_family(const FamilyQuery& q) {
   }
   const std::string no90 = sm90_refusal(q);
   if (no90.empty()) {
-    std::string why = "sm_90 fp16/bf16: TMA + wgmma warp-specialized persistent kernel, a ";
+    std::string why = std::string("sm_90 ") + (q.dtype == DType::kFloat32 ? "tf32" : "fp16/bf16") +
+                      ": TMA + wgmma warp-specialized persistent kernel, a ";
     why += q.a.mn_major ? "MN-major" : "K-major";
     why += q.b.mn_major ? ", b MN-major" : ", b K-major";
     return {GemmFamily::kSm90, why};

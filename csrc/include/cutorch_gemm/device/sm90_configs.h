@@ -56,14 +56,24 @@ struct Sm90_64x256x128_Pingpong_S5 : Sm90_64x256x64_Pingpong_S5 {
   static constexpr int kBlockK = 128;
 };
 
+// ... and for tf32 (32 fp32 elements per 128-byte K row).
+struct Sm90_128x256x32_Coop_S4 : Sm90_128x256x64_Coop_S4 {
+  static constexpr const char* kName = "Sm90_128x256x32_Coop_S4";
+  static constexpr int kBlockK = 32;
+};
+struct Sm90_64x256x32_Pingpong_S5 : Sm90_64x256x64_Pingpong_S5 {
+  static constexpr const char* kName = "Sm90_64x256x32_Pingpong_S5";
+  static constexpr int kBlockK = 32;
+};
+
 enum class Sm90ConfigId : int { kCoop128x256 = 0, kPingpong64x256 = 1 };
 
-// The config's name for 16-bit operands, or (fp8) for 8-bit ones.
-inline const char* sm90_config_name(Sm90ConfigId id, bool fp8 = false) {
-  if (fp8) {
-    return id == Sm90ConfigId::kCoop128x256 ? Sm90_128x256x128_Coop_S4::kName : Sm90_64x256x128_Pingpong_S5::kName;
-  }
-  return id == Sm90ConfigId::kCoop128x256 ? Sm90_128x256x64_Coop_S4::kName : Sm90_64x256x64_Pingpong_S5::kName;
+// The config's name for operands of elem_bytes bytes (2: fp16/bf16, 1: fp8, 4: tf32).
+inline const char* sm90_config_name(Sm90ConfigId id, int elem_bytes = 2) {
+  const bool coop = id == Sm90ConfigId::kCoop128x256;
+  if (elem_bytes == 1) return coop ? Sm90_128x256x128_Coop_S4::kName : Sm90_64x256x128_Pingpong_S5::kName;
+  if (elem_bytes == 4) return coop ? Sm90_128x256x32_Coop_S4::kName : Sm90_64x256x32_Pingpong_S5::kName;
+  return coop ? Sm90_128x256x64_Coop_S4::kName : Sm90_64x256x64_Pingpong_S5::kName;
 }
 
 // The sm90 heuristic (pure). `forced` is CUTORCH_GEMM_SM90_CONFIG ("", "coop", "pingpong"):

@@ -18,14 +18,22 @@ cudaError_t sm90_gemm_f16(const GemmArgs& args, Sm90ConfigId config, bool a_mn, 
                           cudaStream_t stream);
 cudaError_t sm90_gemm_bf16(const GemmArgs& args, Sm90ConfigId config, bool a_mn, bool b_mn, int num_sms,
                            cudaStream_t stream);
+// fp32 operands as tf32 (both K-major: a_mn / b_mn give cudaErrorNotSupported).
+cudaError_t sm90_gemm_tf32(const GemmArgs& args, Sm90ConfigId config, bool a_mn, bool b_mn, int num_sms,
+                           cudaStream_t stream);
 
 // gemm.scaled_mm: a (M, K) and b (N rows of K) both K-major, 8-bit kinds ka / kb, with the
 // scales and fp32 bias of GemmArgs; D's type: args.dtype (16-bit) or float (args.out_f32).
 cudaError_t sm90_scaled_mm(const GemmArgs& args, Fp8Kind ka, Fp8Kind kb, Sm90ConfigId config, int num_sms,
                            cudaStream_t stream);
 
+// grouped_mm with the fused SwiGLU (groups along M or batched; fp16/bf16): b's N is [gate | up],
+// D (..., N / 2) gets silu(gate) * up. a K-major; b K-major or (b_mn) MN-major.
+cudaError_t sm90_swiglu(const GemmArgs& args, Sm90ConfigId config, bool b_mn, int num_sms, cudaStream_t stream);
+
 inline cudaError_t sm90_gemm(const GemmArgs& args, Sm90ConfigId config, bool a_mn, bool b_mn, int num_sms,
                              cudaStream_t stream) {
+  if (args.dtype == DType::kFloat32) return sm90_gemm_tf32(args, config, a_mn, b_mn, num_sms, stream);
   return args.dtype == DType::kBFloat16 ? sm90_gemm_bf16(args, config, a_mn, b_mn, num_sms, stream)
                                         : sm90_gemm_f16(args, config, a_mn, b_mn, num_sms, stream);
 }

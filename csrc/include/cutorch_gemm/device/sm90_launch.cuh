@@ -27,16 +27,20 @@ bool encode_operand(CUtensorMap* map, CUtensorMapDataType type, int elem_bytes, 
                       uint64_t(batch_stride), uint64_t(elem_bytes));
 }
 
-// TMA's name for a 16-bit epilogue type, and for the operands' element (8-bit: raw bytes).
+// TMA's name for an element type (8-bit floats: raw bytes).
 template <typename T>
 constexpr CUtensorMapDataType tma_type_of() {
   if constexpr (std::is_same_v<T, __nv_bfloat16>) return CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
   else if constexpr (std::is_same_v<T, __half>) return CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+  else if constexpr (std::is_same_v<T, float>) return CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
   else return CU_TENSOR_MAP_DATA_TYPE_UINT8;
 }
 
-// Mma: the operand type (collective/sm90_mma.cuh); T: the epilogue's 16-bit type.
-template <class Cfg, class Mma, typename T, bool kAMn, bool kBMn>
+// Mma: the operand type (collective/sm90_mma.cuh); T: the epilogue's type (bias, C, D unless
+// args.out_f32): the 16-bit type, or float for tf32.
+// kSwiGlu: grouped_mm's fused SwiGLU (the kernel's variant): B boxes of kBlockN / 2 rows, a tile
+// grid over the F = N / 2 output columns, D written from registers.
+template <class Cfg, class Mma, typename T, bool kAMn, bool kBMn, bool kSwiGlu = false>
 cudaError_t launch_sm90(const GemmArgs& args, int num_sms, cudaStream_t stream) {
   using E = typename Mma::Element;
   const ProblemShape& s = args.shape;
@@ -48,11 +52,12 @@ cudaError_t launch_sm90(const GemmArgs& args, int num_sms, cudaStream_t stream) 
   CUtensorMap tma_a, tma_b;
   if (!encode_operand<Cfg>(&tma_a, type, elem_bytes, args.a, kAMn, Cfg::kBlockM, s.m, s.k, s.a_sm, s.a_sk,
                            a_3d ? args.batch : 0, s.a_sb) ||
-      !encode_operand<Cfg>(&tma_b, type, elem_bytes, args.b, kBMn, Cfg::kBlockN, s.n, s.k, s.b_sn, s.b_sk,
-                           b_3d ? args.batch : 0, s.b_sb)) {
+      !encode_operand<Cfg>(&tma_b, type, elem_bytes, args.b, kBMn, kSwiGlu ? Cfg::kBlockN / 2 : Cfg::kBlockN, s.n,
+                           s.k, s.b_sn, s.b_sk, b_3d ? args.batch : 0, s.b_sb)) {
     return cudaErrorNotSupported;  // nothing launched: the caller falls back to SIMT
   }
-  Sm90Params p{args, ceil_div(s.m, Cfg::kBlockM), ceil_div(s.n, Cfg::kBlockN), 0, a_3d, b_3d, 0, 0, 0, 0};
+  constexpr int kTileN = kSwiGlu ? Cfg::kBlockN / 2 : Cfg::kBlockN;  // output columns per tile
+  Sm90Params p{args, ceil_div(s.m, Cfg::kBlockM), ceil_div(kSwiGlu ? s.n / 2 : s.n, kTileN), 0, a_3d, b_3d, 0, 0, 0, 0};
   // Register-direct epilogue: no C, no activation, and every column pair of D 2-element
   // aligned (row-major, even row / batch strides, aligned base; grouped-N columns start at
   // arbitrary offsets, so that mode keeps the staged path).
@@ -71,7 +76,7 @@ cudaError_t launch_sm90(const GemmArgs& args, int num_sms, cudaStream_t stream) 
   p.d_3d = stacked && (s.mode == GroupMode::kBatched || s.mode == GroupMode::kGroupedK);
   // The fused TMA path (activation or C) needs two staging buffers (cooperative config).
   const bool fused = !plain && d_rows && Cfg::kEpiBuffers >= 2 && epi.empty();
-  if ((p.direct_epilogue && epi != "direct") || fused) {
+  if (!kSwiGlu && ((p.direct_epilogue && epi != "direct") || fused)) {  // SwiGLU stores from registers
     if (reinterpret_cast<uintptr_t>(args.d) % 16 == 0 && (s.d_sm * out_bytes) % 16 == 0 &&
         (!p.d_3d || (s.d_sb * out_bytes) % 16 == 0)) {
       const CUtensorMapDataType d_type = args.out_f32 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32 : tma_type_of<T>();
@@ -89,7 +94,7 @@ cudaError_t launch_sm90(const GemmArgs& args, int num_sms, cudaStream_t stream) 
   if (tiles == 0) return cudaSuccess;
   static_assert(sizeof(Sm90SharedStorage<Cfg, E>) + 1024 <= 227 * 1024, "shared memory per block (sm_90)");
   const int smem = int(sizeof(Sm90SharedStorage<Cfg, E>)) + 1024;  // + alignment slack
-  auto kernel = sm90_gemm_ws_kernel<Cfg, Mma, T, kAMn, kBMn>;
+  auto kernel = sm90_gemm_ws_kernel<Cfg, Mma, T, kAMn, kBMn, kSwiGlu>;
   cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   if (err != cudaSuccess) return err;
   kernel<<<int(tiles < num_sms ? tiles : num_sms), Cfg::kThreads, smem, stream>>>(tma_a, tma_b, tma_d, p);
@@ -106,6 +111,19 @@ cudaError_t launch_sm90_layouts(const GemmArgs& args, bool a_mn, bool b_mn, int 
   }
   return b_mn ? launch_sm90<Cfg, Mma, T, false, true>(args, num_sms, stream)
               : launch_sm90<Cfg, Mma, T, false, false>(args, num_sms, stream);
+}
+
+// grouped_mm's fused SwiGLU (groups along M or batched): a K-major, b either way, one config.
+template <class Cfg, typename T>
+cudaError_t launch_sm90_swiglu(const GemmArgs& args, bool b_mn, int num_sms, cudaStream_t stream) {
+  return b_mn ? launch_sm90<Cfg, Sm90Mma16<T>, T, false, true, true>(args, num_sms, stream)
+              : launch_sm90<Cfg, Sm90Mma16<T>, T, false, false, true>(args, num_sms, stream);
+}
+
+// tf32: one config, both operands K-major (tf32 wgmma has no transpose bits).
+template <class Cfg>
+cudaError_t launch_sm90_tf32(const GemmArgs& args, int num_sms, cudaStream_t stream) {
+  return launch_sm90<Cfg, Sm90MmaTf32, float, false, false>(args, num_sms, stream);
 }
 
 // scaled_mm: the four 8-bit kind combinations of one config (both operands K-major) with D's

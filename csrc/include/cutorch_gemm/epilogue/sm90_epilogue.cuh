@@ -6,6 +6,7 @@
 //   sm90_store_tile            the whole fusion, staged through shared memory 32 columns at a time
 //   sm90_store_tile_tma        D = alpha * acc (+ bias) (or scaled_mm's) by TMA stores
 //   sm90_store_tile_tma_fused  the whole fusion by TMA stores (cooperative config)
+//   sm90_store_tile_swiglu     grouped_mm's fused SwiGLU from registers (gate | up halves of the tile)
 
 #include <cuda.h>
 
@@ -317,6 +318,53 @@ CG_DEVICE void sm90_store_tile_tma_fused(const GemmArgs& g, const Problem& prob,
         else sm90::tma_store_2d(map_d, out, c0, row_abs);
       }
       sm90::bulk_commit_group();
+    }
+  }
+}
+
+// grouped_mm's fused SwiGLU (kernel variant kSwiGlu): the tile's 256 columns are 128 gate
+// columns and then the matching 128 up columns (the producer loads B that way), so gate column c
+// and up column c sit in one thread, accumulator blocks j and j + 16. Writes, from registers,
+// D[m, n0 + c] = silu(gate + bias[n]) * (up + bias[F + n]) for the F = prob.n / 2 output columns
+// (column pairs as one store when `pairs`: Sm90Params::direct_epilogue).
+template <typename T, typename Out>
+CG_DEVICE void sm90_store_tile_swiglu(const GemmArgs& g, const Problem& prob, const float (&acc)[128], int row_base,
+                                      int col_base, int tid_in_wg, bool pairs) {
+  const int warp = tid_in_wg / 32, lane = tid_in_wg % 32;
+  const int r0 = row_base + warp * 16 + lane / 4;
+  const int c0 = col_base + 2 * (lane % 4);
+  const int f = prob.n / 2;
+  const bool in0 = r0 < prob.m, in1 = r0 + 8 < prob.m;
+  const T* bias = g.bias ? static_cast<const T*>(g.bias) + prob.bias_off : nullptr;
+  Out* row0 = static_cast<Out*>(g.d) + prob.d_off + index_t(r0) * g.shape.d_sm;
+  Out* row1 = row0 + 8 * g.shape.d_sm;
+#pragma unroll
+  for (int j = 0; j < 16; ++j) {
+    const int n = c0 + 8 * j;  // output (= gate) column
+    if (n >= f) continue;
+    const bool has1 = n + 1 < f;
+    float bg[2] = {0.0f, 0.0f}, bu[2] = {0.0f, 0.0f};
+    if (bias) {
+      bg[0] = to_acc<float>(bias[n]);
+      bu[0] = to_acc<float>(bias[f + n]);
+      if (has1) {
+        bg[1] = to_acc<float>(bias[n + 1]);
+        bu[1] = to_acc<float>(bias[f + n + 1]);
+      }
+    }
+    float v[4];
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      v[e] = apply_activation(Activation::kSilu, acc[4 * j + e] + bg[e & 1]) * (acc[4 * (j + 16) + e] + bu[e & 1]);
+    }
+    if (pairs && has1) {
+      if (in0) store_pair<Out>(row0 + n, v[0], v[1]);
+      if (in1) store_pair<Out>(row1 + n, v[2], v[3]);
+    } else {
+      if (in0) row0[n] = from_acc<Out>(v[0]);
+      if (in1) row1[n] = from_acc<Out>(v[2]);
+      if (in0 && has1) row0[n + 1] = from_acc<Out>(v[1]);
+      if (in1 && has1) row1[n + 1] = from_acc<Out>(v[3]);
     }
   }
 }

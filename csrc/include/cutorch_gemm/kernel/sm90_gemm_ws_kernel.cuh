@@ -98,7 +98,10 @@ CG_DEVICE void sm90_zero_k_tail(T* tile, int rows, int valid_k, int part, int pa
   }
 }
 
-template <class Cfg, class Mma, typename T, bool kAMn, bool kBMn>
+// kSwiGlu: grouped_mm's fused SwiGLU. Output tiles are kBlockN / 2 wide; the B tile holds their
+// gate columns [n0, n0 + kBlockN / 2) and then their up columns F + [n0, ...) (F = N / 2), and
+// the epilogue writes silu(gate) * up (epilogue/sm90_epilogue.cuh).
+template <class Cfg, class Mma, typename T, bool kAMn, bool kBMn, bool kSwiGlu = false>
 __global__ void __launch_bounds__(Cfg::kThreads, 1)
 sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_constant__ CUtensorMap tma_b,
                     const __grid_constant__ CUtensorMap tma_d, const Sm90Params p) {
@@ -109,7 +112,7 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using Storage = Sm90SharedStorage<Cfg, E>;
   using State = sm90::PipelineState<Cfg::kStages>;
-  using Scheduler = Sm90TileScheduler<Cfg::kBlockM, Cfg::kBlockN, Cfg::kBlockK>;
+  using Scheduler = Sm90TileScheduler<Cfg::kBlockM, kSwiGlu ? Cfg::kBlockN / 2 : Cfg::kBlockN, Cfg::kBlockK>;
   extern __shared__ uint8_t smem_raw[];
   // NOTE: the 128-byte swizzle pattern repeats every 1024 bytes; stages must start on it.
   Storage& s = *reinterpret_cast<Storage*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
@@ -153,8 +156,16 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
             pipe.producer_commit(st, kStageBytes);
             sm90_load_operand<Cfg, E, kAMn, Cfg::kBlockM>(s.a[st.index], &tma_a, &s.full[st.index], w.a_row, k, za,
                                                           p.a_3d);
-            sm90_load_operand<Cfg, E, kBMn, Cfg::kBlockN>(s.b[st.index], &tma_b, &s.full[st.index], w.b_col, k, zb,
-                                                          p.b_3d);
+            if constexpr (kSwiGlu) {  // gate rows, then the matching up rows F further on
+              constexpr int kHalf = Cfg::kBlockN / 2;
+              sm90_load_operand<Cfg, E, kBMn, kHalf>(s.b[st.index], &tma_b, &s.full[st.index], w.b_col, k, zb,
+                                                     p.b_3d);
+              sm90_load_operand<Cfg, E, kBMn, kHalf>(s.b[st.index] + kHalf * Cfg::kBlockK, &tma_b, &s.full[st.index],
+                                                     g.shape.n / 2 + w.b_col, k, zb, p.b_3d);
+            } else {
+              sm90_load_operand<Cfg, E, kBMn, Cfg::kBlockN>(s.b[st.index], &tma_b, &s.full[st.index], w.b_col, k, zb,
+                                                            p.b_3d);
+            }
             st.advance();
           }
         }
@@ -238,6 +249,14 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
       // TMA stores need the 64 rows inside the problem: D's bounds clip at the tensor's end, not
       // at a group's (grouped-M), so a group's last partial tile stores from registers.
       const bool tma_rows = g.shape.mode != GroupMode::kGroupedM || w.m0 + row_in_tile + 64 <= prob.m;
+      if constexpr (kSwiGlu) {  // grouped-M or batched, bias, no C
+        if (g.out_f32) {
+          sm90_store_tile_swiglu<T, float>(g, prob, acc, w.m0 + row_in_tile, w.n0, tid_in_wg, p.direct_epilogue);
+        } else {
+          sm90_store_tile_swiglu<T, T>(g, prob, acc, w.m0 + row_in_tile, w.n0, tid_in_wg, p.direct_epilogue);
+        }
+        continue;
+      }
       if constexpr (Mma::kScaled) {  // scaled_mm: dense, no C, no activation
         if (p.tma_store) {
           if (g.out_f32)
