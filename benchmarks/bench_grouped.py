@@ -64,30 +64,42 @@ def run_case(cg, name, E, T, K, N, routing, form, device, gen) -> dict:
         a = torch.randn(T, K, device=device, dtype=dt)
         b = torch.randn(E, N, K, device=device, dtype=dt).transpose(1, 2)
         flops = 2 * T * K * N
+    elif form == "swiglu":  # up-projection with [gate | up] weights laid out like GroupedExperts'
+        a = torch.randn(T, K, device=device, dtype=dt)
+        b = torch.randn(E, K, 2 * N, device=device, dtype=dt) * K ** -0.5
+        flops = 2 * T * K * 2 * N
     else:
         a = torch.randn(T, K, device=device, dtype=dt).t()  # x^T (K, T)
         b = torch.randn(T, N, device=device, dtype=dt)       # dy (T, N)
         flops = 2 * T * K * N
     ours = lambda: cg.grouped_mm(a, b, offs)  # noqa: E731
     ref = lambda: torch_grouped(a, b, offs)  # noqa: E731
+    if form == "swiglu":
+        def ours():
+            return cg.grouped_mm(a, b, offs, activation="swiglu")
+
+        def ref():
+            h = torch_grouped(a, b, offs)
+            return torch.nn.functional.silu(h[:, :N]) * h[:, N:]
 
     def loop():
         start = 0
         for e, s in enumerate(sizes):
-            if form == "fwd":
+            if form in ("fwd", "swiglu"):
                 torch.mm(a[start:start + s], b[e])
             else:
                 torch.mm(a[:, start:start + s], b[start:start + s])
             start += s
 
     got, expect = ours(), ref()
-    live = slice(0, int(offs[-1])) if form == "fwd" else slice(None)
+    live = slice(0, int(offs[-1])) if form in ("fwd", "swiglu") else slice(None)
     err = float((got[live].float() - expect[live].float()).norm() / expect[live].float().norm().clamp_min(1e-30))
     t_ours, t_ref, t_loop = time_ms(ours), time_ms(ref), time_ms(loop)
     return dict(case=name, routing=routing, form=form, E=E, T=T, K=K, N=N, ours_ms=t_ours,
                 torch_ms=t_ref, loop_ms=t_loop, ours_tflops=flops / t_ours / 1e9,
                 torch_tflops=flops / t_ref / 1e9, ratio=t_ref / t_ours, ratio_loop=t_loop / t_ours,
-                rel_err=err, ok=err < 2e-2, config=cg.explain("grouped_mm", a, b, offs).config)
+                rel_err=err, ok=err < 2e-2,
+                config=cg.explain("grouped_mm", a, b, offs, activation="swiglu" if form == "swiglu" else "none").config)
 
 
 # GroupedExperts layers (name, experts E, top-k, hidden H, intermediate F, tokens T)
@@ -167,7 +179,7 @@ def run(quick: bool = False, out_dir: str = "results") -> list:
         if quick and not in_quick:
             continue
         for routing in (("skewed",) if quick else ROUTINGS):
-            for form in ("fwd", "dW"):
+            for form in ("fwd", "dW", "swiglu"):
                 row = run_case(cg, name, E, T, K, N, routing, form, "cuda", gen)
                 rows.append(row)
                 print(f"{name:20s} {routing:8s} {form:4s} ours {row['ours_tflops']:7.1f} TF/s  "
