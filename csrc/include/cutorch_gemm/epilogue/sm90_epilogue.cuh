@@ -89,6 +89,24 @@ CG_DEVICE void sm90_store_tile_direct(const GemmArgs& g, const Problem& prob, co
   }
 }
 
+// One thread's 2 x 2 block of a row-major D from registers: v = {(r0, n), (r0, n + 1),
+// (r0 + 8, n), (r0 + 8, n + 1)}. A pair store per row when `pairs` (aligned: the host's
+// Sm90Params::direct_epilogue), else element by element; in0 / in1 / has1 clip the rows and the
+// second column.
+template <typename Out>
+CG_DEVICE void store_quad(Out* row0, Out* row1, int n, bool in0, bool in1, bool has1, bool pairs,
+                          const float (&v)[4]) {
+  if (pairs && has1) {
+    if (in0) store_pair<Out>(row0 + n, v[0], v[1]);
+    if (in1) store_pair<Out>(row1 + n, v[2], v[3]);
+    return;
+  }
+  if (in0) row0[n] = from_acc<Out>(v[0]);
+  if (in1) row1[n] = from_acc<Out>(v[2]);
+  if (in0 && has1) row0[n + 1] = from_acc<Out>(v[1]);
+  if (in1 && has1) row1[n + 1] = from_acc<Out>(v[3]);
+}
+
 // scaled_mm's factors: sa of row m, sb of column n (per-row / per-column or one for all).
 CG_DEVICE float scale_a_of(const GemmArgs& g, int m) { return g.scale_a[g.scale_a_rows ? m : 0]; }
 CG_DEVICE float scale_b_of(const GemmArgs& g, int n) { return g.scale_b[g.scale_b_cols ? n : 0]; }
@@ -107,8 +125,7 @@ CG_DEVICE void sm90_store_tile_scaled(const GemmArgs& g, const Problem& prob, co
   const float sa1 = in1 ? scale_a_of(g, r0 + 8) : 0.0f;
   const float* bias = static_cast<const float*>(g.bias);
   Out* row0 = static_cast<Out*>(g.d) + prob.d_off + index_t(r0) * g.shape.d_sm;
-  Out* row1 = row0 + 8 * g.shape.d_sm;
-  const index_t sn = g.shape.d_sn;
+  Out* row1 = row0 + 8 * g.shape.d_sm;  // D is row-major (a fresh (M, N) tensor)
 #pragma unroll
   for (int j = 0; j < 32; ++j) {
     const int n = c0 + 8 * j;
@@ -116,17 +133,9 @@ CG_DEVICE void sm90_store_tile_scaled(const GemmArgs& g, const Problem& prob, co
     const bool has1 = n + 1 < prob.n;
     const float sb0 = scale_b_of(g, n), sb1 = has1 ? scale_b_of(g, n + 1) : 0.0f;
     const float b0 = bias ? bias[n] : 0.0f, b1 = bias && has1 ? bias[n + 1] : 0.0f;
-    const float v00 = fmaf(acc[4 * j], sa0 * sb0, b0), v01 = fmaf(acc[4 * j + 1], sa0 * sb1, b1);
-    const float v10 = fmaf(acc[4 * j + 2], sa1 * sb0, b0), v11 = fmaf(acc[4 * j + 3], sa1 * sb1, b1);
-    if (pairs && has1) {
-      if (in0) store_pair<Out>(row0 + n, v00, v01);
-      if (in1) store_pair<Out>(row1 + n, v10, v11);
-    } else {
-      if (in0) row0[index_t(n) * sn] = from_acc<Out>(v00);
-      if (in1) row1[index_t(n) * sn] = from_acc<Out>(v10);
-      if (in0 && has1) row0[index_t(n + 1) * sn] = from_acc<Out>(v01);
-      if (in1 && has1) row1[index_t(n + 1) * sn] = from_acc<Out>(v11);
-    }
+    const float v[4] = {fmaf(acc[4 * j], sa0 * sb0, b0), fmaf(acc[4 * j + 1], sa0 * sb1, b1),
+                        fmaf(acc[4 * j + 2], sa1 * sb0, b0), fmaf(acc[4 * j + 3], sa1 * sb1, b1)};
+    store_quad<Out>(row0, row1, n, in0, in1, has1, pairs, v);
   }
 }
 
@@ -357,15 +366,7 @@ CG_DEVICE void sm90_store_tile_swiglu(const GemmArgs& g, const Problem& prob, co
     for (int e = 0; e < 4; ++e) {
       v[e] = apply_activation(Activation::kSilu, acc[4 * j + e] + bg[e & 1]) * (acc[4 * (j + 16) + e] + bu[e & 1]);
     }
-    if (pairs && has1) {
-      if (in0) store_pair<Out>(row0 + n, v[0], v[1]);
-      if (in1) store_pair<Out>(row1 + n, v[2], v[3]);
-    } else {
-      if (in0) row0[n] = from_acc<Out>(v[0]);
-      if (in1) row1[n] = from_acc<Out>(v[2]);
-      if (in0 && has1) row0[n + 1] = from_acc<Out>(v[1]);
-      if (in1 && has1) row1[n + 1] = from_acc<Out>(v[3]);
-    }
+    store_quad<Out>(row0, row1, n, in0, in1, has1, pairs, v);
   }
 }
 
