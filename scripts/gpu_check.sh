@@ -20,6 +20,8 @@
 #   TESTS="tests"        the pytest paths of the GPU test stage (e.g. tests/test_scaled_mm.py)
 #   BENCH_SUITES=dense,small_m,fp32,epilogue,fp8   BENCH_DTYPES=bfloat16   BENCH_QUICK=1
 #   MAX_JOBS (default: all cores)   PYTHON (default: python3)
+#   TORCH_CUDA_ARCH_LIST (default 8.0;9.0a; "9.0a" alone halves the build on a Hopper GPU)
+#   CUTORCH_GEMM_EXPERIMENTAL=1 (the opt-in kernels: the bench then times them)
 #   CHECK_TIMEOUT=300 TEST_TIMEOUT=300 BENCH_TIMEOUT=420 (seconds; a hung kernel must not
 #   eat the whole lease, and the table of a finished bench must still come back)
 set -euo pipefail

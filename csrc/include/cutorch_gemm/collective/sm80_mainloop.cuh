@@ -322,6 +322,11 @@ struct Mainloop {
   using LoaderA = SliceLoader<T, Cfg::kBlockM, Cfg::kBlockK, Cfg::kThreads, kAMn>;
   using LoaderB = SliceLoader<T, Cfg::kBlockN, Cfg::kBlockK, Cfg::kThreads, kBMn>;
   using Frags = WarpFragments<Atom, Cfg::kBlockM, Cfg::kBlockN, kAMn, kBMn>;
+  // NOTE: int8 with an MN-major operand gathers its fragments byte by byte; with the next
+  // k-step's fragments in flight on top of 128 int32 accumulators it ran out of registers
+  // (~1 KB of spills per thread), so it loads each k-step's fragments just before its MMAs.
+  static constexpr bool kPrefetch = !(sizeof(T) == 1 && (kAMn || kBMn));
+  static constexpr int kBufs = kPrefetch ? 2 : 1;
 
   struct Accumulators {
     Acc v[kMI][kNI][Atom::kCElems];
@@ -362,8 +367,8 @@ struct Mainloop {
       return;
     }
 
-    uint32_t fa[2][kMI][Atom::kARegs];
-    uint32_t fb[2][kNI][Atom::kBRegs];
+    uint32_t fa[kBufs][kMI][Atom::kARegs];
+    uint32_t fb[kBufs][kNI][Atom::kBRegs];
     int read_stage = 0;
     int write_stage = Cfg::kStages - 1;
     cp_async_wait<Cfg::kStages - 2>();
@@ -379,11 +384,13 @@ struct Mainloop {
       Frags::load_a(fa[buf], s0 + a_off, sa, wm, ks, lane);
       Frags::load_b(fb[buf], s0 + b_off, sa + kABytes, wn, ks, lane);
     };
-    load_frags(0, read_stage, 0);
+    if constexpr (kPrefetch) load_frags(0, read_stage, 0);
 
     for (int kt = 0; kt < k_tiles; ++kt) {
 #pragma unroll
       for (int ks = 0; ks < kKSteps; ++ks) {
+        // Without prefetch: this k-step's fragments, read before the stage may be released below.
+        if constexpr (!kPrefetch) load_frags(0, read_stage, ks);
         if (ks == kKSteps - 1) {
           // The next k-tile's stage must have landed (and every warp be done with the stage
           // the next loads overwrite) before its first fragments are read.
@@ -392,7 +399,9 @@ struct Mainloop {
           read_stage = read_stage + 1 == Cfg::kStages ? 0 : read_stage + 1;
         }
         // Fragments of the next k-step while this one's MMAs run.
-        if (ks + 1 < kKSteps || kt + 1 < k_tiles) load_frags((ks + 1) & 1, read_stage, (ks + 1) % kKSteps);
+        if constexpr (kPrefetch) {
+          if (ks + 1 < kKSteps || kt + 1 < k_tiles) load_frags((ks + 1) & 1, read_stage, (ks + 1) % kKSteps);
+        }
         if (ks == 0) {
           if (kt + Cfg::kStages - 1 < k_tiles) {
             la.load(base + write_stage * Cfg::kStageBytes);
@@ -407,7 +416,7 @@ struct Mainloop {
           for (int j = 0; j < kNI; ++j) {
             // serpentine over n: consecutive MMAs share a B fragment
             const int jj = (i & 1) ? kNI - 1 - j : j;
-            Atom::mma(acc.v[i][jj], fa[ks & 1][i], fb[ks & 1][jj]);
+            Atom::mma(acc.v[i][jj], fa[(ks & 1) % kBufs][i], fb[(ks & 1) % kBufs][jj]);
           }
       }
     }
