@@ -288,6 +288,17 @@ def _cases_grouped_mm(m: _Maker) -> List[Case]:
                       lambda: cg.grouped_mm(a, b, offs, bias=bias, activation="relu"),
                       lambda: ref_2d3d(bias, "relu"), m.dtype))
 
+    # 2D x 3D with the SwiGLU: b's N is [gate | up]; the result is N / 2 wide.
+    w_gu = m.rand(G, K, 2 * N)
+
+    def ref_swiglu():
+        z = torch.zeros(T, 2 * N, dtype=torch.float64, device=m.device)
+        for g, s, e in _groups(ends):
+            z[s:e] = _ref_gemm(a[s:e], w_gu[g])
+        return F.silu(z[:, :N]) * z[:, N:]
+    cases.append(Case(f"2Dx3D T={T} ends={ends} swiglu", lambda: cg.grouped_mm(a, w_gu, offs, activation="swiglu"),
+                      ref_swiglu, m.dtype))
+
     # 3D x 2D: groups of columns of b; columns at or past offs[-1] are zero.
     ends_n = [7, 20, 40]
     a3, b2, bias_t = m.rand(G, M, K), m.mat(K, T, "col"), m.rand(T)
@@ -338,8 +349,31 @@ def _cases_grouped_gemm(m: _Maker) -> List[Case]:
     ]
 
 
+def _cases_scaled_mm(m: _Maker) -> List[Case]:
+    """fp8 operands (both formats) with per-row / per-tensor scales; m.dtype is the output's."""
+    if m.dtype not in (torch.bfloat16, torch.float16, torch.float32):
+        return []
+    cases = []
+    for (M, N, K), (fa, fb), rows in (((37, 53, 32), (torch.float8_e4m3fn, torch.float8_e4m3fn), True),
+                                      ((64, 96, 128), (torch.float8_e4m3fn, torch.float8_e5m2), False),
+                                      ((1, 7, 48), (torch.float8_e5m2, torch.float8_e4m3fn), True)):
+        a = torch.randn(M, K, device=m.device).to(fa)
+        b = torch.randn(N, K, device=m.device).to(fb).t()   # column-major, like w.t()
+        sa = torch.rand((M, 1) if rows else (), device=m.device) + 0.5
+        sb = torch.rand((1, N) if rows else (), device=m.device) + 0.5
+        bias = m.rand(N)
+
+        def ref(a=a, b=b, sa=sa, sb=sb, bias=bias):
+            return (_d(a) @ _d(b)) * _d(sa) * _d(sb) + _d(bias)
+        cases.append(Case(f"{M}x{N}x{K} {str(fa)[12:]}x{str(fb)[12:]} {'rowwise' if rows else 'tensorwise'} bias",
+                          lambda a=a, b=b, sa=sa, sb=sb, bias=bias: cg.scaled_mm(a, b, sa, sb, bias=bias,
+                                                                                 out_dtype=m.dtype),
+                          ref, m.dtype))
+    return cases
+
+
 CHECKS = {"mm": _cases_mm, "gemm": _cases_gemm, "bmm": _cases_bmm,
-          "grouped_mm": _cases_grouped_mm, "grouped_gemm": _cases_grouped_gemm}
+          "grouped_mm": _cases_grouped_mm, "grouped_gemm": _cases_grouped_gemm, "scaled_mm": _cases_scaled_mm}
 
 
 def _compare(out, ref, out_dtype: torch.dtype) -> Optional[str]:
