@@ -186,6 +186,8 @@ def explain(op: str, *args, **kwargs) -> Explanation:
     if op == "scaled_mm":
         return _explain_scaled_mm(args, kwargs)
     e = _explain_gemm(op, args, kwargs)
+    if op == "grouped_gemm":
+        return _explain_grouped_gemm(e, args, kwargs)
     if op == "grouped_mm" and kwargs.get("activation") == "swiglu":
         a = args[0]
         fused = (e.kernel == "sm90" and _layout(a) == "row" and a.dtype in (torch.float16, torch.bfloat16)
@@ -199,6 +201,47 @@ def explain(op: str, *args, **kwargs) -> Explanation:
                          + ("" if e.kernel != "sm90" or os.environ.get(EXPERIMENTAL_ENV, "").strip() == "1"
                             else f" (the fused sm90 epilogue is opt-in: {EXPERIMENTAL_ENV}=1)"))
     return e
+
+
+def _explain_grouped_gemm(first: Explanation, args, kwargs) -> Explanation:
+    """The pointer-array launch's rule (the binding's grouped_gemm_sm90_ptr): opt-in, two or more
+    fp16/bf16 problems, each with K > 0 on the sm90 family with a K-major a, one b majorness."""
+    if first.kernel == "cpu_reference":
+        return first
+    a_list, b_list = list(args[0]), list(args[1])
+    experimental = os.environ.get(EXPERIMENTAL_ENV, "").strip() == "1"
+    why = None
+    if not experimental:
+        why = f"the pointer-array kernel is opt-in until the GPU suite has run it ({EXPERIMENTAL_ENV}=1)"
+    elif len(a_list) < 2:
+        why = "a single problem"
+    elif a_list[0].device.type != "cuda" or a_list[0].dtype not in (torch.float16, torch.bfloat16):
+        why = "the pointer-array kernel takes fp16/bf16 CUDA tensors"
+    else:
+        b_majors = set()
+        for i, (a, b) in enumerate(zip(a_list, b_list)):
+            if 0 in (a.shape[0], a.shape[1], b.shape[1]):
+                continue
+            sub = _explain_gemm("gemm", (a, b), {})
+            if sub.kernel != "sm90" or "a MN-major" in sub.reason:
+                why = f"problem {i} is not on the sm90 family with a K-major a ({sub.reason})"
+                break
+            b_majors.add("b MN-major" in sub.reason)
+        if why is None and len(b_majors) > 1:
+            why = "the problems' b operands differ in majorness"
+    if why is None:
+        prop = torch.cuda.get_device_properties(a_list[0].device)
+        ms = [a.shape[0] for a in a_list]
+        ns = [b.shape[1] for b in b_list]
+        config = _C.choose_sm90_config(round(sum(ms) / len(ms)), round(sum(ns) / len(ns)),
+                                       max(a.shape[1] for a in a_list), len(a_list), prop.multi_processor_count,
+                                       os.environ.get("CUTORCH_GEMM_SM90_CONFIG", "").strip().lower())
+        return Explanation("grouped_gemm", first.device, "sm90", config, 1, first.layouts,
+                           f"pointer-array: one persistent launch over the tiles of all {len(a_list)} problems "
+                           "(each its own tensor maps and arguments, tile counts computed on the host); "
+                           "first problem's layouts shown")
+    first.reason += f"; one launch per problem (first problem shown): {why}"
+    return first
 
 
 def _explain_gemm(op: str, args, kwargs) -> Explanation:
@@ -251,8 +294,6 @@ def _explain_gemm(op: str, args, kwargs) -> Explanation:
     plan = _C.choose_simt_config(prop.major, prop.minor, dtype, m, n, k, batch,
                                  prop.multi_processor_count, grouped)
     why = [f"sm_{prop.major}{prop.minor}", fam["reason"]]
-    if op == "grouped_gemm":
-        why.append("one launch per problem (first problem shown)")
     why.append(plan["reason"])
     vec = []
     for name, t, contig_k in (("a", a, _layout(a) == "row"), ("b", b, _layout(b) == "col")):

@@ -50,6 +50,27 @@ cudaError_t sm90_swiglu(const GemmArgs& args, Sm90ConfigId config, bool b_mn, in
                                         : sm90_swiglu_f16(args, config, b_mn, num_sms, stream);
 }
 
+cudaError_t sm90_ptr_fill_bf16(void*, const GemmArgs*, int, Sm90ConfigId, bool, int*);
+cudaError_t sm90_ptr_fill_f16(void*, const GemmArgs*, int, Sm90ConfigId, bool, int*);
+cudaError_t sm90_ptr_run_bf16(const GemmArgs&, const void*, int, int, Sm90ConfigId, bool, int, cudaStream_t);
+cudaError_t sm90_ptr_run_f16(const GemmArgs&, const void*, int, int, Sm90ConfigId, bool, int, cudaStream_t);
+
+size_t sm90_ptr_blob_size(int count) { return sm90_ptr_blob_bytes(count); }
+
+cudaError_t sm90_ptr_fill(void* host_blob, const GemmArgs* problems, int count, Sm90ConfigId config, bool b_mn,
+                          int* total_tiles) {
+  if (count <= 0) return cudaErrorInvalidValue;
+  return problems[0].dtype == DType::kBFloat16 ? sm90_ptr_fill_bf16(host_blob, problems, count, config, b_mn, total_tiles)
+                                               : sm90_ptr_fill_f16(host_blob, problems, count, config, b_mn, total_tiles);
+}
+
+cudaError_t sm90_ptr_run(const GemmArgs& common, const void* dev_blob, int count, int total_tiles,
+                         Sm90ConfigId config, bool b_mn, int num_sms, cudaStream_t stream) {
+  return common.dtype == DType::kBFloat16
+             ? sm90_ptr_run_bf16(common, dev_blob, count, total_tiles, config, b_mn, num_sms, stream)
+             : sm90_ptr_run_f16(common, dev_blob, count, total_tiles, config, b_mn, num_sms, stream);
+}
+
 cudaError_t sm90_scaled_mm(const GemmArgs& args, Fp8Kind ka, Fp8Kind kb, Sm90ConfigId config, int num_sms,
                            cudaStream_t stream) {
   const bool coop = config == Sm90ConfigId::kCoop128x256;

@@ -12,6 +12,13 @@ CG_DEVICE void tma_prefetch_descriptor(const CUtensorMap* map) {
   asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(map)) : "memory");
 }
 
+// A tensor map in global memory (a pointer-array launch's, copied there before the launch through
+// the generic proxy) may be read by TMA after this acquire fence of the tensormap proxy.
+CG_DEVICE void fence_tensormap_acquire(const CUtensorMap* map) {
+  asm volatile("fence.proxy.tensormap::generic.acquire.sys [%0], 128;\n" ::"l"(reinterpret_cast<uint64_t>(map))
+               : "memory");
+}
+
 // 2-D tile load: c0 is the innermost (contiguous) coordinate, c1 the row. Out-of-bounds
 // elements of the box arrive as zeros, so edge tiles need no predication.
 CG_DEVICE void tma_load_2d(void* smem_dst, const CUtensorMap* map, uint64_t* bar, int c0, int c1) {

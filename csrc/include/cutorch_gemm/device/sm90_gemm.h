@@ -31,6 +31,16 @@ cudaError_t sm90_scaled_mm(const GemmArgs& args, Fp8Kind ka, Fp8Kind kb, Sm90Con
 // D (..., N / 2) gets silu(gate) * up. a K-major; b K-major or (b_mn) MN-major.
 cudaError_t sm90_swiglu(const GemmArgs& args, Sm90ConfigId config, bool b_mn, int num_sms, cudaStream_t stream);
 
+// grouped_gemm's pointer-array launch (fp16/bf16, one type for all problems, each problem's a
+// K-major and b K-major or (b_mn) MN-major): the size of the blob for `count` problems, filling
+// it on the host (tensor maps, records; *total_tiles), and the launch over its device copy.
+// cudaErrorNotSupported from the fill: a tensor map was refused (run the problems one by one).
+size_t sm90_ptr_blob_size(int count);
+cudaError_t sm90_ptr_fill(void* host_blob, const GemmArgs* problems, int count, Sm90ConfigId config, bool b_mn,
+                          int* total_tiles);
+cudaError_t sm90_ptr_run(const GemmArgs& common, const void* dev_blob, int count, int total_tiles,
+                         Sm90ConfigId config, bool b_mn, int num_sms, cudaStream_t stream);
+
 inline cudaError_t sm90_gemm(const GemmArgs& args, Sm90ConfigId config, bool a_mn, bool b_mn, int num_sms,
                              cudaStream_t stream) {
   if (args.dtype == DType::kFloat32) return sm90_gemm_tf32(args, config, a_mn, b_mn, num_sms, stream);

@@ -139,4 +139,76 @@ cudaError_t launch_sm90_f8_kinds(const GemmArgs& args, Fp8Kind a, Fp8Kind b, int
                  : launch_sm90<Cfg, Sm90MmaF8<E5, E5>, T, false, false>(args, num_sms, stream);
 }
 
+// ---- grouped_gemm's pointer-array launch ------------------------------------------------
+// The host writes one blob that the kernel reads from global memory: the two tensor maps of every
+// problem (64-byte aligned, first), then the Sm90PtrProblem records. Layout:
+//   [2G CUtensorMap][G Sm90PtrProblem]
+
+inline size_t sm90_ptr_blob_bytes(int problems) {
+  return size_t(problems) * (2 * sizeof(CUtensorMap) + sizeof(Sm90PtrProblem));
+}
+
+// Fills `blob` (host memory) for `problems` dense problems of one 16-bit type, a K-major and b
+// K- or (kBMn) MN-major in every one. *total_tiles: the launch's tile count. cudaErrorNotSupported:
+// the driver refused a tensor map (nothing to launch; the caller runs the problems one by one).
+template <class Cfg, typename T, bool kBMn>
+cudaError_t sm90_ptr_prepare(void* blob, const GemmArgs* problems, int count, int* total_tiles) {
+  CUtensorMap* maps = static_cast<CUtensorMap*>(blob);
+  Sm90PtrProblem* recs = reinterpret_cast<Sm90PtrProblem*>(maps + 2 * count);
+  constexpr CUtensorMapDataType type = tma_type_of<T>();
+  long long tiles = 0;
+  for (int i = 0; i < count; ++i) {
+    const GemmArgs& a = problems[i];
+    const ProblemShape& s = a.shape;
+    Sm90PtrProblem& r = recs[i];
+    r = Sm90PtrProblem{};
+    r.args = a;
+    r.tiles_m = ceil_div(s.m, Cfg::kBlockM);
+    r.tiles_n = ceil_div(s.n, Cfg::kBlockN);
+    r.tiles = r.tiles_m * r.tiles_n;
+    const size_t pair_bytes = a.out_f32 ? 8 : 2 * sizeof(T);
+    r.direct = a.act == Activation::kNone && a.c == nullptr && s.d_sn == 1 && s.d_sm % 2 == 0 &&
+               reinterpret_cast<uintptr_t>(a.d) % pair_bytes == 0;
+    maps[2 * i] = CUtensorMap{};
+    maps[2 * i + 1] = CUtensorMap{};
+    if (r.tiles > 0 && s.k > 0) {  // K = 0: no loads, the epilogue of a zero product
+      if (!encode_operand<Cfg>(&maps[2 * i], type, int(sizeof(T)), a.a, false, Cfg::kBlockM, s.m, s.k, s.a_sm,
+                               s.a_sk, 0, 0) ||
+          !encode_operand<Cfg>(&maps[2 * i + 1], type, int(sizeof(T)), a.b, kBMn, Cfg::kBlockN, s.n, s.k, s.b_sn,
+                               s.b_sk, 0, 0)) {
+        return cudaErrorNotSupported;
+      }
+    }
+    tiles += r.tiles;
+  }
+  if (tiles > (1LL << 31) - 1) return cudaErrorNotSupported;
+  *total_tiles = int(tiles);
+  return cudaSuccess;
+}
+
+// Launches the pointer-array kernel over a blob already on the device. `common`: dtype and
+// out_f32 of every problem.
+template <class Cfg, typename T, bool kBMn>
+cudaError_t sm90_ptr_launch(const GemmArgs& common, const void* dev_blob, int count, int total_tiles, int num_sms,
+                            cudaStream_t stream) {
+  if (total_tiles == 0) return cudaSuccess;
+  Sm90Params p{};
+  p.args = common;
+  p.args.batch = count;
+  p.args.shape.mode = GroupMode::kBatched;  // the scheduler's pointer-array scan ignores it
+  p.args.act = Activation::kNone;
+  p.raster_group = 8;
+  p.ptr_maps = static_cast<const CUtensorMap*>(dev_blob);
+  p.ptr_problems = reinterpret_cast<const Sm90PtrProblem*>(p.ptr_maps + 2 * count);
+  using Mma = Sm90Mma16<T>;
+  static_assert(sizeof(Sm90SharedStorage<Cfg, T>) + 1024 <= 227 * 1024, "shared memory per block (sm_90)");
+  const int smem = int(sizeof(Sm90SharedStorage<Cfg, T>)) + 1024;
+  auto kernel = sm90_gemm_ws_kernel<Cfg, Mma, T, false, kBMn, false, true>;
+  cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+  if (err != cudaSuccess) return err;
+  const CUtensorMap unused{};
+  kernel<<<total_tiles < num_sms ? total_tiles : num_sms, Cfg::kThreads, smem, stream>>>(unused, unused, unused, p);
+  return cudaGetLastError();
+}
+
 }  // namespace cutorch_gemm

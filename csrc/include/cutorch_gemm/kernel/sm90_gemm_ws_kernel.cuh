@@ -101,7 +101,11 @@ CG_DEVICE void sm90_zero_k_tail(T* tile, int rows, int valid_k, int part, int pa
 // kSwiGlu: grouped_mm's fused SwiGLU. Output tiles are kBlockN / 2 wide; the B tile holds their
 // gate columns [n0, n0 + kBlockN / 2) and then their up columns F + [n0, ...) (F = N / 2), and
 // the epilogue writes silu(gate) * up (epilogue/sm90_epilogue.cuh).
-template <class Cfg, class Mma, typename T, bool kAMn, bool kBMn, bool kSwiGlu = false>
+// kPtrArray: grouped_gemm's pointer-array launch. Problem g has its own GemmArgs and tensor maps
+// (p.ptr_problems, p.ptr_maps: global memory, not the tma_a / tma_b parameters); tiles are
+// found by the scheduler's scan over host-computed tile counts; D is written from registers
+// (direct or staged, per problem).
+template <class Cfg, class Mma, typename T, bool kAMn, bool kBMn, bool kSwiGlu = false, bool kPtrArray = false>
 __global__ void __launch_bounds__(Cfg::kThreads, 1)
 sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_constant__ CUtensorMap tma_b,
                     const __grid_constant__ CUtensorMap tma_d, const Sm90Params p) {
@@ -112,7 +116,8 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using Storage = Sm90SharedStorage<Cfg, E>;
   using State = sm90::PipelineState<Cfg::kStages>;
-  using Scheduler = Sm90TileScheduler<Cfg::kBlockM, kSwiGlu ? Cfg::kBlockN / 2 : Cfg::kBlockN, Cfg::kBlockK>;
+  static_assert(!(kSwiGlu && kPtrArray), "one variant at a time");
+  using Scheduler = Sm90TileScheduler<Cfg::kBlockM, kSwiGlu ? Cfg::kBlockN / 2 : Cfg::kBlockN, Cfg::kBlockK, kPtrArray>;
   extern __shared__ uint8_t smem_raw[];
   // NOTE: the 128-byte swizzle pattern repeats every 1024 bytes; stages must start on it.
   Storage& s = *reinterpret_cast<Storage*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
@@ -129,8 +134,10 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
     sm90::mbarrier_init(&s.order[0], 1);
     sm90::mbarrier_init(&s.order[1], 1);
     sm90::mbarrier_init_fence();
-    sm90::tma_prefetch_descriptor(&tma_a);
-    sm90::tma_prefetch_descriptor(&tma_b);
+    if (!kPtrArray) {
+      sm90::tma_prefetch_descriptor(&tma_a);
+      sm90::tma_prefetch_descriptor(&tma_b);
+    }
     if (p.tma_store) sm90::tma_prefetch_descriptor(&tma_d);
   }
   __syncthreads();
@@ -144,17 +151,29 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
     if (tid_in_wg < 32) {
       Scheduler sched(p);
       State st;
+      const CUtensorMap* map_a = &tma_a;
+      const CUtensorMap* map_b = &tma_b;
+      int fenced_group = -1;  // pointer-array: the problem whose maps were last made visible to TMA
       for (int tile = blockIdx.x;; tile += gridDim.x) {
         const Sm90Work w = sched.get(tile);
         if (w.group < 0) break;
         if (tid_in_wg == 0) {
           const int za = p.a_3d ? w.group : 0, zb = p.b_3d ? w.group : 0;
           const int kbs = Scheduler::k_blocks(w);
+          if constexpr (kPtrArray) {
+            map_a = p.ptr_maps + 2 * w.group;
+            map_b = map_a + 1;
+            if (w.group != fenced_group && kbs > 0) {
+              sm90::fence_tensormap_acquire(map_a);
+              sm90::fence_tensormap_acquire(map_b);
+              fenced_group = w.group;
+            }
+          }
           for (int kb = 0; kb < kbs; ++kb) {
             const int k = w.k_begin + kb * Cfg::kBlockK;
             pipe.producer_acquire(st);
             pipe.producer_commit(st, kStageBytes);
-            sm90_load_operand<Cfg, E, kAMn, Cfg::kBlockM>(s.a[st.index], &tma_a, &s.full[st.index], w.a_row, k, za,
+            sm90_load_operand<Cfg, E, kAMn, Cfg::kBlockM>(s.a[st.index], map_a, &s.full[st.index], w.a_row, k, za,
                                                           p.a_3d);
             if constexpr (kSwiGlu) {  // gate rows, then the matching up rows F further on
               constexpr int kHalf = Cfg::kBlockN / 2;
@@ -163,7 +182,7 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
               sm90_load_operand<Cfg, E, kBMn, kHalf>(s.b[st.index] + kHalf * Cfg::kBlockK, &tma_b, &s.full[st.index],
                                                      g.shape.n / 2 + w.b_col, k, zb, p.b_3d);
             } else {
-              sm90_load_operand<Cfg, E, kBMn, Cfg::kBlockN>(s.b[st.index], &tma_b, &s.full[st.index], w.b_col, k, zb,
+              sm90_load_operand<Cfg, E, kBMn, Cfg::kBlockN>(s.b[st.index], map_b, &s.full[st.index], w.b_col, k, zb,
                                                             p.b_3d);
             }
             st.advance();
@@ -245,6 +264,18 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
       sm90::wgmma_wait<0>();
       sm90::fence_accumulators(acc);
       if (k_blocks > 0) pipe.consumer_release(prev);
+      if constexpr (kPtrArray) {  // the problem's own arguments; a dense problem
+        const Sm90PtrProblem& pr = p.ptr_problems[w.group];
+        const Problem prob = resolve_problem(pr.args.shape, 0);
+        if (pr.direct) {
+          if (pr.args.out_f32) sm90_store_tile_direct<T, float>(pr.args, prob, acc, w.m0 + row_in_tile, w.n0, tid_in_wg);
+          else sm90_store_tile_direct<T, T>(pr.args, prob, acc, w.m0 + row_in_tile, w.n0, tid_in_wg);
+        } else {
+          sm90_store_tile<T>(pr.args, prob, acc, s.epi_slot[consumer].u.epi, w.m0 + row_in_tile, w.n0, tid_in_wg,
+                             1 + consumer);
+        }
+        continue;
+      }
       const Problem prob = resolve_problem(g.shape, w.group);
       // TMA stores need the 64 rows inside the problem: D's bounds clip at the tensor's end, not
       // at a group's (grouped-M), so a group's last partial tile stores from registers.

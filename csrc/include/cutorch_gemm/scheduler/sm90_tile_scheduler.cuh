@@ -9,11 +9,26 @@
 // reads 32 groups' sizes at once, prefix-sums their tile counts with shuffles and picks the
 // group holding the tile; the scan resumes from the last group found, so over a CTA's
 // increasing tile indices every group is read at most once per warp.
+//
+// Pointer-array launches (grouped_gemm: each problem its own pointers and m, n, k) use the
+// same scan over tile counts the host precomputed (Sm90PtrProblem::tiles): the host knows every
+// shape, so nothing is derived on the device but the problem holding a tile.
+
+#include <cuda.h>
 
 #include "cutorch_gemm/device/gemm_args.h"
 #include "cutorch_gemm/scheduler/raster.h"
 
 namespace cutorch_gemm {
+
+// One problem of a pointer-array launch, as the host prepared it: its own GemmArgs (pointers,
+// extents, strides, epilogue; a dense problem) and tile grid.
+struct Sm90PtrProblem {
+  GemmArgs args;
+  int tiles_m, tiles_n;
+  int tiles;    // tiles_m * tiles_n (0 for an empty problem)
+  int direct;   // D = alpha * acc (+ bias) from registers (else the staged functor)
+};
 
 struct Sm90Params {
   GemmArgs args;     // extents, strides, group mode and offsets, epilogue operands
@@ -26,6 +41,10 @@ struct Sm90Params {
   int tma_store;        // ... and D written by TMA stores (else from registers)
   int tma_store_fused;  // D = act(alpha * acc + beta * C + bias) written by TMA stores
   int d_3d;             // D indexed by group / batch through its tensor map's 3rd dimension
+  // Pointer-array launches: args.batch problems, their records and tensor maps (A of problem g
+  // at ptr_maps[2g], B at ptr_maps[2g + 1]), in one device blob.
+  const Sm90PtrProblem* ptr_problems;
+  const CUtensorMap* ptr_maps;
 };
 
 struct Sm90Work {
@@ -37,7 +56,7 @@ struct Sm90Work {
   int k_len;     // K extent of the problem
 };
 
-template <int kBlockM, int kBlockN, int kBlockK>
+template <int kBlockM, int kBlockN, int kBlockK, bool kPtrArray = false>
 struct Sm90TileScheduler {
   const Sm90Params& p;
   int scan_group = 0;   // grouped-M/N scan state: the first group that may hold the next tile
@@ -49,6 +68,7 @@ struct Sm90TileScheduler {
 
   // Tiles of group g (grouped-M / grouped-N only).
   CG_DEVICE int group_tiles(int g) const {
+    if constexpr (kPtrArray) return p.ptr_problems[g].tiles;
     const ProblemShape& s = p.args.shape;
     if (s.mode == GroupMode::kGroupedM) {
       const GroupRange r = clamp_group(s.offs, g, s.m);
@@ -62,7 +82,7 @@ struct Sm90TileScheduler {
   CG_DEVICE Sm90Work get(int tile) {
     const ProblemShape& s = p.args.shape;
     Sm90Work w{-1, 0, 0, 0, 0, 0, s.k};
-    if (s.mode == GroupMode::kBatched || s.mode == GroupMode::kGroupedK) {
+    if (!kPtrArray && (s.mode == GroupMode::kBatched || s.mode == GroupMode::kGroupedK)) {
       const int per = p.tiles_m * p.tiles_n;
       const int group = tile / per;
       if (group >= p.args.batch) return w;
@@ -102,6 +122,15 @@ struct Sm90TileScheduler {
     if (scan_group >= groups) return w;
     const int g = scan_group;
     const int local = tile - scan_before;
+    if constexpr (kPtrArray) {
+      const Sm90PtrProblem& pr = p.ptr_problems[g];
+      const TileCoord tc = raster_tile(local, pr.tiles_m, pr.tiles_n, min_of(p.raster_group, pr.tiles_m));
+      w.group = g;
+      w.m0 = w.a_row = tc.m * kBlockM;
+      w.n0 = w.b_col = tc.n * kBlockN;
+      w.k_len = pr.args.shape.k;
+      return w;
+    }
     const GroupRange r = clamp_group(s.offs, g, s.mode == GroupMode::kGroupedM ? s.m : s.n);
     const int tm = s.mode == GroupMode::kGroupedM ? ceil_div(r.end - r.begin, kBlockM) : p.tiles_m;
     const int tn = s.mode == GroupMode::kGroupedN ? ceil_div(r.end - r.begin, kBlockN) : p.tiles_n;

@@ -1,0 +1,75 @@
+"""grouped_gemm's persistent pointer-array launch on sm90 (opt-in: CUTORCH_GEMM_EXPERIMENTAL=1
+until this suite has run it on a GPU): one kernel over the tiles of problems of different
+shapes, each with its own tensor maps and arguments. Empty problems, K = 0, one row, odd N
+(staged epilogue), bias and activations, fp32 output, both configs, both b majornesses; calls
+that do not qualify fall back to one launch per problem and say why. sm_90 GPUs only."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+import cutorch_gemm as cg
+from conftest import HALF_DTYPES, check, dtype_id, ref_gemm
+
+pytestmark = [
+    pytest.mark.gpu,
+    pytest.mark.skipif(not torch.cuda.is_available() or torch.cuda.get_device_capability()[0] != 9
+                       or not cg._C.sm90_available(), reason="needs an sm_90 GPU and sm_90a kernels"),
+]
+
+# (M, N, K): partial tiles, one row, odd N, an empty problem, K = 0, a large one.
+SHAPES = [(300, 520, 136), (1, 256, 64), (129, 77, 200), (0, 64, 64), (64, 96, 0), (1000, 1024, 512), (64, 8, 8)]
+
+
+def problems(dtype, b_major):
+    a, b = [], []
+    for m, n, k in SHAPES:
+        if b_major == "mn" and n * 2 % 16:
+            n += 8 - n % 8  # a row-major b needs 16-byte aligned rows for TMA
+        a.append(torch.randn(m, k, device="cuda", dtype=dtype))
+        if b_major == "k":
+            b.append(torch.randn(n, k, device="cuda", dtype=dtype).t())  # w.t(): K-major
+        else:
+            b.append(torch.randn(k, n, device="cuda", dtype=dtype))      # row-major: MN-major
+    return a, b
+
+
+@pytest.mark.parametrize("config", ["coop", "pingpong"])
+@pytest.mark.parametrize("b_major", ["k", "mn"])
+@pytest.mark.parametrize("dtype", HALF_DTYPES, ids=dtype_id)
+def test_sm90_pointer_array(monkeypatch, config, b_major, dtype):
+    monkeypatch.setenv("CUTORCH_GEMM_EXPERIMENTAL", "1")
+    monkeypatch.setenv("CUTORCH_GEMM_SM90_CONFIG", config)
+    a, b = problems(dtype, b_major)
+    e = cg.explain("grouped_gemm", a, b)
+    assert e.kernel == "sm90" and "pointer-array" in e.reason, str(e)
+    torch.empty(8 << 20, device="cuda", dtype=dtype).fill_(float("nan"))  # poison the allocator's blocks
+    for kw in ({}, {"out_dtype": torch.float32}):
+        outs = cg.grouped_gemm(a, b, **kw)
+        assert len(outs) == len(a)
+        for i, (o, ai, bi) in enumerate(zip(outs, a, b)):
+            check(o, ref_gemm(ai, bi), dtype, kw.get("out_dtype"), what=f"problem {i} {tuple(o.shape)} {kw}")
+
+
+@pytest.mark.parametrize("activation", ["gelu", "silu"])
+def test_sm90_pointer_array_bias_activation(monkeypatch, activation):
+    monkeypatch.setenv("CUTORCH_GEMM_EXPERIMENTAL", "1")
+    dtype = torch.bfloat16
+    a, b = problems(dtype, "k")
+    bias = [torch.randn(n, device="cuda", dtype=dtype) for _, n, _ in SHAPES]
+    outs = cg.grouped_gemm(a, b, bias=bias, activation=activation)
+    for i, (o, ai, bi, bs) in enumerate(zip(outs, a, b, bias)):
+        check(o, ref_gemm(ai, bi, bs, activation=activation), dtype, what=f"problem {i} bias {activation}")
+
+
+def test_sm90_pointer_array_fallbacks(monkeypatch):
+    dtype = torch.float16
+    a, b = problems(dtype, "k")
+    monkeypatch.delenv("CUTORCH_GEMM_EXPERIMENTAL", raising=False)
+    assert "opt-in" in cg.explain("grouped_gemm", a, b).reason
+    monkeypatch.setenv("CUTORCH_GEMM_EXPERIMENTAL", "1")
+    mixed_b = [b[0], b[1].contiguous()] + b[2:]  # one MN-major b among K-major ones
+    e = cg.explain("grouped_gemm", a, mixed_b)
+    assert "one launch per problem" in e.reason and "majorness" in e.reason, str(e)
+    for i, (o, ai, bi) in enumerate(zip(cg.grouped_gemm(a, mixed_b), a, mixed_b)):
+        check(o, ref_gemm(ai, bi), dtype, what=f"fallback problem {i}")
