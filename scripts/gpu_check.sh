@@ -17,6 +17,7 @@
 #   SKIP_BUILD=1         use the extension that is already built
 #   SKIP_TESTS=1         skip pytest
 #   SKIP_SM80_BENCH=1    skip benchmarks/bench_sm80.py --quick (the sm80 family forced, vs PyTorch)
+#   GROUPED_BENCH=1      also run benchmarks/bench_grouped.py --quick (MoE shapes vs torch._grouped_mm)
 #   TESTS="tests"        the pytest paths of the GPU test stage (e.g. tests/test_scaled_mm.py)
 #   BENCH_SUITES=dense,small_m,fp32,epilogue,fp8   BENCH_DTYPES=bfloat16   BENCH_QUICK=1
 #   MAX_JOBS (default: all cores)   PYTHON (default: python3)
@@ -279,6 +280,12 @@ fi
 # console and the log (its CSV to a temporary folder: $OUT keeps to its 7 files).
 if [[ "${SKIP_SM80_BENCH:-0}" != 1 ]]; then
   run_stage sm80 "${SM80_BENCH_TIMEOUT:-240}" tail:16 "$PY" benchmarks/bench_sm80.py --quick --out "$TMPD"
+fi
+
+# benchmarks/bench_grouped.py --quick (grouped_mm forms, the SwiGLU up-projection, the list API,
+# one GroupedExperts layer) when asked: GROUPED_BENCH=1. Its CSV goes to the temporary folder.
+if [[ "${GROUPED_BENCH:-0}" == 1 ]]; then
+  run_stage grouped "${GROUPED_BENCH_TIMEOUT:-300}" tail:30 "$PY" benchmarks/bench_grouped.py --quick --out "$TMPD"
 fi
 
 # The bench prints its table on stdout; the console gets its progress lines when it ends and
