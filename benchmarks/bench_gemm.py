@@ -46,10 +46,12 @@ import torch
 class Suite:
     """One panel of the plot: a list of (M, N, K) and how to run them."""
     shapes: tuple          # ((M, N, K, in_quick), ...)
-    kind: str = "mm"       # "mm": ours mm vs torch.mm; "epilogue": bias + GELU; "scaled": fp8 scaled_mm
+    kind: str = "mm"       # "mm": ours mm vs torch.mm; "epilogue": bias + GELU; "scaled": fp8 scaled_mm;
+    #                        "grouped": grouped_mm 2D x 3D (M = tokens) vs torch._grouped_mm
     dtype: Optional[str] = None  # fixed dtype (fp32 suites); None: the requested dtypes
     tf32: bool = False     # torch.backends.cuda.matmul.allow_tf32 while this suite runs
     rowwise: bool = False  # scaled: per-row / per-column scales (else one per tensor)
+    experts: int = 0       # grouped: experts (groups); tokens routed with a fixed skew
 
 
 SUITES = {
@@ -94,6 +96,15 @@ SUITES = {
         (8192, 14336, 4096, True),
         (16384, 8192, 8192, False),
     )),
+    # MoE expert GEMMs (ANCHORS.md): tokens x hidden -> intermediate (up) and back (down)
+    "moe128": Suite(kind="grouped", experts=128, shapes=(
+        (32768, 1536, 2048, True),    # Qwen3-30B-A3B up (gate | up)
+        (32768, 2048, 768, False),    # Qwen3-30B-A3B down
+    )),
+    "moe8": Suite(kind="grouped", experts=8, shapes=(
+        (16384, 14336, 4096, True),   # Mixtral up
+        (16384, 4096, 14336, False),  # Mixtral down
+    )),
     "epilogue": Suite(kind="epilogue", shapes=(
         (8192, 14336, 4096, False),
         (4096, 4096, 4096, True),
@@ -101,7 +112,7 @@ SUITES = {
         (2048, 11008, 4096, False),
     )),
 }
-DEFAULT_SUITES = ("dense", "small_m", "fp32", "epilogue", "fp8")
+DEFAULT_SUITES = ("dense", "small_m", "fp32", "epilogue", "fp8", "moe128", "moe8")
 DEFAULT_DTYPES = ("bfloat16",)
 
 DTYPE_ALIASES = {
@@ -241,6 +252,27 @@ def _make_sets_fp8(M: int, N: int, K: int, dtype: torch.dtype, rowwise: bool) ->
     return sets
 
 
+def _expert_offsets(tokens: int, experts: int) -> torch.Tensor:
+    """int32 cumulative ends of a fixed skewed routing: expert e gets a share ~ (e + 1)^-0.7,
+    multiples of 16 rows, every row routed (the same split in every run)."""
+    w = torch.arange(1, experts + 1, dtype=torch.float64) ** -0.7
+    units = torch.floor(w / w.sum() * (tokens // 16)).long()
+    units[0] += tokens // 16 - int(units.sum())
+    return (units * 16).cumsum(0).to(torch.int32).to(DEVICE)
+
+
+def _make_sets_grouped(T: int, N: int, K: int, dtype: torch.dtype, experts: int) -> list:
+    """(x, W^T views, offs) sets, rotated like _make_sets; W is (E, N, K) like nn.Linear weights."""
+    elem = torch.tensor([], dtype=dtype).element_size()
+    one_set = (T * K + experts * N * K + T * N) * elem
+    l2 = _l2_bytes()
+    n_sets = 1 if one_set >= l2 else min(MAX_SETS, math.ceil(ROTATE_FACTOR * l2 / one_set))
+    offs = _expert_offsets(T, experts)
+    return [(torch.randn(T, K, device=DEVICE, dtype=dtype),
+             (torch.randn(experts, N, K, device=DEVICE, dtype=dtype) * K ** -0.5).transpose(1, 2), offs)
+            for _ in range(n_sets)]
+
+
 def _rel_err(ours: torch.Tensor, ref: torch.Tensor) -> float:
     if ours.shape != ref.shape or ours.dtype != ref.dtype:
         raise ValueError(f"returned {ours.dtype} {tuple(ours.shape)}, "
@@ -286,6 +318,8 @@ def run_case(cg, suite_name: str, dtype_name: str, M: int, N: int, K: int) -> di
     with _tf32(suite.tf32):
         if suite.kind == "scaled":
             sets = _make_sets_fp8(M, N, K, dtype, suite.rowwise)
+        elif suite.kind == "grouped":
+            sets = _make_sets_grouped(M, N, K, dtype, suite.experts)
         else:
             sets = _make_sets(M, N, K, dtype, with_bias=epilogue)
         if suite.kind == "scaled":
@@ -295,6 +329,13 @@ def run_case(cg, suite_name: str, dtype_name: str, M: int, N: int, K: int) -> di
             def theirs(x, b, sa, sb):
                 return torch._scaled_mm(x, b, sa, sb, out_dtype=torch.bfloat16)
             row["config"] = _config_of(cg, "scaled_mm", *sets[0])
+        elif suite.kind == "grouped":
+            def ours(x, b, offs):
+                return cg.grouped_mm(x, b, offs)
+
+            def theirs(x, b, offs):
+                return torch._grouped_mm(x, b, offs=offs)
+            row["config"] = _config_of(cg, "grouped_mm", *sets[0])
         elif epilogue:
             def ours(x, b, bias):
                 return cg.gemm(x, b, bias=bias, activation=EPILOGUE_ACTIVATION)

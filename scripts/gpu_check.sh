@@ -19,7 +19,7 @@
 #   SKIP_SM80_BENCH=1    skip benchmarks/bench_sm80.py --quick (the sm80 family forced, vs PyTorch)
 #   GROUPED_BENCH=1      also run benchmarks/bench_grouped.py --quick (MoE shapes vs torch._grouped_mm)
 #   TESTS="tests"        the pytest paths of the GPU test stage (e.g. tests/test_scaled_mm.py)
-#   BENCH_SUITES=dense,small_m,fp32,epilogue,fp8   BENCH_DTYPES=bfloat16   BENCH_QUICK=1
+#   BENCH_SUITES=dense,small_m,fp32,epilogue,fp8,moe128,moe8   BENCH_DTYPES=bfloat16   BENCH_QUICK=1
 #   MAX_JOBS (default: all cores)   PYTHON (default: python3)
 #   TORCH_CUDA_ARCH_LIST (default 8.0;9.0a; "9.0a" alone halves the build on a Hopper GPU)
 #   CUTORCH_GEMM_EXPERIMENTAL=1 (the opt-in kernels: the bench then times them)
@@ -35,7 +35,7 @@ OUT="$(cd "$OUT" && pwd)"
 PY="${PYTHON:-$(command -v python3 || command -v python)}"
 LOG="$OUT/gpu_check.log"
 : > "$LOG"
-BENCH_SUITES="${BENCH_SUITES:-dense,small_m,fp32,epilogue,fp8}"
+BENCH_SUITES="${BENCH_SUITES:-dense,small_m,fp32,epilogue,fp8,moe128,moe8}"
 BENCH_DTYPES="${BENCH_DTYPES:-bfloat16}"
 TMPD="$(mktemp -d)"
 trap 'rm -rf "$TMPD"' EXIT

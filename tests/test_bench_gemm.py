@@ -1,0 +1,29 @@
+"""The GEMM benchmark's case logic on the CPU (benchmarks/bench_gemm.py with DEVICE = "cpu" and a
+stub timer): the grouped (MoE) suites build a fixed skewed routing over every row and compare
+grouped_mm with torch._grouped_mm; a row says which config ran."""
+from __future__ import annotations
+
+import torch
+
+import benchmarks.bench_gemm as bg
+import cutorch_gemm as cg
+
+
+def test_expert_offsets_route_every_row_in_multiples_of_16(monkeypatch):
+    monkeypatch.setattr(bg, "DEVICE", "cpu")
+    offs = bg._expert_offsets(32768, 128)
+    sizes = torch.diff(offs, prepend=torch.zeros(1, dtype=offs.dtype))
+    assert offs.dtype == torch.int32 and int(offs[-1]) == 32768
+    assert bool((sizes % 16 == 0).all()) and bool((sizes >= 0).all())
+    assert int(sizes.max()) > 4 * int(sizes.min())  # skewed
+
+
+def test_grouped_suite_case_on_cpu(monkeypatch):
+    monkeypatch.setattr(bg, "DEVICE", "cpu")
+    monkeypatch.setattr(bg, "_l2_bytes", lambda: 1 << 20)
+    monkeypatch.setattr(bg, "time_ms", lambda fn: (fn(), 1.0)[1])
+    monkeypatch.setitem(bg.SUITES, "tiny_moe", bg.Suite(kind="grouped", experts=4, shapes=((256, 32, 48, True),)))
+    row = bg.run_case(cg, "tiny_moe", "bfloat16", 256, 32, 48)
+    assert row["ok"] and row["rel_err"] < 1e-2 and row["note"] == "", row
+    assert row["config"] == "aten_fp32_accumulate"
+    assert "moe128" in bg.DEFAULT_SUITES and "fp8" in bg.DEFAULT_SUITES
