@@ -22,7 +22,8 @@
 #   BENCH_SUITES=dense,small_m,fp32,epilogue,fp8,moe128,moe8   BENCH_DTYPES=bfloat16   BENCH_QUICK=1
 #   MAX_JOBS (default: all cores)   PYTHON (default: python3)
 #   TORCH_CUDA_ARCH_LIST (default 8.0;9.0a; "9.0a" alone halves the build on a Hopper GPU)
-#   CUTORCH_GEMM_EXPERIMENTAL=1 (the opt-in kernels: the bench then times them)
+#   BENCH_EXPERIMENTAL=1 the benchmark stages run with CUTORCH_GEMM_EXPERIMENTAL=1 (they time the
+#                        opt-in kernels; the GPU tests enable those per test either way)
 #   CHECK_TIMEOUT=300 TEST_TIMEOUT=300 BENCH_TIMEOUT=420 (seconds; a hung kernel must not
 #   eat the whole lease, and the table of a finished bench must still come back)
 set -euo pipefail
@@ -285,7 +286,9 @@ fi
 # benchmarks/bench_grouped.py --quick (grouped_mm forms, the SwiGLU up-projection, the list API,
 # one GroupedExperts layer) when asked: GROUPED_BENCH=1. Its CSV goes to the temporary folder.
 if [[ "${GROUPED_BENCH:-0}" == 1 ]]; then
-  run_stage grouped "${GROUPED_BENCH_TIMEOUT:-300}" tail:30 "$PY" benchmarks/bench_grouped.py --quick --out "$TMPD"
+  bench_env=(env)
+  if [[ "${BENCH_EXPERIMENTAL:-0}" == 1 ]]; then bench_env+=(CUTORCH_GEMM_EXPERIMENTAL=1); fi
+  run_stage grouped "${GROUPED_BENCH_TIMEOUT:-300}" tail:30 "${bench_env[@]}" "$PY" benchmarks/bench_grouped.py --quick --out "$TMPD"
 fi
 
 # The bench prints its table on stdout; the console gets its progress lines when it ends and
@@ -294,7 +297,10 @@ fi
 bench_args=(--out "$OUT" --suite "$BENCH_SUITES" --dtype "$BENCH_DTYPES")
 if [[ "${BENCH_QUICK:-0}" == 1 ]]; then bench_args+=(--quick); fi
 rm -f "$OUT/bench_gemm.txt"
-run_stage bench "${BENCH_TIMEOUT:-420}" none "$PY" -m cutorch_gemm bench "${bench_args[@]}"
+# BENCH_EXPERIMENTAL=1: the benchmarks (not the tests, which set it per test) time the opt-in kernels.
+bench_env=(env)
+if [[ "${BENCH_EXPERIMENTAL:-0}" == 1 ]]; then bench_env+=(CUTORCH_GEMM_EXPERIMENTAL=1); fi
+run_stage bench "${BENCH_TIMEOUT:-420}" none "${bench_env[@]}" "$PY" -m cutorch_gemm bench "${bench_args[@]}"
 grep -E '^bench_gemm:|^\[ *[0-9]+/' "$TMPD/bench.out" || true
 
 # ---------------------------------------------------------------------------------------------
