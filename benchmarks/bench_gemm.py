@@ -11,6 +11,9 @@ Suites (``SUITES``):
     tf32      float32 with TF32 on (not run by default)
     epilogue  bias + GELU fused: ours ``gemm(..., bias, activation)`` against
               ``torch._addmm_activation`` (cuBLASLt GELU_BIAS epilogue), plus our plain ``mm``
+    fp8, fp8_rowwise   ``scaled_mm`` (e4m3 -> bf16) against ``torch._scaled_mm``
+    moe128, moe8       ``grouped_mm`` 2D x 3D on MoE expert shapes against ``torch._grouped_mm``
+(defined in ``benchmarks/gemm_suites.py``)
 
 Timing follows /work/.library/device/METHOD.md: ``triton.testing.do_bench`` medians (a
 CUDA-event loop when Triton is missing), random inputs (never zeros), several input sets
@@ -32,106 +35,20 @@ import os
 import statistics
 import sys
 import time
-from dataclasses import dataclass
 from typing import Callable, Iterable, Optional, Sequence
 
 import torch
 
 # --------------------------------------------------------------------------------------------
-# What to run
+# What to run: benchmarks/gemm_suites.py
 # --------------------------------------------------------------------------------------------
 
-
-@dataclass(frozen=True)
-class Suite:
-    """One panel of the plot: a list of (M, N, K) and how to run them."""
-    shapes: tuple          # ((M, N, K, in_quick), ...)
-    kind: str = "mm"       # "mm": ours mm vs torch.mm; "epilogue": bias + GELU; "scaled": fp8 scaled_mm;
-    #                        "grouped": grouped_mm 2D x 3D (M = tokens) vs torch._grouped_mm
-    dtype: Optional[str] = None  # fixed dtype (fp32 suites); None: the requested dtypes
-    tf32: bool = False     # torch.backends.cuda.matmul.allow_tf32 while this suite runs
-    rowwise: bool = False  # scaled: per-row / per-column scales (else one per tensor)
-    experts: int = 0       # grouped: experts (groups); tokens routed with a fixed skew
-
-
-SUITES = {
-    "dense": Suite(shapes=(
-        (4096, 4096, 4096, True),
-        (8192, 8192, 8192, False),
-        (8192, 4096, 4096, False),
-        (8192, 14336, 4096, True),
-        (8192, 4096, 14336, False),
-        (16384, 8192, 8192, False),
-        (4096, 28672, 8192, False),
-        (2048, 2048, 2048, False),
-        (1024, 1024, 1024, False),
-        (3000, 5000, 1000, True),      # no tile divides it
-    )),
-    "small_m": Suite(shapes=(
-        (16, 4096, 4096, True),
-        (32, 14336, 4096, False),
-        (64, 4096, 14336, False),
-        (128, 8192, 8192, True),
-        (1, 8192, 8192, False),
-    )),
-    "fp32": Suite(dtype="float32", tf32=False, shapes=(
-        (4096, 4096, 4096, False),
-        (2048, 8192, 1024, True),
-    )),
-    "tf32": Suite(dtype="float32", tf32=True, shapes=(
-        (4096, 4096, 4096, True),
-        (8192, 8192, 8192, False),
-    )),
-    # ours scaled_mm vs torch._scaled_mm: e4m3 x e4m3 -> bf16, a row-major, b = w.t()
-    "fp8": Suite(kind="scaled", dtype="float8_e4m3fn", shapes=(
-        (4096, 4096, 4096, True),
-        (8192, 8192, 8192, False),
-        (8192, 14336, 4096, True),
-        (16384, 8192, 8192, False),
-        (3072, 5120, 1024, False),
-        (64, 8192, 8192, False),
-    )),
-    "fp8_rowwise": Suite(kind="scaled", dtype="float8_e4m3fn", rowwise=True, shapes=(
-        (4096, 4096, 4096, False),
-        (8192, 14336, 4096, True),
-        (16384, 8192, 8192, False),
-    )),
-    # MoE expert GEMMs (ANCHORS.md): tokens x hidden -> intermediate (up) and back (down)
-    "moe128": Suite(kind="grouped", experts=128, shapes=(
-        (32768, 1536, 2048, True),    # Qwen3-30B-A3B up (gate | up)
-        (32768, 2048, 768, False),    # Qwen3-30B-A3B down
-    )),
-    "moe8": Suite(kind="grouped", experts=8, shapes=(
-        (16384, 14336, 4096, True),   # Mixtral up
-        (16384, 4096, 14336, False),  # Mixtral down
-    )),
-    "epilogue": Suite(kind="epilogue", shapes=(
-        (8192, 14336, 4096, False),
-        (4096, 4096, 4096, True),
-        (16384, 8192, 8192, False),
-        (2048, 11008, 4096, False),
-    )),
-}
-DEFAULT_SUITES = ("dense", "small_m", "fp32", "epilogue", "fp8", "moe128", "moe8")
-DEFAULT_DTYPES = ("bfloat16",)
-
-DTYPE_ALIASES = {
-    "bf16": "bfloat16", "bfloat16": "bfloat16",
-    "fp16": "float16", "f16": "float16", "half": "float16", "float16": "float16",
-    "fp32": "float32", "f32": "float32", "float": "float32", "float32": "float32",
-}
-SHORT = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32", "float8_e4m3fn": "e4m3"}
-
-# NOTE: on CUDA, torch._addmm_activation(use_gelu=True) computes the tanh approximation of
-# GELU (cuBLASLt's GELU_BIAS epilogue, and PyTorch's own fallback passes "tanh"), so our side
-# uses the same function; the erf "gelu" would cost a few more instructions per element.
-EPILOGUE_ACTIVATION = "gelu_tanh"
-
-# ‖ours − torch‖ / ‖torch‖ allowed. Both sides round the output, so 16-bit bounds are
-# about twice the float64-reference ones; TF32 rounds the inputs to 10 mantissa bits on both
-# sides.
-REL_ERR_BOUND = {"bfloat16": 2e-2, "float16": 5e-3, "float32": 1e-4, "tf32": 5e-3,
-                 "float8_e4m3fn": 2e-2}  # both sides sum exact products in fp32, round to bf16
+try:  # imported as benchmarks.bench_gemm (python -m cutorch_gemm bench, the tests)
+    from .gemm_suites import (DEFAULT_DTYPES, DEFAULT_SUITES, DTYPE_ALIASES, EPILOGUE_ACTIVATION, REL_ERR_BOUND,
+                              SHORT, SUITES, Suite)
+except ImportError:  # run as a script: benchmarks/ is sys.path[0]
+    from gemm_suites import (DEFAULT_DTYPES, DEFAULT_SUITES, DTYPE_ALIASES, EPILOGUE_ACTIVATION,  # noqa: F401
+                             REL_ERR_BOUND, SHORT, SUITES, Suite)
 
 ROTATE_FACTOR = 3   # input sets together span this many L2s when one set fits in L2
 MAX_SETS = 32
