@@ -44,8 +44,8 @@ import torch
 # --------------------------------------------------------------------------------------------
 
 try:  # imported as benchmarks.bench_gemm (python -m cutorch_gemm bench, the tests)
-    from .gemm_suites import (DEFAULT_DTYPES, DEFAULT_SUITES, DTYPE_ALIASES, EPILOGUE_ACTIVATION, REL_ERR_BOUND,
-                              SHORT, SUITES, Suite)
+    from .gemm_suites import (DEFAULT_DTYPES, DEFAULT_SUITES, DTYPE_ALIASES, EPILOGUE_ACTIVATION,  # noqa: F401
+                              REL_ERR_BOUND, SHORT, SUITES, Suite)
 except ImportError:  # run as a script: benchmarks/ is sys.path[0]
     from gemm_suites import (DEFAULT_DTYPES, DEFAULT_SUITES, DTYPE_ALIASES, EPILOGUE_ACTIVATION,  # noqa: F401
                              REL_ERR_BOUND, SHORT, SUITES, Suite)

@@ -197,7 +197,7 @@ def explain(op: str, *args, **kwargs) -> Explanation:
                          "columns, D gets silu(gate) * up")
         else:
             e.reason += ("; swiglu unfused: the GEMM writes z = a @ b + bias (full width) in the accumulator "
-                         f"dtype, then silu(gate) * up runs as a separate element-wise pass"
+                         "dtype, then silu(gate) * up runs as a separate element-wise pass"
                          + ("" if e.kernel != "sm90" or os.environ.get(EXPERIMENTAL_ENV, "").strip() == "1"
                             else f" (the fused sm90 epilogue is opt-in: {EXPERIMENTAL_ENV}=1)"))
     return e
