@@ -268,8 +268,12 @@ def test_sm90_scaled_mm_matches_torch(monkeypatch, kinds, rowwise):
     else:
         sa, sb = scale("tensor", 1, "cuda", True), scale("tensor", 1, "cuda", False)
     ours = cg.scaled_mm(a, b, sa, sb)
-    theirs = torch._scaled_mm(a, b, sa, sb, out_dtype=torch.bfloat16)
     check_scaled(ours, a, b, sa, sb, None, torch.bfloat16, "ours")
+    try:  # PyTorch takes fewer kind / scaling combinations than we do
+        theirs = torch._scaled_mm(a, b, sa, sb, out_dtype=torch.bfloat16)
+    except RuntimeError as exc:
+        print(f"torch._scaled_mm does not take {kind_id(kinds)} rowwise={rowwise}: {exc}")
+        return
     check_scaled(theirs, a, b, sa, sb, None, torch.bfloat16, "torch._scaled_mm")
 
 
