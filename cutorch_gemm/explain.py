@@ -276,9 +276,16 @@ def _explain_gemm(op: str, args, kwargs) -> Explanation:
         sm90_forced = os.environ.get("CUTORCH_GEMM_SM90_CONFIG", "").strip().lower()
         config = _C.choose_sm90_config(m_per, n_per, k, batch, prop.multi_processor_count, sm90_forced,
                                        elem_bytes=a.element_size())
-        return Explanation(op, str(a.device), "sm90", config, 1, layouts,
+        splits, chunk = 1, 0
+        if os.environ.get(EXPERIMENTAL_ENV, "").strip() == "1" and mode == "none" and batch == 1:
+            # the binding's split-K rule for one dense problem (opt-in)
+            splits, chunk = _C.choose_sm90_split(m, n, k, prop.multi_processor_count,
+                                                 "coop" if "_Coop_" in config else "pingpong")
+        split_note = (f"; split-K x{splits} (K ranges of {chunk}: the tiles alone would leave SMs idle), fp32 "
+                      "partials summed in split order with the epilogue" if splits > 1 else "")
+        return Explanation(op, str(a.device), "sm90", config, splits, layouts,
                            f"sm_{prop.major}{prop.minor}; {fam['reason']}"
-                           + (f"; CUTORCH_GEMM_SM90_CONFIG={sm90_forced}" if sm90_forced else ""))
+                           + (f"; CUTORCH_GEMM_SM90_CONFIG={sm90_forced}" if sm90_forced else "") + split_note)
     if fam["family"] == "sm80":
         env = {name: os.environ.get(name, "").strip().lower()
                for name in ("CUTORCH_GEMM_SM80_CONFIG", "CUTORCH_GEMM_SPLIT_K")}

@@ -167,3 +167,18 @@ def test_sm90_config_names_per_element_size():
     assert _C.choose_sm90_config(8192, 8192, 4096, 1, 132, "", elem_bytes=1) == "Sm90_128x256x128_Coop_S4"
     assert _C.choose_sm90_config(64, 8192, 4096, 1, 132, "", elem_bytes=4) == "Sm90_64x256x32_Pingpong_S5"
     assert _C.choose_sm90_config(8192, 8192, 4096, 1, 132, "") == "Sm90_128x256x64_Coop_S4"
+
+
+def test_sm90_split_k_rule():
+    """Split-K only when the tiles leave at least half the GPU idle, with K ranges of at least 4
+    K slices (multiples of 64), and fp32 partials under 64 MB."""
+    splits, chunk = _C.choose_sm90_split(16, 4096, 4096, 132, "pingpong")  # 16 tiles
+    assert splits == 8 and chunk == 512
+    assert _C.choose_sm90_split(8192, 8192, 4096, 132, "coop") == (1, 0)  # tiles fill the GPU
+    assert _C.choose_sm90_split(16, 4096, 256, 132, "pingpong") == (1, 0)  # K too short to cut
+    s, c = _C.choose_sm90_split(1, 256, 4160, 132, "pingpong")  # one tile: at most 16 ranges
+    assert 2 <= s <= 16 and c % 64 == 0 and (s - 1) * c < 4160 <= s * c
+    s, c = _C.choose_sm90_split(2048, 2048, 65536, 132, "coop")  # 128 tiles: no split
+    assert s == 1
+    s, c = _C.choose_sm90_split(1024, 2048, 65536, 132, "pingpong")  # partials capped at 64 MB
+    assert s * 1024 * 2048 * 4 <= 64 << 20 or s == 1

@@ -296,3 +296,39 @@ def test_sm90_tf32_mn_major_and_default_go_to_sm80(monkeypatch):
     monkeypatch.setenv("CUTORCH_GEMM_EXPERIMENTAL", "1")
     e = cg.explain("mm", a, b.contiguous())  # b row-major: MN-major
     assert e.kernel == "sm80" and "K-major operands only" in e.reason, str(e)
+
+
+# --------------------------------------------------------------------------------------
+# split-K for small M (opt-in: CUTORCH_GEMM_EXPERIMENTAL=1 until this suite has run it)
+# --------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("config", list(CONFIGS))
+@pytest.mark.parametrize("mnk", [(16, 4096, 4096), (1, 2048, 2048), (33, 1000, 3000), (64, 520, 8200)],
+                         ids=lambda s: "x".join(map(str, s)))
+def test_sm90_split_k(mnk, config, monkeypatch):
+    monkeypatch.setenv("CUTORCH_GEMM_EXPERIMENTAL", "1")
+    monkeypatch.setenv("CUTORCH_GEMM_SM90_CONFIG", config)
+    dtype = torch.bfloat16
+    m, n, k = mnk
+    a, b = linear_operands(m, n, k, dtype)
+    e = cg.explain("mm", a, b)
+    assert e.kernel == "sm90" and e.splits > 1 and "split-K" in e.reason, str(e)
+    torch.empty(m * n * 4, device="cuda", dtype=dtype).fill_(float("nan"))
+    check(cg.mm(a, b), ref_gemm(a, b), dtype, what=f"split-K mm {mnk}")
+    bias = torch.randn(n, device="cuda", dtype=dtype)
+    c = torch.randn(n, m, device="cuda", dtype=dtype).t()
+    out = cg.gemm(a, b, bias=bias, c=c, alpha=0.5, beta=2.0, activation="gelu", out_dtype=torch.float32)
+    check(out, ref_gemm(a, b, bias, c, 0.5, 2.0, "gelu"), dtype, torch.float32, what=f"split-K gemm {mnk}")
+    torch.backends.cuda.matmul.allow_tf32 = True  # tf32 splits the same way (the fixture restores it)
+    a32, b32 = linear_operands(m, n, k, torch.float32)
+    out32 = cg.mm(a32, b32)
+    err = float((out32.double().cpu() - ref_gemm(a32, b32).cpu()).norm() / ref_gemm(a32, b32).cpu().norm())
+    assert err < TF32_BOUND, f"split-K tf32 {mnk}: rel err {err:.2e}"
+
+
+def test_sm90_split_k_not_for_full_grids(monkeypatch):
+    monkeypatch.setenv("CUTORCH_GEMM_EXPERIMENTAL", "1")
+    a, b = linear_operands(4096, 4096, 4096, torch.bfloat16)
+    assert cg.explain("mm", a, b).splits == 1
+    monkeypatch.delenv("CUTORCH_GEMM_EXPERIMENTAL")
+    assert cg.explain("mm", *linear_operands(16, 4096, 4096, torch.bfloat16)).splits == 1  # opt-in

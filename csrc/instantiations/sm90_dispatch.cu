@@ -1,5 +1,6 @@
 // Hopper (sm_90a) entry points: config id -> the instantiation files sm90_<type>_<config>.cu.
 #include "cutorch_gemm/device/sm90_launch.cuh"
+#include "cutorch_gemm/kernel/simt_gemm_kernel.cuh"  // splitk_reduce_kernel (shared by every family)
 
 namespace cutorch_gemm {
 
@@ -40,6 +41,32 @@ cudaError_t sm90_gemm_bf16(const GemmArgs& args, Sm90ConfigId config, bool a_mn,
 cudaError_t sm90_gemm_tf32(const GemmArgs& args, Sm90ConfigId config, bool a_mn, bool b_mn, int num_sms,
                            cudaStream_t stream) {
   return run_config(sm90_tf32_coop, sm90_tf32_pingpong, args, config, a_mn, b_mn, num_sms, stream);
+}
+
+cudaError_t sm90_gemm_split(const GemmArgs& args, Sm90ConfigId config, bool a_mn, bool b_mn, Sm90Split split,
+                            void* workspace, int num_sms, cudaStream_t stream) {
+  // The partial launch: batch entry z is K range z, written as raw fp32 sums to [z][M][N].
+  GemmArgs part = args;
+  part.batch = split.splits;
+  part.k_chunk = split.k_chunk;
+  part.shape.mode = GroupMode::kBatched;
+  part.shape.a_sb = part.shape.b_sb = part.shape.c_sb = part.shape.bias_sb = 0;
+  part.shape.d_sm = args.shape.n;
+  part.shape.d_sn = 1;
+  part.shape.d_sb = index_t(args.shape.m) * args.shape.n;
+  part.d = workspace;
+  part.out_f32 = true;
+  part.c = nullptr;
+  part.bias = nullptr;
+  part.act = Activation::kNone;
+  part.alpha = 1.0;
+  part.beta = 0.0;
+  cudaError_t err = sm90_gemm(part, config, a_mn, b_mn, num_sms, stream);
+  if (err != cudaSuccess) return err;
+  const SimtParams rp{args, 0, 0, split.splits, 0, workspace, 0};
+  if (args.dtype == DType::kBFloat16) return launch_splitk_reduce<__nv_bfloat16>(rp, stream);
+  if (args.dtype == DType::kFloat16) return launch_splitk_reduce<__half>(rp, stream);
+  return launch_splitk_reduce<float>(rp, stream);
 }
 
 cudaError_t sm90_swiglu_bf16(const GemmArgs&, Sm90ConfigId, bool, int, cudaStream_t);

@@ -136,6 +136,13 @@ PYBIND11_MODULE(_C, m) {
      "named for operands of elem_bytes bytes (2: fp16/bf16, 1: fp8, 4: tf32).", pybind11::arg("m"),
         pybind11::arg("n"), pybind11::arg("k"), pybind11::arg("problems"), pybind11::arg("num_sms"),
         pybind11::arg("forced"), pybind11::arg("elem_bytes") = 2);
+  m.def("choose_sm90_split", [](int64_t m_, int64_t n, int64_t k, int num_sms, const std::string& config) {
+    TORCH_CHECK_VALUE(config == "coop" || config == "pingpong", "choose_sm90_split: config must be coop or pingpong");
+    const Sm90Split s = choose_sm90_split(config == "coop" ? Sm90ConfigId::kCoop128x256 : Sm90ConfigId::kPingpong64x256,
+                                          int(m_), int(n), int(k), num_sms);
+    return std::make_pair(s.splits, s.k_chunk);
+  }, "The sm90 split-K rule for one dense problem: (splits, k_chunk); (1, 0) means none.", pybind11::arg("m"),
+        pybind11::arg("n"), pybind11::arg("k"), pybind11::arg("num_sms"), pybind11::arg("config"));
   m.def("raster_tile", [](int linear, int tiles_m, int tiles_n, int group) {
     TORCH_CHECK_VALUE(tiles_m > 0 && tiles_n > 0 && group > 0 && linear >= 0 && linear < tiles_m * tiles_n,
                       "raster_tile: need 0 <= linear < tiles_m * tiles_n and group > 0");

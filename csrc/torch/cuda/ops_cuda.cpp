@@ -166,8 +166,20 @@ void run_gemm(const GemmArgs& g, const at::Tensor& a, const at::Tensor& b) {
     const HeuristicExtents e = heuristic_extents(g);
     const Sm90ConfigId config = choose_sm90_config(e.m, e.n, g.shape.k, g.batch, d.sms,
                                                    env_lower("CUTORCH_GEMM_SM90_CONFIG"));
-    const cudaError_t err = sm90_gemm(g, config, oa.mn_major, ob.mn_major, d.sms,
-                                      c10::cuda::getCurrentCUDAStream().stream());
+    // Split-K for one dense problem whose tiles leave SMs idle (opt-in until the GPU suite has
+    // run it; explain() mirrors this rule).
+    const Sm90Split split = experimental() && g.shape.mode == GroupMode::kBatched && g.batch == 1
+                                ? choose_sm90_split(config, g.shape.m, g.shape.n, g.shape.k, d.sms)
+                                : Sm90Split{1, 0};
+    at::Tensor ws;
+    if (split.splits > 1) {
+      ws = at::empty({int64_t(split.splits) * g.shape.m * g.shape.n},
+                     at::TensorOptions().dtype(at::kFloat).device(at::kCUDA));
+    }
+    const cudaError_t err =
+        split.splits > 1 ? sm90_gemm_split(g, config, oa.mn_major, ob.mn_major, split, ws.data_ptr(), d.sms,
+                                           c10::cuda::getCurrentCUDAStream().stream())
+                         : sm90_gemm(g, config, oa.mn_major, ob.mn_major, d.sms, c10::cuda::getCurrentCUDAStream().stream());
     if (err == cudaErrorNotSupported) {  // the driver refused the tensor maps
       return d.sm80 ? run_sm80(g) : run(g, grouped);
     }

@@ -28,6 +28,9 @@ struct GemmArgs {
   const float* scale_b;
   bool scale_a_rows;
   bool scale_b_cols;
+  // sm90 split-K partial launches: batch entry z is the K range [z * k_chunk, (z + 1) * k_chunk)
+  // of one dense problem (a multiple of the config's K slice; 0: batch entries are problems).
+  int k_chunk;
 };
 
 }  // namespace cutorch_gemm

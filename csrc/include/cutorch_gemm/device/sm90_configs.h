@@ -91,6 +91,32 @@ inline Sm90ConfigId choose_sm90_config(int m, int n, int k, int problems, int nu
   return Sm90ConfigId::kCoop128x256;
 }
 
+// Split-K for one dense problem whose tiles leave SMs idle (small M: decode shapes): K is cut
+// into `splits` ranges of `k_chunk` (a multiple of the K slice), every (tile, range) is one work
+// item of the persistent grid, the fp32 partials are summed in split order by a second kernel
+// that applies the epilogue (deterministic). None (splits 1) when the tiles fill half the GPU,
+// when a range would be under 4 K slices, or when the partials would pass 64 MB.
+struct Sm90Split {
+  int splits;
+  int k_chunk;
+};
+
+inline Sm90Split choose_sm90_split(Sm90ConfigId config, int m, int n, int k, int num_sms) {
+  const int block_m = config == Sm90ConfigId::kCoop128x256 ? 128 : 64;
+  const int block_k = 64;  // 16-bit K slice
+  const long long tiles = (long long)((m + block_m - 1) / block_m) * ((n + 255) / 256);
+  if (tiles <= 0 || tiles * 2 > num_sms) return {1, 0};
+  int splits = int(num_sms / tiles);
+  const int max_by_k = k / (4 * block_k);
+  if (splits > max_by_k) splits = max_by_k;
+  if (splits > 16) splits = 16;
+  while (splits > 1 && (long long)splits * m * n * 4 > (64LL << 20)) --splits;
+  if (splits < 2) return {1, 0};
+  const int per = (k + splits - 1) / splits;
+  const int chunk = (per + block_k - 1) / block_k * block_k;
+  return {(k + chunk - 1) / chunk, chunk};
+}
+
 // How the Hopper kernels can read one operand (TMA + wgmma): its reduction dimension
 // contiguous (K-major) or its M / N dimension contiguous (MN-major, wgmma's transpose bit),
 // with a 16-byte aligned base, row stride and (stacked operands) batch stride.

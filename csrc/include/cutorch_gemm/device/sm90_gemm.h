@@ -27,6 +27,12 @@ cudaError_t sm90_gemm_tf32(const GemmArgs& args, Sm90ConfigId config, bool a_mn,
 cudaError_t sm90_scaled_mm(const GemmArgs& args, Fp8Kind ka, Fp8Kind kb, Sm90ConfigId config, int num_sms,
                            cudaStream_t stream);
 
+// One dense problem (fp16/bf16, or fp32 as tf32) as split-K partials (choose_sm90_split): fp32
+// partials of each K range into `workspace` (splits x M x N floats), then their sum in split order
+// with the epilogue of `args` (alpha, beta * C, bias, activation, out_dtype).
+cudaError_t sm90_gemm_split(const GemmArgs& args, Sm90ConfigId config, bool a_mn, bool b_mn, Sm90Split split,
+                            void* workspace, int num_sms, cudaStream_t stream);
+
 // grouped_mm with the fused SwiGLU (groups along M or batched; fp16/bf16): b's N is [gate | up],
 // D (..., N / 2) gets silu(gate) * up. a K-major; b K-major or (b_mn) MN-major.
 cudaError_t sm90_swiglu(const GemmArgs& args, Sm90ConfigId config, bool b_mn, int num_sms, cudaStream_t stream);

@@ -90,6 +90,10 @@ struct Sm90TileScheduler {
       w.group = group;
       w.m0 = w.a_row = tc.m * kBlockM;
       w.n0 = w.b_col = tc.n * kBlockN;
+      if (p.args.k_chunk > 0) {  // split-K partials: entry `group` is one K range of the problem
+        w.k_begin = group * p.args.k_chunk;
+        w.k_len = min_of(p.args.k_chunk, s.k - w.k_begin);
+      }
       if (s.mode == GroupMode::kGroupedK) {
         const GroupRange r = clamp_group(s.offs, group, s.k);
         w.k_begin = r.begin;
