@@ -18,6 +18,8 @@
 #   SKIP_TESTS=1         skip pytest
 #   SKIP_SM80_BENCH=1    skip benchmarks/bench_sm80.py --quick (the sm80 family forced, vs PyTorch)
 #   GROUPED_BENCH=1      also run benchmarks/bench_grouped.py --quick (MoE shapes vs torch._grouped_mm)
+#   SANITIZE=1           also run compute-sanitizer (memcheck, racecheck, synccheck) over
+#                        scripts/sanitize_sweep.py (every family and config, the opt-in kernels too)
 #   TESTS="tests"        the pytest paths of the GPU test stage (e.g. tests/test_scaled_mm.py)
 #   BENCH_SUITES=dense,small_m,fp32,epilogue,fp8,moe128,moe8   BENCH_DTYPES=bfloat16   BENCH_QUICK=1
 #   MAX_JOBS (default: all cores)   PYTHON (default: python3)
@@ -281,6 +283,18 @@ fi
 # console and the log (its CSV to a temporary folder: $OUT keeps to its 7 files).
 if [[ "${SKIP_SM80_BENCH:-0}" != 1 ]]; then
   run_stage sm80 "${SM80_BENCH_TIMEOUT:-240}" tail:16 "$PY" benchmarks/bench_sm80.py --quick --out "$TMPD"
+fi
+
+# compute-sanitizer memcheck (whole sweep), racecheck and synccheck (one case per family) over
+# scripts/sanitize_sweep.py when asked: SANITIZE=1.
+if [[ "${SANITIZE:-0}" == 1 ]]; then
+  SAN="$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)"
+  run_stage memcheck "${SANITIZE_TIMEOUT:-400}" tail:12 "$SAN" --tool memcheck --error-exitcode 9 \
+    "$PY" scripts/sanitize_sweep.py
+  run_stage racecheck "${SANITIZE_TIMEOUT:-400}" tail:8 "$SAN" --tool racecheck --error-exitcode 9 \
+    "$PY" scripts/sanitize_sweep.py --quick
+  run_stage synccheck "${SANITIZE_TIMEOUT:-400}" tail:8 "$SAN" --tool synccheck --error-exitcode 9 \
+    "$PY" scripts/sanitize_sweep.py --quick
 fi
 
 # benchmarks/bench_grouped.py --quick (grouped_mm forms, the SwiGLU up-projection, the list API,

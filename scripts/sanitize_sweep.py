@@ -1,0 +1,175 @@
+"""A small sweep over every kernel family and config, meant to run under compute-sanitizer:
+
+    compute-sanitizer --tool memcheck  python scripts/sanitize_sweep.py
+    compute-sanitizer --tool racecheck python scripts/sanitize_sweep.py --quick
+    compute-sanitizer --tool synccheck python scripts/sanitize_sweep.py --quick
+
+Each case is small (edge tiles, odd sizes, empty groups, offsets that decrease or pass the end),
+runs once, synchronizes, and is compared with a float64 reference so a case that "passes" the
+sanitizer but writes garbage still fails. The opt-in kernels (CUTORCH_GEMM_EXPERIMENTAL=1) are
+included. Exit status 1 when a result is wrong; the sanitizer's own exit status reports memory
+errors and hazards.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+import torch
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _ref(a, b, bias=None, act=None):
+    z = a.double() @ b.double()
+    if bias is not None:
+        z = z + bias.double()
+    if act == "gelu":
+        z = torch.nn.functional.gelu(z)
+    return z
+
+
+def _close(out, ref, tol):
+    ref = ref.to(out.device)
+    err = float((out.double() - ref).norm() / ref.norm().clamp_min(1e-30))
+    return err <= tol, err
+
+
+def cases(quick: bool):
+    """(name, env overrides, fn returning (out, ref, tol))."""
+    dev = "cuda"
+    bf16 = torch.bfloat16
+
+    def mm(m, n, k, dtype=bf16, act=None, layout_b="k"):
+        def run():
+            a = torch.randn(m, k, device=dev, dtype=dtype)
+            b = torch.randn(n, k, device=dev, dtype=dtype).t() if layout_b == "k" else \
+                torch.randn(k, n, device=dev, dtype=dtype)
+            bias = torch.randn(n, device=dev, dtype=dtype)
+            out = cg.gemm(a, b, bias=bias, activation=act or "none")
+            return out, _ref(a, b, bias, act), 2e-2 if dtype != torch.float64 else 1e-10
+        return run
+
+    def grouped(sizes, extra_rows=3):
+        def run():
+            t, k, n = sum(sizes) + extra_rows, 72, 136
+            a = torch.randn(t, k, device=dev, dtype=bf16)
+            b = torch.randn(len(sizes), k, n, device=dev, dtype=bf16)
+            offs = torch.tensor(sizes, device=dev).cumsum(0).to(torch.int32)
+            out = cg.grouped_mm(a, b, offs)
+            ref = torch.zeros(t, n, dtype=torch.float64)
+            s = 0
+            for g, e in enumerate(offs.tolist()):
+                ref[s:e] = a[s:e].double().cpu() @ b[g].double().cpu()
+                s = e
+            return out, ref, 2e-2
+        return run
+
+    def bad_offsets():
+        def run():
+            # Decreasing and past-the-end offsets: clamped on the GPU, never an out-of-bounds
+            # access (what the sanitizer checks); the values of invalid groups are unspecified,
+            # so only finiteness is compared.
+            a = torch.randn(40, 64, device=dev, dtype=bf16)
+            b = torch.randn(3, 64, 24, device=dev, dtype=bf16)
+            offs = torch.tensor([30, 10, 99], device=dev, dtype=torch.int32)
+            out = cg.grouped_mm(a, b, offs)
+            assert bool(torch.isfinite(out).all()), "non-finite output"
+            return out, out.double(), 1.0
+        return run
+
+    def swiglu():
+        def run():
+            a = torch.randn(70, 64, device=dev, dtype=bf16)
+            b = torch.randn(2, 64, 2 * 136, device=dev, dtype=bf16)
+            offs = torch.tensor([33, 70], device=dev, dtype=torch.int32)
+            out = cg.grouped_mm(a, b, offs, activation="swiglu")
+            z = torch.cat([a[:33].double() @ b[0].double(), a[33:].double() @ b[1].double()]).cpu()
+            return out, torch.nn.functional.silu(z[:, :136]) * z[:, 136:], 2e-2
+        return run
+
+    def scaled(m, n, k):
+        def run():
+            a = torch.randn(m, k, device=dev).to(torch.float8_e4m3fn)
+            b = torch.randn(n, k, device=dev).to(torch.float8_e4m3fn).t()
+            sa, sb = torch.rand(m, 1, device=dev) + 0.5, torch.rand(1, n, device=dev) + 0.5
+            out = cg.scaled_mm(a, b, sa, sb)
+            return out, (a.double() @ b.double()) * sa.double() * sb.double(), 2e-2
+        return run
+
+    def pointer_array():
+        def run():
+            shapes = [(130, 264, 72), (1, 64, 64), (0, 64, 64), (65, 72, 136)]
+            a = [torch.randn(m, k, device=dev, dtype=bf16) for m, _, k in shapes]
+            b = [torch.randn(n, k, device=dev, dtype=bf16).t() for _, n, k in shapes]
+            outs = cg.grouped_gemm(a, b)
+            out = torch.cat([o.reshape(-1) for o in outs])
+            ref = torch.cat([(x.double() @ y.double()).reshape(-1) for x, y in zip(a, b)])
+            return out, ref, 2e-2
+        return run
+
+    exp = {"CUTORCH_GEMM_EXPERIMENTAL": "1"}
+    out = []
+    for cfg in ("coop", "pingpong"):
+        env = {"CUTORCH_GEMM_SM90_CONFIG": cfg}
+        out += [(f"sm90 {cfg} bf16 129x257x72", env, mm(129, 257, 72)),
+                (f"sm90 {cfg} bf16 gelu 700x300x400 b MN-major", env, mm(700, 300, 400, act="gelu", layout_b="mn")),
+                (f"sm90 {cfg} grouped-M with empty groups", env, grouped([5, 0, 130, 1])),
+                (f"sm90 {cfg} fp8 scaled_mm 200x264x96", {**env, **exp}, scaled(200, 264, 96)),
+                (f"sm90 {cfg} tf32 130x264x72", {**env, **exp, "TF32": "1"}, mm(130, 264, 72, dtype=torch.float32)),
+                (f"sm90 {cfg} fused swiglu", {**env, **exp}, swiglu()),
+                (f"sm90 {cfg} pointer-array grouped_gemm", {**env, **exp}, pointer_array()),
+                (f"sm90 {cfg} split-K 16x1024x4096", {**env, **exp}, mm(16, 1024, 4096))]
+    out += [("sm90 grouped-M decreasing / past-the-end offsets", {}, bad_offsets()),
+            ("sm80 bf16 129x257x72", {"CUTORCH_GEMM_ARCH": "sm80"}, mm(129, 257, 72)),
+            ("sm80 fp64 65x33x129", {"CUTORCH_GEMM_ARCH": "sm80"}, mm(65, 33, 129, dtype=torch.float64)),
+            ("sm80 split-K 64x64x8192", {"CUTORCH_GEMM_ARCH": "sm80"}, mm(64, 64, 8192)),
+            ("simt fp32 65x33x129", {"CUTORCH_GEMM_ARCH": "simt"}, mm(65, 33, 129, dtype=torch.float32))]
+    if quick:  # racecheck / synccheck are slow: one case per family
+        keep = ("sm90 coop bf16", "sm90 pingpong bf16", "fp8", "swiglu", "pointer-array", "split-K 16",
+                "sm80 bf16", "simt")
+        out = [c for c in out if any(k in c[0] for k in keep)]
+    return out
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--quick", action="store_true", help="one case per family (racecheck / synccheck)")
+    args = p.parse_args()
+    if not torch.cuda.is_available():
+        print("sanitize_sweep: no CUDA GPU; nothing to run")
+        return 0
+    failed = 0
+    torch.manual_seed(0)
+    for name, env, fn in cases(args.quick):
+        old = {k: os.environ.get(k) for k in env}
+        tf32 = torch.backends.cuda.matmul.allow_tf32
+        os.environ.update({k: v for k, v in env.items() if k != "TF32"})
+        torch.backends.cuda.matmul.allow_tf32 = env.get("TF32") == "1"
+        try:
+            out, ref, tol = fn()
+            torch.cuda.synchronize()
+            ok, err = _close(out, ref, tol)
+            print(f"{'ok  ' if ok else 'FAIL'} {name}: rel err {err:.1e}", flush=True)
+            failed += not ok
+        except Exception as exc:  # a launch error belongs to this case
+            print(f"FAIL {name}: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}", flush=True)
+            failed += 1
+        finally:
+            torch.backends.cuda.matmul.allow_tf32 = tf32
+            for k, v in old.items():
+                if k == "TF32":
+                    continue
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+    print(f"sanitize_sweep: {failed} wrong result(s)")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, ROOT)
+    import cutorch_gemm as cg  # noqa: E402  (after the path: run from anywhere)
+    sys.exit(main())
