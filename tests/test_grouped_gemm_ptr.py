@@ -73,3 +73,16 @@ def test_sm90_pointer_array_fallbacks(monkeypatch):
     assert "one launch per problem" in e.reason and "majorness" in e.reason, str(e)
     for i, (o, ai, bi) in enumerate(zip(cg.grouped_gemm(a, mixed_b), a, mixed_b)):
         check(o, ref_gemm(ai, bi), dtype, what=f"fallback problem {i}")
+
+
+def test_sm90_pointer_array_sorted_by_k(monkeypatch):
+    """CUTORCH_GEMM_GROUPED_SORT_K=1 reorders the problems' tiles by decreasing K; every output
+    still belongs to its own problem."""
+    monkeypatch.setenv("CUTORCH_GEMM_EXPERIMENTAL", "1")
+    monkeypatch.setenv("CUTORCH_GEMM_GROUPED_SORT_K", "1")
+    dtype = torch.bfloat16
+    shapes = [(64, 128, 64), (200, 264, 1024), (1, 72, 8), (130, 128, 520)]
+    a = [torch.randn(m, k, device="cuda", dtype=dtype) for m, _, k in shapes]
+    b = [torch.randn(n, k, device="cuda", dtype=dtype).t() for _, n, k in shapes]
+    for i, (o, ai, bi) in enumerate(zip(cg.grouped_gemm(a, b), a, b)):
+        check(o, ref_gemm(ai, bi), dtype, what=f"sorted problem {i}")

@@ -406,6 +406,12 @@ std::optional<std::vector<at::Tensor>> grouped_gemm_sm90_ptr(const std::vector<a
   }
   const Sm90ConfigId config = choose_sm90_config(int(m_sum / count + 0.5), int(n_sum / count + 0.5), k_max, count,
                                                  dev.sms, env_lower("CUTORCH_GEMM_SM90_CONFIG"));
+  // CUTORCH_GEMM_GROUPED_SORT_K=1: problems in order of decreasing K (the longest tiles first, so
+  // the persistent grid's last wave holds the short ones); each record keeps its own output.
+  if (env_lower("CUTORCH_GEMM_GROUPED_SORT_K") == "1") {
+    std::stable_sort(args.begin(), args.end(),
+                     [](const GemmArgs& x, const GemmArgs& y) { return x.shape.k > y.shape.k; });
+  }
   at::Tensor blob = at::empty({int64_t(sm90_ptr_blob_size(count))},
                               at::TensorOptions().dtype(at::kByte).pinned_memory(true));
   int total_tiles = 0;
