@@ -1,0 +1,194 @@
+// Device facts, environment overrides, tensors -> GemmArgs, and the family dispatch of one GEMM
+// launch (declarations and notes in cuda_common.h).
+#include "cuda_common.h"
+
+#include <array>
+#include <cctype>
+#include <cstdlib>
+#include <limits>
+#include <mutex>
+
+#include "cutorch_gemm/device/simt_gemm.h"
+#include "cutorch_gemm/device/sm80_gemm.h"
+
+namespace cutorch_gemm::binding {
+
+constexpr int64_t kMaxExtent = std::numeric_limits<int32_t>::max();
+
+void check_extents(const char* op, std::initializer_list<int64_t> extents) {
+  for (int64_t e : extents) {
+    TORCH_CHECK_VALUE(e <= kMaxExtent, op, ": extents above 2^31-1 are not supported, got ", e);
+  }
+}
+
+int64_t stride_of(const at::Tensor& t, int64_t dim) { return t.size(dim) == 1 ? 1 : t.stride(dim); }
+
+// Compute capability and SM count of the current device, queried once per device.
+const DeviceInfo& device_info() {
+  static std::array<DeviceInfo, 64> cache;
+  static std::array<std::once_flag, 64> once;
+  int dev = 0;
+  C10_CUDA_CHECK(cudaGetDevice(&dev));
+  TORCH_CHECK(dev >= 0 && dev < 64, "cutorch_gemm: device index ", dev, " out of range");
+  std::call_once(once[dev], [dev] {
+    DeviceInfo& d = cache[dev];
+    C10_CUDA_CHECK(cudaDeviceGetAttribute(&d.major, cudaDevAttrComputeCapabilityMajor, dev));
+    C10_CUDA_CHECK(cudaDeviceGetAttribute(&d.minor, cudaDevAttrComputeCapabilityMinor, dev));
+    C10_CUDA_CHECK(cudaDeviceGetAttribute(&d.sms, cudaDevAttrMultiProcessorCount, dev));
+    C10_CUDA_CHECK(cudaDeviceGetAttribute(&d.smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+    d.sm90 = d.major == 9 && sm90_kernels_available();
+    d.sm80 = d.major >= 8 && sm80_kernels_available();
+  });
+  return cache[dev];
+}
+
+static SimtPlan plan_for(const GemmArgs& args, bool grouped) {
+  const DeviceInfo& d = device_info();
+  return choose_simt_plan(d.major, d.minor, args.dtype, args.shape.m, args.shape.n, args.shape.k,
+                          args.batch, d.sms, grouped);
+}
+
+// Launches the SIMT family (CUTORCH_GEMM_ARCH=simt forces it).
+static void run(const GemmArgs& args, bool grouped) {
+  if (args.batch == 0 || args.shape.m == 0 || args.shape.n == 0) return;
+  const SimtPlan plan = plan_for(args, grouped);
+  const size_t ws_bytes = simt_workspace_bytes(args, plan);
+  at::Tensor ws;
+  if (ws_bytes > 0) {  // from PyTorch's caching allocator, on the current stream
+    ws = at::empty({int64_t(ws_bytes)}, at::TensorOptions().dtype(at::kByte).device(at::kCUDA));
+  }
+  const cudaError_t err = simt_gemm(args, plan, ws_bytes ? ws.data_ptr() : nullptr,
+                                    c10::cuda::getCurrentCUDAStream().stream());
+  TORCH_CHECK(err == cudaSuccess, "cutorch_gemm: SIMT kernel launch failed (", simt_config_name(plan.config),
+              ", splits=", plan.splits, "): ", cudaGetErrorString(err));
+}
+
+// CUTORCH_GEMM_ARCH / CUTORCH_GEMM_SM90_CONFIG, read at every call so tests can force a path.
+std::string env_lower(const char* name) {
+  const char* e = std::getenv(name);
+  std::string v = e ? e : "";
+  for (char& ch : v) ch = char(std::tolower(static_cast<unsigned char>(ch)));
+  return v;
+}
+std::string forced_arch() { return env_lower("CUTORCH_GEMM_ARCH"); }
+
+bool experimental() { return env_lower("CUTORCH_GEMM_EXPERIMENTAL") == "1"; }
+
+bool aligned16(const at::Tensor& t) { return reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 == 0; }
+
+// How the sm90 kernels would read a and b (strides as set_2d reported them).
+Sm90Operand sm90_a(const GemmArgs& g, const at::Tensor& a) {
+  return sm90_operand(g.shape.a_sk, g.shape.a_sm, g.batch > 1 ? g.shape.a_sb : 0, aligned16(a), int(a.element_size()));
+}
+Sm90Operand sm90_b(const GemmArgs& g, const at::Tensor& b) {
+  return sm90_operand(g.shape.b_sk, g.shape.b_sn, g.batch > 1 ? g.shape.b_sb : 0, aligned16(b), int(b.element_size()));
+}
+
+HeuristicExtents heuristic_extents(const GemmArgs& g) {
+  const int groups = g.batch > 0 ? g.batch : 1;
+  return {g.shape.mode == GroupMode::kGroupedM ? ceil_div(g.shape.m, groups) : g.shape.m,
+          g.shape.mode == GroupMode::kGroupedN ? ceil_div(g.shape.n, groups) : g.shape.n};
+}
+
+// Launches the sm80 family: plan (CUTORCH_GEMM_SM80_CONFIG / CUTORCH_GEMM_SPLIT_K override it),
+// split-K workspace from PyTorch's caching allocator on the current stream, kernel.
+static void run_sm80(const GemmArgs& g) {
+  if (g.batch == 0 || g.shape.m == 0 || g.shape.n == 0) return;
+  const DeviceInfo& d = device_info();
+  const bool grouped = g.shape.mode != GroupMode::kBatched;
+  const HeuristicExtents e = heuristic_extents(g);  // the grid below covers the largest group
+  const std::string forced_config = env_lower("CUTORCH_GEMM_SM80_CONFIG");
+  const std::string forced_split = env_lower("CUTORCH_GEMM_SPLIT_K");
+  bool ok = true;
+  Sm80Plan plan = choose_sm80_plan(g.dtype, e.m, e.n, g.shape.k, g.batch, d.sms, d.smem_optin, grouped,
+                                   forced_config, forced_split, &ok);
+  TORCH_CHECK_VALUE(ok, "cutorch_gemm: CUTORCH_GEMM_SM80_CONFIG='", forced_config, "' / CUTORCH_GEMM_SPLIT_K='",
+                    forced_split, "' name no ", dtype_name(g.dtype), " config or split that fits this GPU");
+  const Sm80ConfigInfo& c = sm80_config_info(plan.config);
+  plan.tiles_m = ceil_div(g.shape.m, c.block_m);
+  plan.tiles_n = ceil_div(g.shape.n, c.block_n);
+  plan.raster_group = raster_group_for(plan.tiles_m, plan.tiles_n);
+  const Sm80Workspace need = sm80_workspace(g, plan);
+  at::Tensor ws, sem;
+  const auto opts = at::TensorOptions().device(at::kCUDA);
+  if (need.partial_bytes > 0) ws = at::empty({int64_t(need.partial_bytes)}, opts.dtype(at::kByte));
+  if (need.semaphores > 0) sem = at::zeros({int64_t(need.semaphores)}, opts.dtype(at::kInt));
+  const cudaError_t err = sm80_gemm(g, plan, need.partial_bytes ? ws.data_ptr() : nullptr,
+                                    need.semaphores ? sem.data_ptr<int>() : nullptr,
+                                    c10::cuda::getCurrentCUDAStream().stream());
+  TORCH_CHECK(err == cudaSuccess, "cutorch_gemm: sm80 kernel launch failed (", sm80_config_name(plan.config),
+              ", split-K ", splitk_mode_name(plan.split_mode), " x", plan.splits, "): ", cudaGetErrorString(err));
+}
+
+// Runs any GEMM launch (dense, batched, grouped) on the family choose_family names.
+void run_gemm(const GemmArgs& g, const at::Tensor& a, const at::Tensor& b) {
+  const DeviceInfo& d = device_info();
+  const Sm90Operand oa = sm90_a(g, a), ob = sm90_b(g, b);
+  const FamilyChoice fc = choose_family(FamilyQuery{d.major, g.dtype, oa, ob, g.shape.mode, g.shape.k > 0, d.sm90,
+                                                    d.sm80, at::globalContext().allowTF32CuBLAS(), forced_arch(),
+                                                    experimental()});
+  const bool grouped = g.shape.mode != GroupMode::kBatched;
+  TORCH_CHECK(g.dtype != DType::kInt8 || fc.family == GemmFamily::kSm80,
+              "gemm.mm: int8 inputs run on the tensor cores of sm_80+ GPUs only (", fc.reason, ")");
+  if (fc.family == GemmFamily::kSm80) return run_sm80(g);
+  if (fc.family == GemmFamily::kSm90 && g.batch > 0 && g.shape.m > 0 && g.shape.n > 0) {
+    const HeuristicExtents e = heuristic_extents(g);
+    const Sm90ConfigId config = choose_sm90_config(e.m, e.n, g.shape.k, g.batch, d.sms,
+                                                   env_lower("CUTORCH_GEMM_SM90_CONFIG"));
+    // Split-K for one dense problem whose tiles leave SMs idle (opt-in until the GPU suite has
+    // run it; explain() mirrors this rule).
+    const Sm90Split split = experimental() && g.shape.mode == GroupMode::kBatched && g.batch == 1
+                                ? choose_sm90_split(config, g.shape.m, g.shape.n, g.shape.k, d.sms)
+                                : Sm90Split{1, 0};
+    at::Tensor ws;
+    if (split.splits > 1) {
+      ws = at::empty({int64_t(split.splits) * g.shape.m * g.shape.n},
+                     at::TensorOptions().dtype(at::kFloat).device(at::kCUDA));
+    }
+    const cudaError_t err =
+        split.splits > 1 ? sm90_gemm_split(g, config, oa.mn_major, ob.mn_major, split, ws.data_ptr(), d.sms,
+                                           c10::cuda::getCurrentCUDAStream().stream())
+                         : sm90_gemm(g, config, oa.mn_major, ob.mn_major, d.sms, c10::cuda::getCurrentCUDAStream().stream());
+    if (err == cudaErrorNotSupported) {  // the driver refused the tensor maps
+      return d.sm80 ? run_sm80(g) : run(g, grouped);
+    }
+    TORCH_CHECK(err == cudaSuccess, "cutorch_gemm: sm90 kernel launch failed (", sm90_config_name(config, dtype_size(g.dtype)),
+                "): ", cudaGetErrorString(err));
+    return;
+  }
+  run(g, grouped);
+}
+
+GemmArgs base_args(const at::Tensor& a, const at::Tensor& b, at::ScalarType out_dtype, Activation act) {
+  GemmArgs g{};
+  g.dtype = to_dtype(a.scalar_type());
+  g.out_f32 = out_dtype == at::kFloat && a.scalar_type() != at::kFloat;
+  g.a = a.data_ptr();
+  g.b = b.data_ptr();
+  g.alpha = 1.0;
+  g.beta = 0.0;
+  g.act = act;
+  g.shape.mode = GroupMode::kBatched;
+  return g;
+}
+
+void set_2d(GemmArgs& g, const at::Tensor& a, const at::Tensor& b, const at::Tensor& d) {
+  g.shape.a_sm = stride_of(a, a.dim() - 2);
+  g.shape.a_sk = stride_of(a, a.dim() - 1);
+  g.shape.b_sk = stride_of(b, b.dim() - 2);
+  g.shape.b_sn = stride_of(b, b.dim() - 1);
+  // NOTE: a single row (M = 1, decode) or column (N = 1) has no real row stride; report a
+  // 16-byte multiple >= K so TMA can read it (the SIMT kernels never step along it).
+  const int64_t k = a.size(-1), k_padded = (k + 7) / 8 * 8;
+  if (a.size(-2) == 1 && g.shape.a_sk == 1) g.shape.a_sm = k_padded;
+  if (b.size(-1) == 1 && g.shape.b_sk == 1) g.shape.b_sn = k_padded;
+  // NOTE: likewise a single k (K = 1) with an MN-contiguous operand: its K-row stride is never
+  // stepped; report the padded MN extent so the operand reads as MN-major.
+  const int64_t m = a.size(-2), n = b.size(-1);
+  if (k == 1 && g.shape.a_sm == 1 && m > 1) g.shape.a_sk = (m + 7) / 8 * 8;
+  if (k == 1 && g.shape.b_sn == 1 && n > 1) g.shape.b_sk = (n + 7) / 8 * 8;
+  g.shape.d_sm = d.stride(d.dim() - 2);
+  g.shape.d_sn = d.stride(d.dim() - 1);
+}
+
+}  // namespace cutorch_gemm::binding
