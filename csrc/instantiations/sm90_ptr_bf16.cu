@@ -6,26 +6,12 @@ namespace cutorch_gemm {
 
 cudaError_t sm90_ptr_fill_bf16(void* blob, const GemmArgs* problems, int count, Sm90ConfigId config, bool b_mn,
                             int* total_tiles) {
-  using Coop = Sm90_128x256x64_Coop_S4;
-  using Pingpong = Sm90_64x256x64_Pingpong_S5;
-  if (config == Sm90ConfigId::kCoop128x256) {
-    return b_mn ? sm90_ptr_prepare<Coop, __nv_bfloat16, true>(blob, problems, count, total_tiles)
-                : sm90_ptr_prepare<Coop, __nv_bfloat16, false>(blob, problems, count, total_tiles);
-  }
-  return b_mn ? sm90_ptr_prepare<Pingpong, __nv_bfloat16, true>(blob, problems, count, total_tiles)
-              : sm90_ptr_prepare<Pingpong, __nv_bfloat16, false>(blob, problems, count, total_tiles);
+  return sm90_ptr_fill_typed<__nv_bfloat16>(blob, problems, count, config, b_mn, total_tiles);
 }
 
 cudaError_t sm90_ptr_run_bf16(const GemmArgs& common, const void* dev_blob, int count, int total_tiles,
                            Sm90ConfigId config, bool b_mn, int num_sms, cudaStream_t stream) {
-  using Coop = Sm90_128x256x64_Coop_S4;
-  using Pingpong = Sm90_64x256x64_Pingpong_S5;
-  if (config == Sm90ConfigId::kCoop128x256) {
-    return b_mn ? sm90_ptr_launch<Coop, __nv_bfloat16, true>(common, dev_blob, count, total_tiles, num_sms, stream)
-                : sm90_ptr_launch<Coop, __nv_bfloat16, false>(common, dev_blob, count, total_tiles, num_sms, stream);
-  }
-  return b_mn ? sm90_ptr_launch<Pingpong, __nv_bfloat16, true>(common, dev_blob, count, total_tiles, num_sms, stream)
-              : sm90_ptr_launch<Pingpong, __nv_bfloat16, false>(common, dev_blob, count, total_tiles, num_sms, stream);
+  return sm90_ptr_run_typed<__nv_bfloat16>(common, dev_blob, count, total_tiles, config, b_mn, num_sms, stream);
 }
 
 }  // namespace cutorch_gemm

@@ -5,10 +5,7 @@
 namespace cutorch_gemm {
 
 cudaError_t sm90_swiglu_bf16(const GemmArgs& args, Sm90ConfigId config, bool b_mn, int num_sms, cudaStream_t stream) {
-  if (config == Sm90ConfigId::kCoop128x256) {
-    return launch_sm90_swiglu<Sm90_128x256x64_Coop_S4, __nv_bfloat16>(args, b_mn, num_sms, stream);
-  }
-  return launch_sm90_swiglu<Sm90_64x256x64_Pingpong_S5, __nv_bfloat16>(args, b_mn, num_sms, stream);
+  return launch_sm90_swiglu_config<__nv_bfloat16>(args, config, b_mn, num_sms, stream);
 }
 
 }  // namespace cutorch_gemm

@@ -113,11 +113,19 @@ cudaError_t launch_sm90_layouts(const GemmArgs& args, bool a_mn, bool b_mn, int 
               : launch_sm90<Cfg, Mma, T, false, false>(args, num_sms, stream);
 }
 
-// grouped_mm's fused SwiGLU (groups along M or batched): a K-major, b either way, one config.
+// grouped_mm's fused SwiGLU (groups along M or batched): a K-major, b either way.
 template <class Cfg, typename T>
 cudaError_t launch_sm90_swiglu(const GemmArgs& args, bool b_mn, int num_sms, cudaStream_t stream) {
   return b_mn ? launch_sm90<Cfg, Sm90Mma16<T>, T, false, true, true>(args, num_sms, stream)
               : launch_sm90<Cfg, Sm90Mma16<T>, T, false, false, true>(args, num_sms, stream);
+}
+template <typename T>
+cudaError_t launch_sm90_swiglu_config(const GemmArgs& args, Sm90ConfigId config, bool b_mn, int num_sms,
+                                      cudaStream_t stream) {
+  if (config == Sm90ConfigId::kCoop128x256) {
+    return launch_sm90_swiglu<Sm90_128x256x64_Coop_S4, T>(args, b_mn, num_sms, stream);
+  }
+  return launch_sm90_swiglu<Sm90_64x256x64_Pingpong_S5, T>(args, b_mn, num_sms, stream);
 }
 
 // tf32: one config, both operands K-major (tf32 wgmma has no transpose bits).
@@ -209,6 +217,34 @@ cudaError_t sm90_ptr_launch(const GemmArgs& common, const void* dev_blob, int co
   const CUtensorMap unused{};
   kernel<<<total_tiles < num_sms ? total_tiles : num_sms, Cfg::kThreads, smem, stream>>>(unused, unused, unused, p);
   return cudaGetLastError();
+}
+
+// The pointer-array entry points of one 16-bit type: config x b majorness (instantiated by
+// csrc/instantiations/sm90_ptr_<type>.cu).
+template <typename T>
+cudaError_t sm90_ptr_fill_typed(void* blob, const GemmArgs* problems, int count, Sm90ConfigId config, bool b_mn,
+                                int* total_tiles) {
+  using Coop = Sm90_128x256x64_Coop_S4;
+  using Pingpong = Sm90_64x256x64_Pingpong_S5;
+  if (config == Sm90ConfigId::kCoop128x256) {
+    return b_mn ? sm90_ptr_prepare<Coop, T, true>(blob, problems, count, total_tiles)
+                : sm90_ptr_prepare<Coop, T, false>(blob, problems, count, total_tiles);
+  }
+  return b_mn ? sm90_ptr_prepare<Pingpong, T, true>(blob, problems, count, total_tiles)
+              : sm90_ptr_prepare<Pingpong, T, false>(blob, problems, count, total_tiles);
+}
+
+template <typename T>
+cudaError_t sm90_ptr_run_typed(const GemmArgs& common, const void* dev_blob, int count, int total_tiles,
+                               Sm90ConfigId config, bool b_mn, int num_sms, cudaStream_t stream) {
+  using Coop = Sm90_128x256x64_Coop_S4;
+  using Pingpong = Sm90_64x256x64_Pingpong_S5;
+  if (config == Sm90ConfigId::kCoop128x256) {
+    return b_mn ? sm90_ptr_launch<Coop, T, true>(common, dev_blob, count, total_tiles, num_sms, stream)
+                : sm90_ptr_launch<Coop, T, false>(common, dev_blob, count, total_tiles, num_sms, stream);
+  }
+  return b_mn ? sm90_ptr_launch<Pingpong, T, true>(common, dev_blob, count, total_tiles, num_sms, stream)
+              : sm90_ptr_launch<Pingpong, T, false>(common, dev_blob, count, total_tiles, num_sms, stream);
 }
 
 }  // namespace cutorch_gemm
