@@ -126,7 +126,7 @@ def _forced_arch() -> str:
 
 def _scaled_sm90_refusal(a: torch.Tensor, b: torch.Tensor, m: int, n: int, k: int) -> str:
     """Why the sm90 8-bit kernels cannot take a scaled_mm call, "" when they can: the binding's
-    rule (scaled_mm_sm90_refusal in csrc/torch/cuda/ops_cuda.cpp)."""
+    rule (scaled_mm_sm90_refusal in csrc/torch/cuda/scaled_mm_cuda.cpp)."""
     forced = _forced_arch()
     if forced in ("simt", "sm80"):
         return f"{ARCH_ENV}={forced}"
@@ -193,6 +193,8 @@ def explain(op: str, *args, **kwargs) -> Explanation:
         fused = (e.kernel == "sm90" and _layout(a) == "row" and a.dtype in (torch.float16, torch.bfloat16)
                  and os.environ.get(EXPERIMENTAL_ENV, "").strip() == "1")  # the binding's sm90_swiglu_ran
         if fused:
+            e.splits = 1  # the SwiGLU variant never splits K
+            e.reason = e.reason.split("; split-K x")[0]
             e.reason += ("; swiglu fused into the epilogue: each B tile holds 128 gate and the matching 128 up "
                          "columns, D gets silu(gate) * up")
         else:
