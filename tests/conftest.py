@@ -437,3 +437,20 @@ def call_sample(s: Sample):
 
 def ref_sample(s: Sample):
     return s.ref(*s.args, **s.kwargs)
+
+
+def _abs_arg(x):
+    if isinstance(x, torch.Tensor):
+        return x.abs() if x.is_floating_point() else x
+    if isinstance(x, (list, tuple)):
+        return type(x)(_abs_arg(v) for v in x)
+    if isinstance(x, (int, float)) and not isinstance(x, bool):
+        return abs(x)
+    return x
+
+
+def term_sizes_sample(s: Sample):
+    """The reference on |inputs| (and |alpha|, |beta|): per output element, the size of the terms
+    its sum adds up, for ``check(..., scale=)`` (with every input positive the activations are in
+    their near-linear range, so this does not understate them)."""
+    return s.ref(*_abs_arg(s.args), **{k: _abs_arg(v) for k, v in s.kwargs.items()})
