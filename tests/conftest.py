@@ -176,23 +176,33 @@ def _with_pre(out: torch.Tensor, pre: torch.Tensor) -> torch.Tensor:
     return out
 
 
+def _with_sizes(out: torch.Tensor, sizes: torch.Tensor) -> torch.Tensor:
+    """Attach the size of the terms each reference element sums (read by ``check`` as its
+    default ``scale``): a sum that cancels is only as accurate as its terms are large."""
+    out.term_sizes = sizes.detach()
+    return out
+
+
 def ref_gemm(a, b, bias=None, c=None, alpha=1.0, beta=0.0, activation="none"):
     acc = alpha * (a.double() @ b.double())
+    sizes = abs(alpha) * (a.detach().double().abs() @ b.detach().double().abs())
     if c is not None and beta != 0:
         acc = acc + beta * c.double()
+        sizes = sizes + abs(beta) * c.detach().double().abs()
     if bias is not None:
         acc = acc + bias.double()
+        sizes = sizes + bias.detach().double().abs()
     if activation == "none":
-        return acc
-    return _with_pre(ref_act(acc, activation), acc)
+        return _with_sizes(acc, sizes)
+    return _with_sizes(_with_pre(ref_act(acc, activation), acc), sizes)
 
 
 def ref_mm(a, b):
-    return a.double() @ b.double()
+    return _with_sizes(a.double() @ b.double(), a.detach().double().abs() @ b.detach().double().abs())
 
 
 def ref_bmm(a, b):
-    return torch.bmm(a.double(), b.double())
+    return _with_sizes(torch.bmm(a.double(), b.double()), torch.bmm(a.detach().double().abs(), b.detach().double().abs()))
 
 
 def _bounds(offs: torch.Tensor):
@@ -285,7 +295,7 @@ def bound_for(in_dtype: torch.dtype, out_dtype: Optional[torch.dtype] = None) ->
 def check(out: torch.Tensor, ref: torch.Tensor, in_dtype: torch.dtype,
           out_dtype: Optional[torch.dtype] = None, *, elementwise: bool = True,
           contiguous: bool = True, what: str = "",
-          scale: Optional[torch.Tensor] = None) -> float:
+          scale: Optional[torch.Tensor] = None, scale_u: Optional[float] = None) -> float:
     """Assert ``out`` matches the float64 ``ref``: shape, dtype, contiguity, finiteness,
     norm-wise relative error and (by default) every element.
 
@@ -300,12 +310,14 @@ def check(out: torch.Tensor, ref: torch.Tensor, in_dtype: torch.dtype,
       evaluated in the accumulator type has an absolute error of a few ``eps(acc)*|pre|``
       (gelu's ``1 + erf(x)`` cancels for x << 0): allow ``4 * eps(acc) * |pre|``;
     * the output dtype's subnormal spacing (2^-24 for fp16) per element;
-    * when ``scale`` is given (per element, the sum of the absolute values of the terms that
-      ``ref`` adds up, e.g. ``|A| @ |B|``): an implementation that rounds an intermediate to
-      ``in_dtype`` (a backward rounding dZ to bf16, as PyTorch's does) perturbs every term by
-      up to one unit roundoff, which cancellation in the sum cannot shrink: allow
-      ``2 * u(in_dtype) * scale``. Without it a gradient of a short, cancelling sum (a 1x2
-      dB summed over 12 rows) fails on a correct implementation now and then.
+    * ``scale`` (per element, the sum of the absolute values of the terms that ``ref`` adds
+      up, e.g. ``|A| @ |B|``): rounding perturbs every term by up to one unit roundoff ``u``,
+      which cancellation in the sum cannot shrink: allow ``2 * u * scale``. ``u`` is
+      ``scale_u``, by default that of ``in_dtype`` (a backward rounds dZ to the input dtype, as
+      PyTorch's does). A forward reference that carries ``term_sizes`` (ref_mm / ref_gemm /
+      ref_bmm attach it) uses the accumulator's ``u``: its terms are summed there. Without this
+      a short cancelling sum (a 1x2 dB over 12 rows, a 1x1 output of a 6-term dot product)
+      fails on a correct implementation now and then.
     """
     exp_dtype = in_dtype if out_dtype is None else out_dtype
     assert out.shape == ref.shape, f"{what}: shape {tuple(out.shape)} != {tuple(ref.shape)}"
@@ -327,9 +339,12 @@ def check(out: torch.Tensor, ref: torch.Tensor, in_dtype: torch.dtype,
     floor_elem = torch.full_like(ref64, quantum)
     if pre is not None:
         floor_elem = floor_elem + 4 * eps_acc * pre.detach().double().cpu().abs()
+    if scale is None and getattr(ref, "term_sizes", None) is not None:
+        # a forward reference: the terms are summed in the accumulator type
+        scale, scale_u = ref.term_sizes, eps_acc / 2
     if scale is not None:
         assert scale.shape == ref.shape, f"{what}: scale shape {tuple(scale.shape)}"
-        unit_roundoff = torch.finfo(in_dtype).eps / 2
+        unit_roundoff = scale_u if scale_u is not None else torch.finfo(in_dtype).eps / 2
         floor_elem = floor_elem + 2 * unit_roundoff * scale.detach().double().cpu().abs()
     floor_norm = float(torch.linalg.vector_norm(floor_elem))
     err = rel_err(out64, ref64)
