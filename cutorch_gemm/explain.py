@@ -117,6 +117,11 @@ def _problem(op: str, args, kwargs):
     raise ValueError(f"explain: unknown op '{op}'; expected mm, gemm, bmm, grouped_mm, grouped_gemm or scaled_mm")
 
 
+def _experimental() -> bool:
+    """CUTORCH_GEMM_EXPERIMENTAL=1: the opt-in kernels are enabled (the binding's experimental())."""
+    return os.environ.get(EXPERIMENTAL_ENV, "").strip() == "1"
+
+
 def _forced_arch() -> str:
     forced = os.environ.get(ARCH_ENV, "auto").strip().lower() or "auto"
     if forced not in _FORCEABLE:
@@ -133,7 +138,7 @@ def _scaled_sm90_refusal(a: torch.Tensor, b: torch.Tensor, m: int, n: int, k: in
     with torch.cuda.device(a.device):
         if torch.cuda.get_device_properties(a.device).major != 9 or not _C.sm90_available():
             return "no sm_90a kernels for this GPU"
-    if os.environ.get(EXPERIMENTAL_ENV, "").strip() != "1":
+    if not _experimental():
         return f"the sm90 8-bit kernels are opt-in until the GPU suite has run them ({EXPERIMENTAL_ENV}=1)"
     if m == 0 or n == 0 or k == 0:
         return "an empty extent"
@@ -191,7 +196,7 @@ def explain(op: str, *args, **kwargs) -> Explanation:
     if op == "grouped_mm" and kwargs.get("activation") == "swiglu":
         a = args[0]
         fused = (e.kernel == "sm90" and _layout(a) == "row" and a.dtype in (torch.float16, torch.bfloat16)
-                 and os.environ.get(EXPERIMENTAL_ENV, "").strip() == "1")  # the binding's sm90_swiglu_ran
+                 and _experimental())  # the binding's sm90_swiglu_ran
         if fused:
             e.splits = 1  # the SwiGLU variant never splits K
             e.reason = e.reason.split("; split-K x")[0]
@@ -200,7 +205,7 @@ def explain(op: str, *args, **kwargs) -> Explanation:
         else:
             e.reason += ("; swiglu unfused: the GEMM writes z = a @ b + bias (full width) in the accumulator "
                          "dtype, then silu(gate) * up runs as a separate element-wise pass"
-                         + ("" if e.kernel != "sm90" or os.environ.get(EXPERIMENTAL_ENV, "").strip() == "1"
+                         + ("" if e.kernel != "sm90" or _experimental()
                             else f" (the fused sm90 epilogue is opt-in: {EXPERIMENTAL_ENV}=1)"))
     return e
 
@@ -211,7 +216,7 @@ def _explain_grouped_gemm(first: Explanation, args, kwargs) -> Explanation:
     if first.kernel == "cpu_reference":
         return first
     a_list, b_list = list(args[0]), list(args[1])
-    experimental = os.environ.get(EXPERIMENTAL_ENV, "").strip() == "1"
+    experimental = _experimental()
     why = None
     if not experimental:
         why = f"the pointer-array kernel is opt-in until the GPU suite has run it ({EXPERIMENTAL_ENV}=1)"
@@ -268,7 +273,7 @@ def _explain_gemm(op: str, args, kwargs) -> Explanation:
         mode = {(2, 3): "m", (3, 2): "n", (2, 2): "k"}[(a.dim(), b.dim())]
     fam = _C.choose_family(prop.major, dtype, op_a, op_b, mode, k > 0, sm90_built, sm80_built,
                            torch.backends.cuda.matmul.allow_tf32, "" if forced == "auto" else forced,
-                           sm90_tf32=os.environ.get(EXPERIMENTAL_ENV, "").strip() == "1")
+                           sm90_tf32=_experimental())
     m_per, n_per = m, n
     if op == "grouped_mm" and a.dim() == 2 and b.dim() == 3:    # groups along M
         m_per = -(-m // batch)
@@ -279,7 +284,7 @@ def _explain_gemm(op: str, args, kwargs) -> Explanation:
         config = _C.choose_sm90_config(m_per, n_per, k, batch, prop.multi_processor_count, sm90_forced,
                                        elem_bytes=a.element_size())
         splits, chunk = 1, 0
-        if os.environ.get(EXPERIMENTAL_ENV, "").strip() == "1" and mode == "none" and batch == 1:
+        if _experimental() and mode == "none" and batch == 1:
             # the binding's split-K rule for one dense problem (opt-in)
             splits, chunk = _C.choose_sm90_split(m, n, k, prop.multi_processor_count,
                                                  "coop" if "_Coop_" in config else "pingpong")
