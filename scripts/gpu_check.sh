@@ -16,6 +16,7 @@
 #                        bench_gemm.png)
 #   SKIP_BUILD=1         use the extension that is already built
 #   SKIP_TESTS=1         skip pytest
+#   SKIP_BENCH=1         skip python -m cutorch_gemm bench (a build-and-test call)
 #   SKIP_SM80_BENCH=1    skip benchmarks/bench_sm80.py --quick (the sm80 family forced, vs PyTorch)
 #   GROUPED_BENCH=1      also run benchmarks/bench_grouped.py --quick (MoE shapes vs torch._grouped_mm)
 #   SANITIZE=1           also run compute-sanitizer (memcheck, racecheck, synccheck) over
@@ -311,11 +312,17 @@ fi
 bench_args=(--out "$OUT" --suite "$BENCH_SUITES" --dtype "$BENCH_DTYPES")
 if [[ "${BENCH_QUICK:-0}" == 1 ]]; then bench_args+=(--quick); fi
 rm -f "$OUT/bench_gemm.txt"
-# BENCH_EXPERIMENTAL=1: the benchmarks (not the tests, which set it per test) time the opt-in kernels.
-bench_env=(env)
-if [[ "${BENCH_EXPERIMENTAL:-0}" == 1 ]]; then bench_env+=(CUTORCH_GEMM_EXPERIMENTAL=1); fi
-run_stage bench "${BENCH_TIMEOUT:-420}" none "${bench_env[@]}" "$PY" -m cutorch_gemm bench "${bench_args[@]}"
-grep -E '^bench_gemm:|^\[ *[0-9]+/' "$TMPD/bench.out" || true
+if [[ "${SKIP_BENCH:-0}" == 1 ]]; then
+  say "==== bench: skipped (SKIP_BENCH=1)"
+  SUMMARY+=("$(printf '%-8s %6s  %s' bench - skipped)")
+  : > "$TMPD/bench.out"
+else
+  # BENCH_EXPERIMENTAL=1: the benchmarks (not the tests, which set it per test) time the opt-in kernels.
+  bench_env=(env)
+  if [[ "${BENCH_EXPERIMENTAL:-0}" == 1 ]]; then bench_env+=(CUTORCH_GEMM_EXPERIMENTAL=1); fi
+  run_stage bench "${BENCH_TIMEOUT:-420}" none "${bench_env[@]}" "$PY" -m cutorch_gemm bench "${bench_args[@]}"
+  grep -E '^bench_gemm:|^\[ *[0-9]+/' "$TMPD/bench.out" || true
+fi
 
 # ---------------------------------------------------------------------------------------------
 say ""
