@@ -16,6 +16,7 @@
 #                        bench_gemm.png)
 #   SKIP_BUILD=1         use the extension that is already built
 #   SKIP_TESTS=1         skip pytest
+#   SKIP_SASS=1          skip the SASS histogram (cuobjdump: ~40 s)
 #   SKIP_BENCH=1         skip python -m cutorch_gemm bench (a build-and-test call)
 #   SKIP_SM80_BENCH=1    skip benchmarks/bench_sm80.py --quick (the sm80 family forced, vs PyTorch)
 #   GROUPED_BENCH=1      also run benchmarks/bench_grouped.py --quick (MoE shapes vs torch._grouped_mm)
@@ -192,6 +193,7 @@ fi
 
 # ---------------------------------------------------------------------------------------------
 # SASS instruction histogram of the built extension (the raw dump stays out of $OUT: size).
+if [[ "${SKIP_SASS:-0}" != 1 ]]; then
 run_stage sass 300 all "$PY" - "$OUT/sass_summary.txt" "$TMPD/sass.txt" <<'PYEOF'
 import collections, glob, os, re, shutil, subprocess, sys
 dst, dump = sys.argv[1], sys.argv[2]
@@ -266,6 +268,7 @@ else:
     print("sass: no LDL/STL (no local-memory traffic)")
 print(f"sass: full table in {dst}")
 PYEOF
+fi
 
 # ---------------------------------------------------------------------------------------------
 run_stage info 120 all "$PY" -m cutorch_gemm info

@@ -204,11 +204,11 @@ def test_scaled_mm_grads_of_scales_and_bias(device, scales):
         return prod * (sa.cpu().reshape(-1, 1) if sa.numel() > 1 else sa.cpu()) \
             * (sb.cpu().reshape(1, -1) if sb.numel() > 1 else sb.cpu()) + bias.cpu()
 
-    leaves = [t.detach().double().requires_grad_(True) for t in (sa, sb, bias)]
+    leaves = [t.detach().cpu().double().requires_grad_(True) for t in (sa, sb, bias)]
     want = torch.autograd.grad(reference(prod, *leaves), leaves, g.cpu().double())
     # The size of the terms each gradient sums (a per-tensor scale's gradient sums all M x N of
     # them in fp32, which cancel): the same run on |values|.
-    abs_leaves = [t.detach().double().abs().requires_grad_(True) for t in (sa, sb, bias)]
+    abs_leaves = [t.detach().cpu().double().abs().requires_grad_(True) for t in (sa, sb, bias)]
     sizes = torch.autograd.grad(reference(prod.abs(), *abs_leaves), abs_leaves, g.cpu().double().abs())
     for name, x, r, z in zip(("scale_a", "scale_b", "bias"), got, want, sizes):
         assert x.shape == r.shape, f"{name}: grad shape {tuple(x.shape)} != {tuple(r.shape)}"
