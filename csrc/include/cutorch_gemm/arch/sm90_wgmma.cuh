@@ -100,4 +100,37 @@ CG_WGMMA_M64N256_KMAJOR(wgmma_m64n256k32_e5m2_e4m3, "m64n256k32", "e5m2", "e4m3"
 CG_WGMMA_M64N256_KMAJOR(wgmma_m64n256k32_e5m2_e5m2, "m64n256k32", "e5m2", "e5m2")
 CG_WGMMA_M64N256_KMAJOR(wgmma_m64n256k8_tf32, "m64n256k8", "tf32", "tf32")
 
+// Half of that tile: D[64x128], 64 accumulator registers per thread. The 8-bit kernel adds each
+// k-block's products into a fresh half tile and then into the fp32 accumulator (see
+// Sm90MmaF8::kPromote); the registers of an m64n128 fragment are the first (columns 0-127) or
+// last (128-255) 64 of the m64n256 fragment.
+CG_DEVICE void fence_accumulators(float (&d)[64]) {
+#pragma unroll
+  for (int i = 0; i < 64; ++i) asm volatile("" : "+f"(d[i])::"memory");
+}
+#define CG_WGMMA_D64_REGS "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}"
+#define CG_WGMMA_D64_OPERANDS(d) \
+    "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), \
+    "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), \
+    "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), \
+    "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), \
+    "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), \
+    "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), \
+    "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), \
+    "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+
+#define CG_WGMMA_M64N128_KMAJOR(NAME, SHAPE, A_TYPE, B_TYPE)                                    \
+  CG_DEVICE void NAME(float (&d)[64], uint64_t desc_a, uint64_t desc_b, int scale_d) {         \
+    asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %66, 0;\n"                              \
+                 " wgmma.mma_async.sync.aligned." SHAPE ".f32." A_TYPE "." B_TYPE " "           \
+                 CG_WGMMA_D64_REGS ", %64, %65, p, 1, 1;\n}\n"                               \
+                 : CG_WGMMA_D64_OPERANDS(d)                                                     \
+                 : "l"(desc_a), "l"(desc_b), "r"(scale_d));                                     \
+  }
+
+CG_WGMMA_M64N128_KMAJOR(wgmma_m64n128k32_e4m3_e4m3, "m64n128k32", "e4m3", "e4m3")
+CG_WGMMA_M64N128_KMAJOR(wgmma_m64n128k32_e4m3_e5m2, "m64n128k32", "e4m3", "e5m2")
+CG_WGMMA_M64N128_KMAJOR(wgmma_m64n128k32_e5m2_e4m3, "m64n128k32", "e5m2", "e4m3")
+CG_WGMMA_M64N128_KMAJOR(wgmma_m64n128k32_e5m2_e5m2, "m64n128k32", "e5m2", "e5m2")
+
 }  // namespace cutorch_gemm::sm90

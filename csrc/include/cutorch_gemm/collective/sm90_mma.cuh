@@ -23,6 +23,7 @@ struct Sm90Mma16 {
   static constexpr int kInstrK = 16;
   static constexpr bool kMnMajorOk = true;
   static constexpr bool kScaled = false;  // epilogue: alpha, bias and C of type T, activations
+  static constexpr bool kPromote = false;  // the tensor core's accumulation is fp32 already
   template <bool kAMn, bool kBMn>
   static CG_DEVICE void mma(float (&d)[128], uint64_t desc_a, uint64_t desc_b, int scale_d) {
     if constexpr (std::is_same_v<T, __nv_bfloat16>) {
@@ -41,6 +42,25 @@ struct Sm90MmaF8 {
   static constexpr int kInstrK = 32;
   static constexpr bool kMnMajorOk = false;
   static constexpr bool kScaled = true;
+  // NOTE: Hopper's 8-bit wgmma does not accumulate in full fp32: measured on an H100
+  // (scripts/fp8_accum_probe.py), a chained accumulation is off by ~3e3 eps32 * sum|a*b|,
+  // the same as torch._scaled_mm(use_fast_accum=True), and its error relative to |D| grows
+  // with K (7e-3 at K = 16384). So each k-block's 4 instructions accumulate into a fresh
+  // half tile (mma_half), which the consumer then adds to the fp32 accumulator, as
+  // torch._scaled_mm's default (use_fast_accum=False) does.
+  static constexpr bool kPromote = true;
+  // D[64 x 128] = (A * B[half]) for one K step: 64 registers, the m64n128 fragment.
+  static CG_DEVICE void mma_half(float (&d)[64], uint64_t desc_a, uint64_t desc_b, int scale_d) {
+    if constexpr (kA == Fp8Kind::kE4M3 && kB == Fp8Kind::kE4M3) {
+      sm90::wgmma_m64n128k32_e4m3_e4m3(d, desc_a, desc_b, scale_d);
+    } else if constexpr (kA == Fp8Kind::kE4M3) {
+      sm90::wgmma_m64n128k32_e4m3_e5m2(d, desc_a, desc_b, scale_d);
+    } else if constexpr (kB == Fp8Kind::kE4M3) {
+      sm90::wgmma_m64n128k32_e5m2_e4m3(d, desc_a, desc_b, scale_d);
+    } else {
+      sm90::wgmma_m64n128k32_e5m2_e5m2(d, desc_a, desc_b, scale_d);
+    }
+  }
   template <bool kAMn, bool kBMn>
   static CG_DEVICE void mma(float (&d)[128], uint64_t desc_a, uint64_t desc_b, int scale_d) {
     static_assert(!kAMn && !kBMn, "8-bit wgmma has no transpose bits: both tiles must be K-major");
@@ -63,6 +83,7 @@ struct Sm90MmaTf32 {
   static constexpr int kInstrK = 8;
   static constexpr bool kMnMajorOk = false;
   static constexpr bool kScaled = false;
+  static constexpr bool kPromote = false;  // tf32 wgmma accumulates in fp32
   template <bool kAMn, bool kBMn>
   static CG_DEVICE void mma(float (&d)[128], uint64_t desc_a, uint64_t desc_b, int scale_d) {
     static_assert(!kAMn && !kBMn, "tf32 wgmma has no transpose bits: both tiles must be K-major");

@@ -247,6 +247,30 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
                                  : sm90::make_desc_k_major_sw128(s.b[st.index]);
         constexpr uint64_t kStepA = kAMn ? sm90::kDescStepK16MNMajor : sm90::kDescStepK16KMajor;
         constexpr uint64_t kStepB = kBMn ? sm90::kDescStepK16MNMajor : sm90::kDescStepK16KMajor;
+        if constexpr (Mma::kPromote) {
+          // Two halves of N, each: the k-block's instructions into a fresh 64-register tile,
+          // wait, add it to the fp32 accumulator. The wait exposes the latency to this
+          // warpgroup; the other consumer's wgmma keeps the tensor core busy meanwhile.
+          float part[64];
+          constexpr uint64_t kHalfB = uint64_t(128 * 128) >> 4;  // 128 K-major rows of 128 bytes
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            sm90::fence_accumulators(part);
+            sm90::wgmma_fence();
+#pragma unroll
+            for (int kk = 0; kk < Cfg::kBlockK / Mma::kInstrK; ++kk) {
+              Mma::mma_half(part, da + kStepA * kk, db + kHalfB * h + kStepB * kk, kk > 0 ? 1 : 0);
+            }
+            sm90::wgmma_commit();
+            sm90::wgmma_wait<0>();
+            sm90::fence_accumulators(part);
+#pragma unroll
+            for (int r = 0; r < 64; ++r) acc[64 * h + r] = kb > 0 ? acc[64 * h + r] + part[r] : part[r];
+          }
+          pipe.consumer_release(st);  // both halves are done with the stage
+          st.advance();
+          continue;
+        }
         sm90::fence_accumulators(acc);
         sm90::wgmma_fence();
 #pragma unroll
@@ -263,7 +287,7 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
       if (Cfg::kPingpong && tid_in_wg == 0) sm90::mbarrier_arrive(&s.order[consumer]);
       sm90::wgmma_wait<0>();
       sm90::fence_accumulators(acc);
-      if (k_blocks > 0) pipe.consumer_release(prev);
+      if (k_blocks > 0 && !Mma::kPromote) pipe.consumer_release(prev);
       if constexpr (kPtrArray) {  // the problem's own arguments; a dense problem
         const Sm90PtrProblem& pr = p.ptr_problems[w.group];
         const Problem prob = resolve_problem(pr.args.shape, 0);
