@@ -104,8 +104,8 @@ def run_case(cg, name, E, T, K, N, routing, form, device, gen) -> dict:
 
 def run_list_case(cg, name, E, T, K, N, routing, device, gen) -> dict:
     """grouped_gemm's list API on the same expert problems (each its own tensors: x slices and
-    W_e.t() views) against a loop of torch.mm. On sm90 with CUTORCH_GEMM_EXPERIMENTAL=1 this is
-    the pointer-array launch; otherwise one launch per problem."""
+    W_e.t() views) against a loop of torch.mm. On sm90, small problems take the pointer-array
+    launch, and problems that fill the GPU one launch each (explain says which)."""
     sizes = group_sizes(E, T, routing, gen)
     dt = torch.bfloat16
     x = torch.randn(T, K, device=device, dtype=dt)

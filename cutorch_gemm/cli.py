@@ -38,9 +38,9 @@ class KernelFamily:
 
 # NOTE: keep in step with csrc/instantiations/: one line per family that exists there.
 KERNEL_FAMILIES = (
-    KernelFamily("sm90", "sm_90 (H100/H200)", "fp16/bf16 mm, gemm, bmm, grouped_mm (TMA + wgmma); opt-in "
-                 "(CUTORCH_GEMM_EXPERIMENTAL=1): fp8 scaled_mm, tf32, split-K, fused SwiGLU, "
-                 "pointer-array grouped_gemm", min_cc=(9, 0), needs_arch="sm_90a"),
+    KernelFamily("sm90", "sm_90 (H100/H200)", "fp16/bf16/tf32 mm, gemm, bmm, grouped_mm, fp8 scaled_mm "
+                 "(TMA + wgmma); split-K for small M, fused SwiGLU, pointer-array grouped_gemm",
+                 min_cc=(9, 0), needs_arch="sm_90a"),
     KernelFamily("sm80", "sm_80+", "fp16/bf16/tf32/fp64 mm, gemm, bmm, grouped_mm; int8 mm (mma.sync)",
                  min_cc=(8, 0)),
     KernelFamily("simt", "any GPU", "mm, gemm, bmm, grouped_mm, grouped_gemm (fp32 without tf32; CUDA cores)"),
@@ -109,9 +109,6 @@ def cmd_info(_args: argparse.Namespace) -> int:
     rows.append(("compiled archs", ", ".join(archs) if archs else "none"))
     if os.environ.get("CUTORCH_GEMM_ARCH"):
         rows.append(("CUTORCH_GEMM_ARCH", os.environ["CUTORCH_GEMM_ARCH"] + " (forces a path)"))
-    experimental = os.environ.get("CUTORCH_GEMM_EXPERIMENTAL", "").strip() == "1"
-    rows.append(("CUTORCH_GEMM_EXPERIMENTAL", "1 (kernels not yet run by the GPU suite are enabled)" if experimental
-                 else "off (kernels not yet run by the GPU suite stay off)"))
 
     width = max(len(k) for k, _ in rows)
     for k, v in rows:

@@ -13,8 +13,6 @@ import torch
 from . import _C, _shapes
 
 ARCH_ENV = "CUTORCH_GEMM_ARCH"
-# Kernels written but not yet run by the GPU suite are opt-in (the binding's `experimental()`).
-EXPERIMENTAL_ENV = "CUTORCH_GEMM_EXPERIMENTAL"
 _FORCEABLE = ("auto", "simt", "sm80", "sm90")
 
 
@@ -117,11 +115,6 @@ def _problem(op: str, args, kwargs):
     raise ValueError(f"explain: unknown op '{op}'; expected mm, gemm, bmm, grouped_mm, grouped_gemm or scaled_mm")
 
 
-def _experimental() -> bool:
-    """CUTORCH_GEMM_EXPERIMENTAL=1: the opt-in kernels are enabled (the binding's experimental())."""
-    return os.environ.get(EXPERIMENTAL_ENV, "").strip() == "1"
-
-
 def _forced_arch() -> str:
     forced = os.environ.get(ARCH_ENV, "auto").strip().lower() or "auto"
     if forced not in _FORCEABLE:
@@ -138,8 +131,6 @@ def _scaled_sm90_refusal(a: torch.Tensor, b: torch.Tensor, m: int, n: int, k: in
     with torch.cuda.device(a.device):
         if torch.cuda.get_device_properties(a.device).major != 9 or not _C.sm90_available():
             return "no sm_90a kernels for this GPU"
-    if not _experimental():
-        return f"the sm90 8-bit kernels are opt-in until the GPU suite has run them ({EXPERIMENTAL_ENV}=1)"
     if m == 0 or n == 0 or k == 0:
         return "an empty extent"
     k16 = (k + 15) // 16 * 16
@@ -195,8 +186,8 @@ def explain(op: str, *args, **kwargs) -> Explanation:
         return _explain_grouped_gemm(e, args, kwargs)
     if op == "grouped_mm" and kwargs.get("activation") == "swiglu":
         a = args[0]
-        fused = (e.kernel == "sm90" and _layout(a) == "row" and a.dtype in (torch.float16, torch.bfloat16)
-                 and _experimental())  # the binding's sm90_swiglu_ran
+        fused = (e.kernel == "sm90" and _layout(a) == "row"
+                 and a.dtype in (torch.float16, torch.bfloat16))  # the binding's sm90_swiglu_ran
         if fused:
             e.splits = 1  # the SwiGLU variant never splits K
             e.reason = e.reason.split("; split-K x")[0]
@@ -204,26 +195,24 @@ def explain(op: str, *args, **kwargs) -> Explanation:
                          "columns, D gets silu(gate) * up")
         else:
             e.reason += ("; swiglu unfused: the GEMM writes z = a @ b + bias (full width) in the accumulator "
-                         "dtype, then silu(gate) * up runs as a separate element-wise pass"
-                         + ("" if e.kernel != "sm90" or _experimental()
-                            else f" (the fused sm90 epilogue is opt-in: {EXPERIMENTAL_ENV}=1)"))
+                         "dtype, then silu(gate) * up runs as a separate element-wise pass")
     return e
 
 
 def _explain_grouped_gemm(first: Explanation, args, kwargs) -> Explanation:
-    """The pointer-array launch's rule (the binding's grouped_gemm_sm90_ptr): opt-in, two or more
-    fp16/bf16 problems, each with K > 0 on the sm90 family with a K-major a, one b majorness."""
+    """The pointer-array launch's rule (the binding's grouped_gemm_sm90_ptr): two or more
+    fp16/bf16 problems that on average do not fill the GPU (sm90_ptr_array_pays), each with K > 0
+    on the sm90 family with a K-major a, one b majorness."""
     if first.kernel == "cpu_reference":
         return first
     a_list, b_list = list(args[0]), list(args[1])
-    experimental = _experimental()
     why = None
-    if not experimental:
-        why = f"the pointer-array kernel is opt-in until the GPU suite has run it ({EXPERIMENTAL_ENV}=1)"
-    elif len(a_list) < 2:
+    if len(a_list) < 2:
         why = "a single problem"
     elif a_list[0].device.type != "cuda" or a_list[0].dtype not in (torch.float16, torch.bfloat16):
         why = "the pointer-array kernel takes fp16/bf16 CUDA tensors"
+    elif not _ptr_array_pays(a_list, b_list):
+        why = "the problems' 128x256 tiles fill the GPU on average: one launch each is faster"
     else:
         b_majors = set()
         for i, (a, b) in enumerate(zip(a_list, b_list)):
@@ -251,6 +240,13 @@ def _explain_grouped_gemm(first: Explanation, args, kwargs) -> Explanation:
     return first
 
 
+def _ptr_array_pays(a_list, b_list) -> bool:
+    """The binding's sm90_ptr_array_pays: the problems' 128x256 tiles, on average, fewer than the SMs."""
+    sms = torch.cuda.get_device_properties(a_list[0].device).multi_processor_count
+    tiles = sum(-(-a.shape[0] // 128) * -(-b.shape[1] // 256) for a, b in zip(a_list, b_list))
+    return tiles < len(a_list) * sms
+
+
 def _explain_gemm(op: str, args, kwargs) -> Explanation:
     a, b, m, n, k, batch, grouped = _problem(op, args, kwargs)
     layouts = f"a {_layout(a)}, b {_layout(b)}"
@@ -272,8 +268,7 @@ def _explain_gemm(op: str, args, kwargs) -> Explanation:
     if op == "grouped_mm" and grouped:
         mode = {(2, 3): "m", (3, 2): "n", (2, 2): "k"}[(a.dim(), b.dim())]
     fam = _C.choose_family(prop.major, dtype, op_a, op_b, mode, k > 0, sm90_built, sm80_built,
-                           torch.backends.cuda.matmul.allow_tf32, "" if forced == "auto" else forced,
-                           sm90_tf32=_experimental())
+                           torch.backends.cuda.matmul.allow_tf32, "" if forced == "auto" else forced)
     m_per, n_per = m, n
     if op == "grouped_mm" and a.dim() == 2 and b.dim() == 3:    # groups along M
         m_per = -(-m // batch)
@@ -284,8 +279,8 @@ def _explain_gemm(op: str, args, kwargs) -> Explanation:
         config = _C.choose_sm90_config(m_per, n_per, k, batch, prop.multi_processor_count, sm90_forced,
                                        elem_bytes=a.element_size())
         splits, chunk = 1, 0
-        if _experimental() and mode == "none" and batch == 1:
-            # the binding's split-K rule for one dense problem (opt-in)
+        if mode == "none" and batch == 1:
+            # the binding's split-K rule for one dense problem
             splits, chunk = _C.choose_sm90_split(m, n, k, prop.multi_processor_count,
                                                  "coop" if "_Coop_" in config else "pingpong")
         split_note = (f"; split-K x{splits} (K ranges of {chunk}: the tiles alone would leave SMs idle), fp32 "

@@ -4,7 +4,7 @@ use_fast_accum False / True, all with fp32 output, against a float64 reference, 
 eps32 * sum|a||b| (a full-fp32 accumulation stays below ~K of them; a tensor core that keeps
 fewer accumulator bits shows far more).
 
-    CUTORCH_GEMM_EXPERIMENTAL=1 python scripts/fp8_accum_probe.py
+    python scripts/fp8_accum_probe.py
 """
 import torch
 

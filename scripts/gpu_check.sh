@@ -21,13 +21,11 @@
 #   SKIP_SM80_BENCH=1    skip benchmarks/bench_sm80.py --quick (the sm80 family forced, vs PyTorch)
 #   GROUPED_BENCH=1      also run benchmarks/bench_grouped.py --quick (MoE shapes vs torch._grouped_mm)
 #   SANITIZE=1           also run compute-sanitizer (memcheck, racecheck, synccheck) over
-#                        scripts/sanitize_sweep.py (every family and config, the opt-in kernels too)
+#                        scripts/sanitize_sweep.py (every family and config)
 #   TESTS="tests"        the pytest paths of the GPU test stage (e.g. tests/test_scaled_mm.py)
 #   BENCH_SUITES=dense,small_m,fp32,epilogue,fp8,moe128,moe8   BENCH_DTYPES=bfloat16   BENCH_QUICK=1
 #   MAX_JOBS (default: all cores)   PYTHON (default: python3)
 #   TORCH_CUDA_ARCH_LIST (default 8.0;9.0a; "9.0a" alone halves the build on a Hopper GPU)
-#   BENCH_EXPERIMENTAL=1 the benchmark stages run with CUTORCH_GEMM_EXPERIMENTAL=1 (they time the
-#                        opt-in kernels; the GPU tests enable those per test either way)
 #   CHECK_TIMEOUT=300 TEST_TIMEOUT=300 BENCH_TIMEOUT=420 (seconds; a hung kernel must not
 #   eat the whole lease, and the table of a finished bench must still come back)
 set -euo pipefail
@@ -304,9 +302,7 @@ fi
 # benchmarks/bench_grouped.py --quick (grouped_mm forms, the SwiGLU up-projection, the list API,
 # one GroupedExperts layer) when asked: GROUPED_BENCH=1. Its CSV goes to the temporary folder.
 if [[ "${GROUPED_BENCH:-0}" == 1 ]]; then
-  bench_env=(env)
-  if [[ "${BENCH_EXPERIMENTAL:-0}" == 1 ]]; then bench_env+=(CUTORCH_GEMM_EXPERIMENTAL=1); fi
-  run_stage grouped "${GROUPED_BENCH_TIMEOUT:-300}" tail:30 "${bench_env[@]}" "$PY" benchmarks/bench_grouped.py --quick --out "$TMPD"
+  run_stage grouped "${GROUPED_BENCH_TIMEOUT:-300}" tail:30 "$PY" benchmarks/bench_grouped.py --quick --out "$TMPD"
 fi
 
 # The bench prints its table on stdout; the console gets its progress lines when it ends and
@@ -320,10 +316,7 @@ if [[ "${SKIP_BENCH:-0}" == 1 ]]; then
   SUMMARY+=("$(printf '%-8s %6s  %s' bench - skipped)")
   : > "$TMPD/bench.out"
 else
-  # BENCH_EXPERIMENTAL=1: the benchmarks (not the tests, which set it per test) time the opt-in kernels.
-  bench_env=(env)
-  if [[ "${BENCH_EXPERIMENTAL:-0}" == 1 ]]; then bench_env+=(CUTORCH_GEMM_EXPERIMENTAL=1); fi
-  run_stage bench "${BENCH_TIMEOUT:-420}" none "${bench_env[@]}" "$PY" -m cutorch_gemm bench "${bench_args[@]}"
+  run_stage bench "${BENCH_TIMEOUT:-420}" none "$PY" -m cutorch_gemm bench "${bench_args[@]}"
   grep -E '^bench_gemm:|^\[ *[0-9]+/' "$TMPD/bench.out" || true
 fi
 

@@ -6,8 +6,7 @@
 
 Each case is small (edge tiles, odd sizes, empty groups, offsets that decrease or pass the end),
 runs once, synchronizes, and is compared with a float64 reference so a case that "passes" the
-sanitizer but writes garbage still fails. The opt-in kernels (CUTORCH_GEMM_EXPERIMENTAL=1) are
-included. Exit status 1 when a result is wrong; the sanitizer's own exit status reports memory
+sanitizer but writes garbage still fails. Exit status 1 when a result is wrong; the sanitizer's own exit status reports memory
 errors and hazards.
 """
 from __future__ import annotations
@@ -109,18 +108,17 @@ def cases(quick: bool):
             return out, ref, 2e-2
         return run
 
-    exp = {"CUTORCH_GEMM_EXPERIMENTAL": "1"}
     out = []
     for cfg in ("coop", "pingpong"):
         env = {"CUTORCH_GEMM_SM90_CONFIG": cfg}
         out += [(f"sm90 {cfg} bf16 129x257x72", env, mm(129, 257, 72)),
                 (f"sm90 {cfg} bf16 gelu 700x300x400 b MN-major", env, mm(700, 300, 400, act="gelu", layout_b="mn")),
                 (f"sm90 {cfg} grouped-M with empty groups", env, grouped([5, 0, 130, 1])),
-                (f"sm90 {cfg} fp8 scaled_mm 200x264x96", {**env, **exp}, scaled(200, 264, 96)),
-                (f"sm90 {cfg} tf32 130x264x72", {**env, **exp, "TF32": "1"}, mm(130, 264, 72, dtype=torch.float32)),
-                (f"sm90 {cfg} fused swiglu", {**env, **exp}, swiglu()),
-                (f"sm90 {cfg} pointer-array grouped_gemm", {**env, **exp}, pointer_array()),
-                (f"sm90 {cfg} split-K 16x1024x4096", {**env, **exp}, mm(16, 1024, 4096))]
+                (f"sm90 {cfg} fp8 scaled_mm 200x264x96", env, scaled(200, 264, 96)),
+                (f"sm90 {cfg} tf32 130x264x72", {**env, "TF32": "1"}, mm(130, 264, 72, dtype=torch.float32)),
+                (f"sm90 {cfg} fused swiglu", env, swiglu()),
+                (f"sm90 {cfg} pointer-array grouped_gemm", env, pointer_array()),
+                (f"sm90 {cfg} split-K 16x1024x4096", env, mm(16, 1024, 4096))]
     out += [("sm90 grouped-M decreasing / past-the-end offsets", {}, bad_offsets()),
             ("sm80 bf16 129x257x72", {"CUTORCH_GEMM_ARCH": "sm80"}, mm(129, 257, 72)),
             ("sm80 fp64 65x33x129", {"CUTORCH_GEMM_ARCH": "sm80"}, mm(65, 33, 129, dtype=torch.float64)),

@@ -14,11 +14,11 @@ def run(*args, env=None):
                           timeout=300, env={**os.environ, **(env or {})})
 
 
-def test_info_names_families_and_the_opt_in_state():
-    r = run("info", env={"CUTORCH_GEMM_EXPERIMENTAL": "1"})
+def test_info_names_families():
+    r = run("info")
     assert r.returncode == 0, r.stderr
     assert "kernel families:" in r.stdout and "sm90" in r.stdout and "sm80" in r.stdout
-    assert "CUTORCH_GEMM_EXPERIMENTAL" in r.stdout and "enabled" in r.stdout
+    assert "fp8 scaled_mm" in r.stdout and "simt" in r.stdout
 
 
 def test_check_scaled_mm_and_grouped_swiglu_on_cpu():

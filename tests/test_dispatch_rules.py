@@ -32,7 +32,7 @@ def test_sm90_when_everything_fits():
 
 @pytest.mark.parametrize("over, word", [
     (dict(major=8), "mma.sync"), (dict(major=10), "not an sm_90"), (dict(sm90_built=False), "sm_90a"),
-    (dict(dtype="float32"), "tf32"), (dict(dtype="float64"), "fp64 DMMA"),
+    (dict(dtype="float64"), "fp64 DMMA"),
     (dict(k_positive=False), "K = 0"),
     (dict(a=(False, False)), "a: TMA"), (dict(b=(False, True)), "b: TMA"),
     # the grouped dimension may not be an operand's contiguous one (TMA box starts)
@@ -149,18 +149,14 @@ def test_sm90_config_override():
     assert _C.choose_sm90_config(16, 256, 64, 1, 132, "coop") == "Sm90_128x256x64_Coop_S4"
 
 
-def test_sm90_tf32_is_opt_in_and_k_major_only():
-    """tf32 wgmma has no transpose bits: K-major a and b only; and the kernels stay opt-in
-    (CUTORCH_GEMM_EXPERIMENTAL=1, the binding's sm90_tf32) until the GPU suite has run them."""
-    off = family(dtype="float32")
-    assert off["family"] == "sm80" and "opt-in" in off["reason"]
-    on = family(dtype="float32", sm90_tf32=True)
+def test_sm90_tf32_k_major_only():
+    """tf32 wgmma has no transpose bits: K-major a and b only; fp32 without tf32 stays on SIMT."""
+    on = family(dtype="float32")
     assert on["family"] == "sm90" and "tf32" in on["reason"]
     for a, b in ((MN_MAJOR, K_MAJOR), (K_MAJOR, MN_MAJOR)):
-        mn = family(dtype="float32", sm90_tf32=True, a=a, b=b)
+        mn = family(dtype="float32", a=a, b=b)
         assert mn["family"] == "sm80" and "K-major operands only" in mn["reason"]
-    assert family(dtype="float32", sm90_tf32=True, tf32_allowed=False)["family"] == "simt"
-    assert family(dtype="bfloat16", sm90_tf32=False)["family"] == "sm90"  # 16-bit: not gated
+    assert family(dtype="float32", tf32_allowed=False)["family"] == "simt"
 
 
 def test_sm90_config_names_per_element_size():
@@ -170,11 +166,12 @@ def test_sm90_config_names_per_element_size():
 
 
 def test_sm90_split_k_rule():
-    """Split-K only when the tiles leave at least half the GPU idle, with K ranges of at least 4
+    """Split-K only when the tiles fill at most a quarter of the GPU, with K ranges of at least 4
     K slices (multiples of 64), and fp32 partials under 64 MB."""
     splits, chunk = _C.choose_sm90_split(16, 4096, 4096, 132, "pingpong")  # 16 tiles
     assert splits == 8 and chunk == 512
     assert _C.choose_sm90_split(8192, 8192, 4096, 132, "coop") == (1, 0)  # tiles fill the GPU
+    assert _C.choose_sm90_split(128, 8192, 8192, 132, "pingpong") == (1, 0)  # 64 tiles: 2 splits lost (H100)
     assert _C.choose_sm90_split(16, 4096, 256, 132, "pingpong") == (1, 0)  # K too short to cut
     s, c = _C.choose_sm90_split(1, 256, 4160, 132, "pingpong")  # one tile: at most 16 ranges
     assert 2 <= s <= 16 and c % 64 == 0 and (s - 1) * c < 4160 <= s * c

@@ -1,6 +1,5 @@
-"""grouped_gemm's persistent pointer-array launch on sm90 (opt-in: CUTORCH_GEMM_EXPERIMENTAL=1
-until this suite has run it on a GPU): one kernel over the tiles of problems of different
-shapes, each with its own tensor maps and arguments. Empty problems, K = 0, one row, odd N
+"""grouped_gemm's persistent pointer-array launch on sm90: one kernel over the tiles of problems
+of different shapes, each with its own tensor maps and arguments. Empty problems, K = 0, one row, odd N
 (staged epilogue), bias and activations, fp32 output, both configs, both b majornesses; calls
 that do not qualify fall back to one launch per problem and say why. sm_90 GPUs only."""
 from __future__ import annotations
@@ -38,7 +37,6 @@ def problems(dtype, b_major):
 @pytest.mark.parametrize("b_major", ["k", "mn"])
 @pytest.mark.parametrize("dtype", HALF_DTYPES, ids=dtype_id)
 def test_sm90_pointer_array(monkeypatch, config, b_major, dtype):
-    monkeypatch.setenv("CUTORCH_GEMM_EXPERIMENTAL", "1")
     monkeypatch.setenv("CUTORCH_GEMM_SM90_CONFIG", config)
     a, b = problems(dtype, b_major)
     e = cg.explain("grouped_gemm", a, b)
@@ -53,7 +51,6 @@ def test_sm90_pointer_array(monkeypatch, config, b_major, dtype):
 
 @pytest.mark.parametrize("activation", ["gelu", "silu"])
 def test_sm90_pointer_array_bias_activation(monkeypatch, activation):
-    monkeypatch.setenv("CUTORCH_GEMM_EXPERIMENTAL", "1")
     dtype = torch.bfloat16
     a, b = problems(dtype, "k")
     bias = [torch.randn(n, device="cuda", dtype=dtype) for _, n, _ in SHAPES]
@@ -65,9 +62,12 @@ def test_sm90_pointer_array_bias_activation(monkeypatch, activation):
 def test_sm90_pointer_array_fallbacks(monkeypatch):
     dtype = torch.float16
     a, b = problems(dtype, "k")
-    monkeypatch.delenv("CUTORCH_GEMM_EXPERIMENTAL", raising=False)
-    assert "opt-in" in cg.explain("grouped_gemm", a, b).reason
-    monkeypatch.setenv("CUTORCH_GEMM_EXPERIMENTAL", "1")
+    big_a = [torch.randn(2048, 64, device="cuda", dtype=dtype) for _ in range(2)]
+    big_b = [torch.randn(4096, 64, device="cuda", dtype=dtype).t() for _ in range(2)]
+    e = cg.explain("grouped_gemm", big_a, big_b)  # 256 tiles each: one launch per problem
+    assert "one launch per problem" in e.reason and "fill the GPU" in e.reason, str(e)
+    for i, (o, ai, bi) in enumerate(zip(cg.grouped_gemm(big_a, big_b), big_a, big_b)):
+        check(o, ref_gemm(ai, bi), dtype, what=f"big problem {i}")
     mixed_b = [b[0], b[1].contiguous()] + b[2:]  # one MN-major b among K-major ones
     e = cg.explain("grouped_gemm", a, mixed_b)
     assert "one launch per problem" in e.reason and "majorness" in e.reason, str(e)
@@ -78,7 +78,6 @@ def test_sm90_pointer_array_fallbacks(monkeypatch):
 def test_sm90_pointer_array_sorted_by_k(monkeypatch):
     """CUTORCH_GEMM_GROUPED_SORT_K=1 reorders the problems' tiles by decreasing K; every output
     still belongs to its own problem."""
-    monkeypatch.setenv("CUTORCH_GEMM_EXPERIMENTAL", "1")
     monkeypatch.setenv("CUTORCH_GEMM_GROUPED_SORT_K", "1")
     dtype = torch.bfloat16
     shapes = [(64, 128, 64), (200, 264, 1024), (1, 72, 8), (130, 128, 520)]

@@ -267,7 +267,6 @@ needs_sm90 = pytest.mark.skipif(not SM90, reason="the 8-bit wgmma kernels need a
 def test_sm90_scaled_mm_configs(monkeypatch, config, mnk, out_dtype):
     """Both configs through every epilogue path: TMA stores (N a multiple of 8), pairs from
     registers (even N), element-wise (odd N); partial tiles along M and N; one row."""
-    monkeypatch.setenv("CUTORCH_GEMM_EXPERIMENTAL", "1")
     monkeypatch.setenv("CUTORCH_GEMM_SM90_CONFIG", config)
     m, n, k = mnk
     a, b = fp8(m, k, E4, "cuda"), fp8(n, k, E4, "cuda").t()
@@ -287,7 +286,6 @@ def test_sm90_scaled_mm_configs(monkeypatch, config, mnk, out_dtype):
 @pytest.mark.parametrize("kinds", [(E4, E4), (E4, E5), (E5, E4)], ids=kind_id)
 @pytest.mark.parametrize("rowwise", [False, True], ids=["tensorwise", "rowwise"])
 def test_sm90_scaled_mm_matches_torch(monkeypatch, kinds, rowwise):
-    monkeypatch.setenv("CUTORCH_GEMM_EXPERIMENTAL", "1")
     m, n, k = 512, 768, 2048
     a, b = fp8(m, k, kinds[0], "cuda"), fp8(n, k, kinds[1], "cuda").t()
     if rowwise:
@@ -312,7 +310,6 @@ def test_sm90_scaled_mm_promotes(monkeypatch, config):
     """The accumulation error must not grow with K: each k-block's sum is added to an fp32
     accumulator. Chained in the tensor core (torch's use_fast_accum=True), the largest error at
     K = 16384 is ~7e-3 of max|D| (H100); promoted, ~1e-4, as torch._scaled_mm's default."""
-    monkeypatch.setenv("CUTORCH_GEMM_EXPERIMENTAL", "1")
     monkeypatch.setenv("CUTORCH_GEMM_SM90_CONFIG", config)
     m, n, k = 256, 1024, 16384
     a, b = fp8(m, k, E4, "cuda"), fp8(n, k, E4, "cuda").t()
@@ -336,11 +333,9 @@ def test_sm90_scaled_mm_promotes(monkeypatch, config):
 def test_sm90_scaled_mm_explain_fallbacks(monkeypatch):
     one = torch.ones((), device="cuda")
     a, b = fp8(64, 64, E4, "cuda"), fp8(64, 64, E4, "cuda").t()
-    monkeypatch.delenv("CUTORCH_GEMM_EXPERIMENTAL", raising=False)
     e = cg.explain("scaled_mm", a, b, one, one)
-    assert "opt-in" in e.reason and "x64_" in e.config, str(e)  # not yet run by the GPU suite: upcast
-    check_scaled(cg.scaled_mm(a, b, one, one), a, b, one, one, None, torch.bfloat16, "default (upcast)")
-    monkeypatch.setenv("CUTORCH_GEMM_EXPERIMENTAL", "1")
+    assert e.kernel == "sm90" and "x128_" in e.config and "8-bit wgmma" in e.reason, str(e)
+    check_scaled(cg.scaled_mm(a, b, one, one), a, b, one, one, None, torch.bfloat16, "8-bit wgmma")
     a, b = fp8(64, 64, E4, "cuda"), fp8(64, 64, E4, "cuda")  # b row-major: MN-major, no 8-bit wgmma
     e = cg.explain("scaled_mm", a, b, one, one)
     assert e.kernel == "sm90" and "x64_" in e.config and "upcasts" in e.reason, str(e)  # a 16-bit config

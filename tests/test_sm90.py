@@ -262,7 +262,7 @@ def test_sm90_epilogue_paths(mnk, path, config, monkeypatch):
 
 
 # --------------------------------------------------------------------------------------
-# tf32 (opt-in: CUTORCH_GEMM_EXPERIMENTAL=1 until this suite has run it on a GPU)
+# tf32 wgmma (K-major a and b)
 # --------------------------------------------------------------------------------------
 
 TF32_CONFIGS = {"coop": "Sm90_128x256x32_Coop_S4", "pingpong": "Sm90_64x256x32_Pingpong_S5"}
@@ -273,7 +273,6 @@ TF32_BOUND = 4e-3  # tf32 keeps 10 mantissa bits of each input: ~1e-3 relative p
 @pytest.mark.parametrize("mnk", [(128, 256, 32), (129, 257, 72), (7, 300, 8), (1, 520, 136), (1000, 1000, 1000),
                                  (2049, 520, 4104)], ids=lambda s: "x".join(map(str, s)))
 def test_sm90_tf32(mnk, config, monkeypatch):
-    monkeypatch.setenv("CUTORCH_GEMM_EXPERIMENTAL", "1")
     monkeypatch.setenv("CUTORCH_GEMM_SM90_CONFIG", config)
     torch.backends.cuda.matmul.allow_tf32 = True  # the autouse fixture restores it
     a, b = linear_operands(*mnk, torch.float32)
@@ -287,26 +286,21 @@ def test_sm90_tf32(mnk, config, monkeypatch):
         assert err < TF32_BOUND, f"sm90 tf32 {mnk} {config}: rel err {err:.2e}"
 
 
-def test_sm90_tf32_mn_major_and_default_go_to_sm80(monkeypatch):
+def test_sm90_tf32_mn_major_goes_to_sm80(monkeypatch):
     torch.backends.cuda.matmul.allow_tf32 = True
     a, b = linear_operands(256, 256, 256, torch.float32)
-    monkeypatch.delenv("CUTORCH_GEMM_EXPERIMENTAL", raising=False)
-    e = cg.explain("mm", a, b)
-    assert e.kernel == "sm80" and "opt-in" in e.reason, str(e)
-    monkeypatch.setenv("CUTORCH_GEMM_EXPERIMENTAL", "1")
     e = cg.explain("mm", a, b.contiguous())  # b row-major: MN-major
     assert e.kernel == "sm80" and "K-major operands only" in e.reason, str(e)
 
 
 # --------------------------------------------------------------------------------------
-# split-K for small M (opt-in: CUTORCH_GEMM_EXPERIMENTAL=1 until this suite has run it)
+# split-K for small M
 # --------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("config", list(CONFIGS))
 @pytest.mark.parametrize("mnk", [(16, 4096, 4096), (1, 2048, 2048), (33, 1000, 3000), (64, 520, 8200)],
                          ids=lambda s: "x".join(map(str, s)))
 def test_sm90_split_k(mnk, config, monkeypatch):
-    monkeypatch.setenv("CUTORCH_GEMM_EXPERIMENTAL", "1")
     monkeypatch.setenv("CUTORCH_GEMM_SM90_CONFIG", config)
     dtype = torch.bfloat16
     m, n, k = mnk
@@ -327,8 +321,8 @@ def test_sm90_split_k(mnk, config, monkeypatch):
 
 
 def test_sm90_split_k_not_for_full_grids(monkeypatch):
-    monkeypatch.setenv("CUTORCH_GEMM_EXPERIMENTAL", "1")
     a, b = linear_operands(4096, 4096, 4096, torch.bfloat16)
     assert cg.explain("mm", a, b).splits == 1
-    monkeypatch.delenv("CUTORCH_GEMM_EXPERIMENTAL")
-    assert cg.explain("mm", *linear_operands(16, 4096, 4096, torch.bfloat16)).splits == 1  # opt-in
+    # 64 tiles (half the GPU): two splits measured slower than none (choose_sm90_split)
+    assert cg.explain("mm", *linear_operands(128, 8192, 8192, torch.bfloat16)).splits == 1
+    assert cg.explain("mm", *linear_operands(16, 4096, 4096, torch.bfloat16)).splits > 1

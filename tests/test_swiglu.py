@@ -107,7 +107,7 @@ def test_swiglu_grads(device, dtype):
 
 
 # --------------------------------------------------------------------------------------
-# GPU: the SwiGLU fused into the sm90 kernel's epilogue (opt-in: CUTORCH_GEMM_EXPERIMENTAL=1)
+# GPU: the SwiGLU fused into the sm90 kernel's epilogue
 # --------------------------------------------------------------------------------------
 
 SM90 = (torch.cuda.is_available() and torch.cuda.get_device_capability()[0] == 9 and cg._C.cuda_built()
@@ -126,7 +126,6 @@ SM90 = (torch.cuda.is_available() and torch.cuda.get_device_capability()[0] == 9
 def test_sm90_fused_swiglu(monkeypatch, config, weights, dtype, f):
     """Gate and up halves in one B tile; odd and empty groups, rows past offs[-1]; bias; fp32
     output."""
-    monkeypatch.setenv("CUTORCH_GEMM_EXPERIMENTAL", "1")
     monkeypatch.setenv("CUTORCH_GEMM_SM90_CONFIG", config)
     sizes, k = (130, 0, 1, 77, 256), 320
     t = sum(sizes) + 5
@@ -144,15 +143,15 @@ def test_sm90_fused_swiglu(monkeypatch, config, weights, dtype, f):
         assert out.shape == (t, f)
         check(out, ref, dtype, out_dtype, what=f"fused swiglu {config} {weights} F={f} out={out_dtype}")
         assert torch.equal(out[-5:].cpu(), torch.zeros(5, f, dtype=out.dtype))
-    monkeypatch.delenv("CUTORCH_GEMM_EXPERIMENTAL")
+    monkeypatch.setenv("CUTORCH_GEMM_ARCH", "sm80")
+    assert "swiglu unfused" in cg.explain("grouped_mm", a, b, offs, bias=bias, activation="swiglu").reason
     unfused = cg.grouped_mm(a, b, offs, bias=bias, activation="swiglu")
-    check(unfused, ref, dtype, what="unfused swiglu (default)")
+    check(unfused, ref, dtype, what="unfused swiglu (sm80)")
 
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not SM90, reason="the fused SwiGLU epilogue is an sm90 kernel variant")
 def test_sm90_fused_swiglu_3d3d_and_grads(monkeypatch):
-    monkeypatch.setenv("CUTORCH_GEMM_EXPERIMENTAL", "1")
     a = torch.randn(3, 100, 64, device="cuda", dtype=torch.bfloat16, requires_grad=True)
     b = torch.randn(3, 64, 2 * 136, device="cuda", dtype=torch.bfloat16, requires_grad=True)
     bias = torch.randn(3, 272, device="cuda", dtype=torch.bfloat16, requires_grad=True)

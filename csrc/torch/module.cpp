@@ -88,7 +88,7 @@ PYBIND11_MODULE(_C, m) {
   }, "True when this build has sm_80-family kernels the current device runs.");
   m.def("choose_family", [](int major, const std::string& dtype, std::pair<bool, bool> a, std::pair<bool, bool> b,
                             const std::string& mode, bool k_positive, bool sm90_built, bool sm80_built,
-                            bool tf32_allowed, const std::string& forced, bool sm90_tf32) {
+                            bool tf32_allowed, const std::string& forced) {
     GroupMode gm = GroupMode::kBatched;
     if (mode == "m") gm = GroupMode::kGroupedM;
     else if (mode == "n") gm = GroupMode::kGroupedN;
@@ -96,7 +96,7 @@ PYBIND11_MODULE(_C, m) {
     else TORCH_CHECK_VALUE(mode == "none", "choose_family: mode must be none, m, n or k, got ", mode);
     const FamilyChoice c = choose_family(FamilyQuery{major, parse_dtype(dtype), Sm90Operand{a.first, a.second},
                                                      Sm90Operand{b.first, b.second}, gm, k_positive, sm90_built,
-                                                     sm80_built, tf32_allowed, forced, sm90_tf32});
+                                                     sm80_built, tf32_allowed, forced});
     pybind11::dict d;
     d["family"] = std::string(family_name(c.family));
     d["reason"] = c.reason;
@@ -104,7 +104,7 @@ PYBIND11_MODULE(_C, m) {
   }, "Which kernel family a call takes (the binding's own rule); a, b: sm90_operand results; mode: grouped dimension.",
         pybind11::arg("major"), pybind11::arg("dtype"), pybind11::arg("a"), pybind11::arg("b"), pybind11::arg("mode"),
         pybind11::arg("k_positive"), pybind11::arg("sm90_built"), pybind11::arg("sm80_built"),
-        pybind11::arg("tf32_allowed"), pybind11::arg("forced"), pybind11::arg("sm90_tf32") = false);
+        pybind11::arg("tf32_allowed"), pybind11::arg("forced"));
   m.def("choose_sm80_plan", [](const std::string& dtype, int64_t m_, int64_t n, int64_t k, int64_t batch, int num_sms,
                                int smem_optin, bool grouped, const std::string& forced_config,
                                const std::string& forced_split) {

@@ -72,7 +72,6 @@ std::string env_lower(const char* name) {
 }
 std::string forced_arch() { return env_lower("CUTORCH_GEMM_ARCH"); }
 
-bool experimental() { return env_lower("CUTORCH_GEMM_EXPERIMENTAL") == "1"; }
 
 bool aligned16(const at::Tensor& t) { return reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 == 0; }
 
@@ -125,8 +124,7 @@ void run_gemm(const GemmArgs& g, const at::Tensor& a, const at::Tensor& b) {
   const DeviceInfo& d = device_info();
   const Sm90Operand oa = sm90_a(g, a), ob = sm90_b(g, b);
   const FamilyChoice fc = choose_family(FamilyQuery{d.major, g.dtype, oa, ob, g.shape.mode, g.shape.k > 0, d.sm90,
-                                                    d.sm80, at::globalContext().allowTF32CuBLAS(), forced_arch(),
-                                                    experimental()});
+                                                    d.sm80, at::globalContext().allowTF32CuBLAS(), forced_arch()});
   const bool grouped = g.shape.mode != GroupMode::kBatched;
   TORCH_CHECK(g.dtype != DType::kInt8 || fc.family == GemmFamily::kSm80,
               "gemm.mm: int8 inputs run on the tensor cores of sm_80+ GPUs only (", fc.reason, ")");
@@ -135,9 +133,8 @@ void run_gemm(const GemmArgs& g, const at::Tensor& a, const at::Tensor& b) {
     const HeuristicExtents e = heuristic_extents(g);
     const Sm90ConfigId config = choose_sm90_config(e.m, e.n, g.shape.k, g.batch, d.sms,
                                                    env_lower("CUTORCH_GEMM_SM90_CONFIG"));
-    // Split-K for one dense problem whose tiles leave SMs idle (opt-in until the GPU suite has
-    // run it; explain() mirrors this rule).
-    const Sm90Split split = experimental() && g.shape.mode == GroupMode::kBatched && g.batch == 1
+    // Split-K for one dense problem whose tiles leave SMs idle (explain() mirrors this rule).
+    const Sm90Split split = g.shape.mode == GroupMode::kBatched && g.batch == 1
                                 ? choose_sm90_split(config, g.shape.m, g.shape.n, g.shape.k, d.sms)
                                 : Sm90Split{1, 0};
     at::Tensor ws;

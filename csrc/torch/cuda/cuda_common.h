@@ -37,12 +37,9 @@ struct DeviceInfo {
 const DeviceInfo& device_info();
 
 // Environment overrides, read at every call so tests can force a path: the lower-cased value of
-// `name`; CUTORCH_GEMM_ARCH; CUTORCH_GEMM_EXPERIMENTAL=1.
-// NOTE: kernels written but not yet run by the GPU suite are opt-in (experimental()) until a GPU
-// run has checked them; the default path for the same call is a verified one.
+// `name`; CUTORCH_GEMM_ARCH.
 std::string env_lower(const char* name);
 std::string forced_arch();
-bool experimental();
 
 bool aligned16(const at::Tensor& t);
 

@@ -1,5 +1,5 @@
-// grouped_gemm on CUDA: one persistent pointer-array launch on sm90 (opt-in), else one launch per
-// problem.
+// grouped_gemm on CUDA: one persistent pointer-array launch on sm90 when the problems are small,
+// else one launch per problem.
 #include <algorithm>
 
 #include "cuda_common.h"
@@ -7,9 +7,9 @@
 namespace cutorch_gemm::binding {
 namespace {
 
-// grouped_gemm as one persistent pointer-array launch on sm90 (opt-in until the GPU suite has
-// run it): fp16/bf16, every problem with K > 0 on the sm90 family's terms with a K-major a, and
-// one b majorness for all. The host encodes every problem's tensor maps and tile counts into a
+// grouped_gemm as one persistent pointer-array launch on sm90: fp16/bf16, problems that on
+// average do not fill the GPU (sm90_ptr_array_pays), every problem with K > 0 on the sm90
+// family's terms with a K-major a, and one b majorness for all. The host encodes every problem's tensor maps and tile counts into a
 // pinned blob, copies it to the device on the stream, and one kernel walks the tiles of all
 // problems. Nothing (no value) when the call does not qualify: the caller runs one launch per
 // problem. explain() mirrors this rule.
@@ -18,10 +18,13 @@ std::optional<std::vector<at::Tensor>> grouped_gemm_sm90_ptr(const std::vector<a
                                                             const std::optional<std::vector<at::Tensor>>& bias,
                                                             Activation act, at::ScalarType out_t) {
   const at::ScalarType dt = a[0].scalar_type();
-  if (!experimental() || a.size() < 2 || (dt != at::kHalf && dt != at::kBFloat16)) return std::nullopt;
+  if (a.size() < 2 || (dt != at::kHalf && dt != at::kBFloat16)) return std::nullopt;
   const c10::cuda::CUDAGuard guard(a[0].device());
   const DeviceInfo& dev = device_info();
   const int count = int(a.size());
+  std::vector<int64_t> ms(count), ns(count);
+  for (int i = 0; i < count; ++i) ms[i] = a[i].size(0), ns[i] = b[i].size(1);
+  if (!sm90_ptr_array_pays(ms.data(), ns.data(), count, dev.sms)) return std::nullopt;
   std::vector<GemmArgs> args(count);
   std::vector<at::Tensor> outs(count), biases(count);
   int b_mn = -1;
@@ -47,7 +50,7 @@ std::optional<std::vector<at::Tensor>> grouped_gemm_sm90_ptr(const std::vector<a
     if (k == 0 || m == 0 || n == 0) continue;  // no loads: no tensor maps needed
     const Sm90Operand oa = sm90_a(g, a[i]), ob = sm90_b(g, b[i]);
     const FamilyChoice fc = choose_family(FamilyQuery{dev.major, g.dtype, oa, ob, GroupMode::kBatched, true, dev.sm90,
-                                                      dev.sm80, false, forced_arch(), true});
+                                                      dev.sm80, false, forced_arch()});
     if (fc.family != GemmFamily::kSm90 || oa.mn_major) return std::nullopt;
     if (b_mn >= 0 && b_mn != int(ob.mn_major)) return std::nullopt;
     b_mn = int(ob.mn_major);
@@ -87,7 +90,7 @@ std::vector<at::Tensor> grouped_gemm_cuda(const std::vector<at::Tensor>& a, cons
     const at::ScalarType out_t = check_out_dtype("gemm.grouped_gemm", a[0].scalar_type(), out_dtype);
     if (auto outs = grouped_gemm_sm90_ptr(a, b, bias, act, out_t)) return *outs;
   }
-  // One launch per problem (the default until the pointer-array kernel has run on a GPU).
+  // One launch per problem (problems that fill the GPU, or calls the pointer-array kernel refuses).
   return grouped_gemm_by_problem(a, b, bias, std::string(activation), out_dtype,
                                  [&](const at::Tensor& ai, const at::Tensor& bi, const std::optional<at::Tensor>& biasi) {
                                    return gemm_cuda(ai, bi, biasi, std::nullopt, 1.0, 0.0, activation, out_dtype);

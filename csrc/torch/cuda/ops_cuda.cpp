@@ -100,18 +100,18 @@ GroupedLaunch grouped_launch(const GroupedSpec& s, const at::Tensor& a, const at
   return l;
 }
 
-// grouped_mm's SwiGLU fused into the sm90 kernel's epilogue (opt-in until the GPU suite has run
-// it): fp16/bf16, a K-major, the sm90 family's rules otherwise. False: not taken, nothing ran.
+// grouped_mm's SwiGLU fused into the sm90 kernel's epilogue: fp16/bf16, a K-major, the sm90
+// family's rules otherwise. False: not taken, nothing ran.
 // explain() mirrors this rule.
 bool sm90_swiglu_ran(const GroupedSpec& s, const at::Tensor& a, const at::Tensor& b, const at::Tensor& d,
                      const std::optional<at::Tensor>& offs, const std::optional<at::Tensor>& bias) {
-  if (!experimental() || (a.scalar_type() != at::kHalf && a.scalar_type() != at::kBFloat16)) return false;
+  if (a.scalar_type() != at::kHalf && a.scalar_type() != at::kBFloat16) return false;
   if (s.groups == 0 || s.m == 0 || s.n == 0) return false;
   const GroupedLaunch l = grouped_launch(s, a, b, d, offs, bias);
   const DeviceInfo& dev = device_info();
   const Sm90Operand oa = sm90_a(l.g, a), ob = sm90_b(l.g, b);
   const FamilyChoice fc = choose_family(FamilyQuery{dev.major, l.g.dtype, oa, ob, s.mode, s.k > 0, dev.sm90, dev.sm80,
-                                                    at::globalContext().allowTF32CuBLAS(), forced_arch(), true});
+                                                    at::globalContext().allowTF32CuBLAS(), forced_arch()});
   if (fc.family != GemmFamily::kSm90 || oa.mn_major) return false;
   const HeuristicExtents e = heuristic_extents(l.g);
   const Sm90ConfigId config = choose_sm90_config(e.m, e.n, l.g.shape.k, l.g.batch, dev.sms,

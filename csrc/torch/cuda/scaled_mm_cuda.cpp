@@ -1,4 +1,4 @@
-// scaled_mm on CUDA: the sm90 8-bit wgmma kernels (opt-in) for K-major operands, else exact bf16
+// scaled_mm on CUDA: the sm90 8-bit wgmma kernels for K-major operands, else exact bf16
 // upcasts through our GEMM with the scales applied in fp32.
 #include "cuda_common.h"
 
@@ -27,8 +27,6 @@ std::string scaled_mm_sm90_refusal(const at::Tensor& a, const at::Tensor& b, con
   const std::string forced = forced_arch();
   if (forced == "simt" || forced == "sm80") return "CUTORCH_GEMM_ARCH=" + forced;
   if (!d.sm90) return "no sm_90a kernels for this GPU";
-  if (!experimental()) return "the sm90 8-bit kernels are opt-in until the GPU suite has run them "
-                              "(CUTORCH_GEMM_EXPERIMENTAL=1)";
   if (s.m == 0 || s.n == 0 || s.k == 0) return "an empty extent";
   const Sm90Operand oa = sm90_operand(stride_of(a, 1), a_sm, 0, aligned16(a), 1);
   const Sm90Operand ob = sm90_operand(stride_of(b, 0), b_sn, 0, aligned16(b), 1);

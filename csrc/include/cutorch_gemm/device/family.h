@@ -37,7 +37,6 @@ struct FamilyQuery {
   bool sm80_built;    // this build has sm_80-family code the device runs
   bool tf32_allowed;  // PyTorch's float32 matmul precision allows tf32
   std::string forced; // CUTORCH_GEMM_ARCH: "", "auto", "simt", "sm80", "sm90"
-  bool sm90_tf32 = false;  // the sm90 tf32 kernels are enabled (opt-in until the GPU suite runs them)
 };
 
 // Why the Hopper kernels cannot take a call ("" when they can).
@@ -45,8 +44,6 @@ inline std::string sm90_refusal(const FamilyQuery& q) {
   if (q.sm_major != 9) return "not an sm_90 GPU";
   if (!q.sm90_built) return "this build has no sm_90a code (TORCH_CUDA_ARCH_LIST)";
   const bool tf32 = q.dtype == DType::kFloat32;
-  if (tf32 && !q.sm90_tf32) return "the sm90 tf32 kernels are opt-in until the GPU suite has run them "
-                                   "(CUTORCH_GEMM_EXPERIMENTAL=1)";
   if (q.dtype != DType::kFloat16 && q.dtype != DType::kBFloat16 && !tf32)
     return "the sm90 kernels take fp16/bf16 (and tf32)";
   if (!q.k_positive) return "K = 0: nothing to multiply";

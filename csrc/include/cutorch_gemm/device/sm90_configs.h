@@ -94,8 +94,11 @@ inline Sm90ConfigId choose_sm90_config(int m, int n, int k, int problems, int nu
 // Split-K for one dense problem whose tiles leave SMs idle (small M: decode shapes): K is cut
 // into `splits` ranges of `k_chunk` (a multiple of the K slice), every (tile, range) is one work
 // item of the persistent grid, the fp32 partials are summed in split order by a second kernel
-// that applies the epilogue (deterministic). None (splits 1) when the tiles fill half the GPU,
-// when a range would be under 4 K slices, or when the partials would pass 64 MB.
+// that applies the epilogue (deterministic). None (splits 1) when the tiles fill a quarter of the
+// GPU, when a range would be under 4 K slices, or when the partials would pass 64 MB.
+// Measured on an H100 (bench small_m, vs the same kernel unsplit): 16x4096x4096 (16 tiles, 8
+// splits) 0.65x -> 0.80x cuBLAS; 128x8192x8192 (64 tiles, 2 splits) 0.88x -> 0.80x: two splits
+// do not pay for writing and re-reading the fp32 partials.
 struct Sm90Split {
   int splits;
   int k_chunk;
@@ -105,7 +108,7 @@ inline Sm90Split choose_sm90_split(Sm90ConfigId config, int m, int n, int k, int
   const int block_m = config == Sm90ConfigId::kCoop128x256 ? 128 : 64;
   const int block_k = 64;  // 16-bit K slice
   const long long tiles = (long long)((m + block_m - 1) / block_m) * ((n + 255) / 256);
-  if (tiles <= 0 || tiles * 2 > num_sms) return {1, 0};
+  if (tiles <= 0 || tiles * 4 > num_sms) return {1, 0};
   int splits = int(num_sms / tiles);
   const int max_by_k = k / (4 * block_k);
   if (splits > max_by_k) splits = max_by_k;
@@ -115,6 +118,16 @@ inline Sm90Split choose_sm90_split(Sm90ConfigId config, int m, int n, int k, int
   const int per = (k + splits - 1) / splits;
   const int chunk = (per + block_k - 1) / block_k * block_k;
   return {(k + chunk - 1) / chunk, chunk};
+}
+
+// Whether grouped_gemm's problems run faster as one pointer-array launch than as one launch each:
+// when on average a problem's 128x256 tiles do not fill the SMs. Measured on an H100
+// (benchmarks/bench_grouped.py --quick): 128 small problems (qwen3-30b-a3b experts) 2.7x faster
+// as one launch; 8 Mixtral-sized ones (hundreds of tiles each) 8% slower.
+inline bool sm90_ptr_array_pays(const int64_t* m, const int64_t* n, int count, int num_sms) {
+  long long tiles = 0;
+  for (int i = 0; i < count; ++i) tiles += ((m[i] + 127) / 128) * ((n[i] + 255) / 256);
+  return tiles < (long long)count * num_sms;
 }
 
 // How the Hopper kernels can read one operand (TMA + wgmma): its reduction dimension
