@@ -186,7 +186,9 @@ def explain(op: str, *args, **kwargs) -> Explanation:
         return _explain_grouped_gemm(e, args, kwargs)
     if op == "grouped_mm" and kwargs.get("activation") == "swiglu":
         a = args[0]
-        fused = (e.kernel == "sm90" and _layout(a) == "row"
+        b = args[1]
+        up_aligned = "b MN-major" not in e.reason or (b.shape[-1] // 2 * b.element_size()) % 16 == 0
+        fused = (e.kernel == "sm90" and _layout(a) == "row" and up_aligned
                  and a.dtype in (torch.float16, torch.bfloat16))  # the binding's sm90_swiglu_ran
         if fused:
             e.splits = 1  # the SwiGLU variant never splits K
@@ -195,7 +197,9 @@ def explain(op: str, *args, **kwargs) -> Explanation:
                          "columns, D gets silu(gate) * up")
         else:
             e.reason += ("; swiglu unfused: the GEMM writes z = a @ b + bias (full width) in the accumulator "
-                         "dtype, then silu(gate) * up runs as a separate element-wise pass")
+                         "dtype, then silu(gate) * up runs as a separate element-wise pass"
+                         + ("" if up_aligned else " (b MN-major with N/2 columns not 16-byte aligned: the up "
+                            "half's TMA boxes cannot start there)"))
     return e
 
 

@@ -229,10 +229,12 @@ def test_scaled_mm_grads_of_scales_and_bias(device, scales):
     # them in fp32, which cancel): the same run on |values|.
     abs_leaves = [t.detach().cpu().double().abs().requires_grad_(True) for t in (sa, sb, bias)]
     sizes = torch.autograd.grad(reference(prod.abs(), *abs_leaves), abs_leaves, g.cpu().double().abs())
+    # The backward recomputes a @ b with scaled_mm: on Hopper, the 8-bit tensor core's accumulation.
+    per_term = 4e-6 + (TC8_ACCUM if uses_8bit_wgmma(a, b, sa, sb, bias, torch.float32) else 0.0)
     for name, x, r, z in zip(("scale_a", "scale_b", "bias"), got, want, sizes):
         assert x.shape == r.shape, f"{name}: grad shape {tuple(x.shape)} != {tuple(r.shape)}"
         err = float((x.cpu().double() - r).norm())
-        assert err <= 1e-5 * float(r.norm()) + 4e-6 * float(z.norm()), \
+        assert err <= 1e-5 * float(r.norm()) + per_term * float(z.norm()), \
             f"{name}: grad rel err {err / float(r.norm()):.2e} (term sizes {float(z.norm()):.2e})"
 
 

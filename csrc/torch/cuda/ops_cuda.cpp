@@ -100,8 +100,8 @@ GroupedLaunch grouped_launch(const GroupedSpec& s, const at::Tensor& a, const at
   return l;
 }
 
-// grouped_mm's SwiGLU fused into the sm90 kernel's epilogue: fp16/bf16, a K-major, the sm90
-// family's rules otherwise. False: not taken, nothing ran.
+// grouped_mm's SwiGLU fused into the sm90 kernel's epilogue: fp16/bf16, a K-major, an MN-major
+// b's up half 16-byte aligned, the sm90 family's rules otherwise. False: not taken, nothing ran.
 // explain() mirrors this rule.
 bool sm90_swiglu_ran(const GroupedSpec& s, const at::Tensor& a, const at::Tensor& b, const at::Tensor& d,
                      const std::optional<at::Tensor>& offs, const std::optional<at::Tensor>& bias) {
@@ -113,6 +113,10 @@ bool sm90_swiglu_ran(const GroupedSpec& s, const at::Tensor& a, const at::Tensor
   const FamilyChoice fc = choose_family(FamilyQuery{dev.major, l.g.dtype, oa, ob, s.mode, s.k > 0, dev.sm90, dev.sm80,
                                                     at::globalContext().allowTF32CuBLAS(), forced_arch()});
   if (fc.family != GemmFamily::kSm90 || oa.mn_major) return false;
+  // NOTE: the up half's TMA boxes start at column F of b. In an MN-major b that is the contiguous
+  // dimension, where a box must start on a 16-byte boundary: F = 20 in bf16 faulted (illegal
+  // instruction, H100).
+  if (ob.mn_major && (b.size(-1) / 2 * b.element_size()) % 16 != 0) return false;
   const HeuristicExtents e = heuristic_extents(l.g);
   const Sm90ConfigId config = choose_sm90_config(e.m, e.n, l.g.shape.k, l.g.batch, dev.sms,
                                                  env_lower("CUTORCH_GEMM_SM90_CONFIG"));
