@@ -154,6 +154,7 @@ class Case:
     ours: Callable
     ref: Callable
     out_dtype: torch.dtype
+    bound: Optional[float] = None  # the rel_err bound when not REL_BOUND[out_dtype]
 
 
 class _Maker:
@@ -366,10 +367,13 @@ def _cases_scaled_mm(m: _Maker) -> List[Case]:
 
         def ref(a=a, b=b, sa=sa, sb=sb, bias=bias):
             return (_d(a) @ _d(b)) * _d(sa) * _d(sb) + _d(bias)
+        # Hopper's 8-bit wgmma adds each 128-K block with fewer bits than fp32 (~1e-4 of max |D|
+        # measured, as torch._scaled_mm): fp32 outputs get the bound of that, not of fp32.
+        wgmma8 = m.device != "cpu" and "8-bit wgmma" in cg.explain("scaled_mm", a, b, sa, sb, bias=bias).reason
         cases.append(Case(f"{M}x{N}x{K} {str(fa)[12:]}x{str(fb)[12:]} {'rowwise' if rows else 'tensorwise'} bias",
                           lambda a=a, b=b, sa=sa, sb=sb, bias=bias: cg.scaled_mm(a, b, sa, sb, bias=bias,
                                                                                  out_dtype=m.dtype),
-                          ref, m.dtype))
+                          ref, m.dtype, bound=max(REL_BOUND[m.dtype], 1e-3) if wgmma8 else None))
     return cases
 
 
@@ -377,13 +381,15 @@ CHECKS = {"mm": _cases_mm, "gemm": _cases_gemm, "bmm": _cases_bmm,
           "grouped_mm": _cases_grouped_mm, "grouped_gemm": _cases_grouped_gemm, "scaled_mm": _cases_scaled_mm}
 
 
-def _compare(out, ref, out_dtype: torch.dtype) -> Optional[str]:
-    """None when ``out`` matches the float64 ``ref``; else what is wrong."""
+def _compare(out, ref, out_dtype: torch.dtype, bound: Optional[float] = None) -> Optional[str]:
+    """None when ``out`` matches the float64 ``ref`` within ``bound`` (default REL_BOUND); else
+    what is wrong."""
+    bound = REL_BOUND[out_dtype] if bound is None else bound
     if isinstance(ref, list):
         if not isinstance(out, (list, tuple)) or len(out) != len(ref):
             return f"expected a list of {len(ref)} tensors, got {type(out).__name__}"
         for i, (o, r) in enumerate(zip(out, ref)):
-            problem = _compare(o, r, out_dtype)
+            problem = _compare(o, r, out_dtype, bound)
             if problem:
                 return f"[{i}] {problem}"
         return None
@@ -402,8 +408,8 @@ def _compare(out, ref, out_dtype: torch.dtype) -> Optional[str]:
     diff = torch.linalg.vector_norm(out.double() - ref)
     scale = torch.linalg.vector_norm(ref)
     err = float(diff / scale) if float(scale) > 0 else float(diff)
-    if not err <= REL_BOUND[out_dtype]:
-        return f"rel_err {err:.2e} > {REL_BOUND[out_dtype]:.0e}"
+    if not err <= bound:
+        return f"rel_err {err:.2e} > {bound:.0e}"
     return None
 
 
@@ -449,7 +455,7 @@ def cmd_check(args: argparse.Namespace) -> int:
                         out = case.ours()
                         if device.startswith("cuda"):
                             torch.cuda.synchronize()   # a launch error belongs to this case
-                        problem = _compare(out, case.ref(), case.out_dtype)
+                        problem = _compare(out, case.ref(), case.out_dtype, case.bound)
                     except Exception as exc:
                         first = str(exc).splitlines()[0] if str(exc) else ""
                         problem = f"{type(exc).__name__}: {first}"

@@ -214,9 +214,11 @@ def _bounds(offs: torch.Tensor):
 def ref_grouped_mm(a, b, offs=None, bias=None, activation="none"):
     """torch._grouped_mm semantics in float64 (see cutorch_gemm.ops.grouped_mm)."""
     out = _ref_grouped_mm(a, b, offs, bias, activation)
+    sizes = _ref_grouped_mm(a.detach().abs(), b.detach().abs(), offs, None if bias is None else bias.detach().abs(),
+                            "none")
     if activation == "none":
-        return out
-    return _with_pre(out, _ref_grouped_mm(a, b, offs, bias, "none"))
+        return _with_sizes(out, sizes)
+    return _with_sizes(_with_pre(out, _ref_grouped_mm(a, b, offs, bias, "none")), sizes)
 
 
 def _ref_grouped_mm(a, b, offs, bias, activation):
