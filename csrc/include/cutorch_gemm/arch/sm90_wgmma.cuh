@@ -39,10 +39,12 @@ CG_DEVICE void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n
 template <int kPending>
 CG_DEVICE void wgmma_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(kPending) : "memory"); }
 
-// Keeps the compiler from moving accumulator reads/writes across wgmma boundaries.
-CG_DEVICE void fence_accumulators(float (&d)[128]) {
+// Keeps the compiler from moving accumulator reads/writes across wgmma boundaries (a 64x256
+// fragment: 128 registers; a 64x128 one: 64).
+template <int kRegs>
+CG_DEVICE void fence_accumulators(float (&d)[kRegs]) {
 #pragma unroll
-  for (int i = 0; i < 128; ++i) asm volatile("" : "+f"(d[i])::"memory");
+  for (int i = 0; i < kRegs; ++i) asm volatile("" : "+f"(d[i])::"memory");
 }
 
 // The 128 fp32 accumulator registers of a 64x256 wgmma tile: their PTX list and the asm
@@ -104,10 +106,6 @@ CG_WGMMA_M64N256_KMAJOR(wgmma_m64n256k8_tf32, "m64n256k8", "tf32", "tf32")
 // k-block's products into a fresh half tile and then into the fp32 accumulator (see
 // Sm90MmaF8::kPromote); the registers of an m64n128 fragment are the first (columns 0-127) or
 // last (128-255) 64 of the m64n256 fragment.
-CG_DEVICE void fence_accumulators(float (&d)[64]) {
-#pragma unroll
-  for (int i = 0; i < 64; ++i) asm volatile("" : "+f"(d[i])::"memory");
-}
 #define CG_WGMMA_D64_REGS "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}"
 #define CG_WGMMA_D64_OPERANDS(d) \
     "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), \
