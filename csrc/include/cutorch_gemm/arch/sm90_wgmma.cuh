@@ -84,28 +84,8 @@ CG_DEVICE void fence_accumulators(float (&d)[kRegs]) {
 CG_WGMMA_M64N256K16(wgmma_m64n256k16_bf16, "bf16")
 CG_WGMMA_M64N256K16(wgmma_m64n256k16_f16, "f16")
 
-// D[64x256] (+)= A[64xK] * B[Kx256] for the types without transpose bits, fp32 accumulate:
-// 8-bit floats (e4m3 / e5m2, each operand its own kind; K = 32) and tf32 (fp32 containers whose
-// low 13 mantissa bits wgmma ignores; K = 8). NOTE: both tiles must be K-major.
-#define CG_WGMMA_M64N256_KMAJOR(NAME, SHAPE, A_TYPE, B_TYPE)                                    \
-  CG_DEVICE void NAME(float (&d)[128], uint64_t desc_a, uint64_t desc_b, int scale_d) {        \
-    asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %130, 0;\n"                             \
-                 " wgmma.mma_async.sync.aligned." SHAPE ".f32." A_TYPE "." B_TYPE " "           \
-                 CG_WGMMA_D128_REGS ", %128, %129, p, 1, 1;\n}\n"                             \
-                 : CG_WGMMA_D128_OPERANDS(d)                                                    \
-                 : "l"(desc_a), "l"(desc_b), "r"(scale_d));                                     \
-  }
-
-CG_WGMMA_M64N256_KMAJOR(wgmma_m64n256k32_e4m3_e4m3, "m64n256k32", "e4m3", "e4m3")
-CG_WGMMA_M64N256_KMAJOR(wgmma_m64n256k32_e4m3_e5m2, "m64n256k32", "e4m3", "e5m2")
-CG_WGMMA_M64N256_KMAJOR(wgmma_m64n256k32_e5m2_e4m3, "m64n256k32", "e5m2", "e4m3")
-CG_WGMMA_M64N256_KMAJOR(wgmma_m64n256k32_e5m2_e5m2, "m64n256k32", "e5m2", "e5m2")
-CG_WGMMA_M64N256_KMAJOR(wgmma_m64n256k8_tf32, "m64n256k8", "tf32", "tf32")
-
-// Half of that tile: D[64x128], 64 accumulator registers per thread. The 8-bit kernel adds each
-// k-block's products into a fresh half tile and then into the fp32 accumulator (see
-// Sm90MmaF8::kPromote); the registers of an m64n128 fragment are the first (columns 0-127) or
-// last (128-255) 64 of the m64n256 fragment.
+// The 64 registers of a 64x128 fragment: the first (columns 0-127) or last (128-255) 64 of the
+// 64x256 one.
 #define CG_WGMMA_D64_REGS "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}"
 #define CG_WGMMA_D64_OPERANDS(d) \
     "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), \
@@ -117,18 +97,29 @@ CG_WGMMA_M64N256_KMAJOR(wgmma_m64n256k8_tf32, "m64n256k8", "tf32", "tf32")
     "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), \
     "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
 
-#define CG_WGMMA_M64N128_KMAJOR(NAME, SHAPE, A_TYPE, B_TYPE)                                    \
-  CG_DEVICE void NAME(float (&d)[64], uint64_t desc_a, uint64_t desc_b, int scale_d) {         \
-    asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %66, 0;\n"                              \
+// D[64xN] (+)= A[64xK] * B[KxN] for the types without transpose bits, fp32 accumulate, both tiles
+// K-major: tf32 (fp32 containers whose low 13 mantissa bits wgmma ignores; m64n256k8) and 8-bit
+// floats (e4m3 / e5m2, each operand its own kind; m64n128k32: the 8-bit kernel adds each
+// k-block's products into a fresh half tile and then into the fp32 accumulator, see
+// Sm90MmaF8::kPromote). REGS / OPERANDS: the fragment's lists; I_A, I_B, I_S: the asm operand
+// numbers of desc_a, desc_b and scale_d (the fragment's size, +1, +2).
+#define CG_WGMMA_KMAJOR(NAME, SHAPE, A_TYPE, B_TYPE, NREGS, REGS, OPERANDS, I_A, I_B, I_S)        \
+  CG_DEVICE void NAME(float (&d)[NREGS], uint64_t desc_a, uint64_t desc_b, int scale_d) {      \
+    asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %" I_S ", 0;\n"                         \
                  " wgmma.mma_async.sync.aligned." SHAPE ".f32." A_TYPE "." B_TYPE " "           \
-                 CG_WGMMA_D64_REGS ", %64, %65, p, 1, 1;\n}\n"                               \
-                 : CG_WGMMA_D64_OPERANDS(d)                                                     \
+                 REGS ", %" I_A ", %" I_B ", p, 1, 1;\n}\n"                                   \
+                 : OPERANDS(d)                                                                  \
                  : "l"(desc_a), "l"(desc_b), "r"(scale_d));                                     \
   }
+#define CG_WGMMA_N256_KMAJOR(NAME, SHAPE, A, B) \
+  CG_WGMMA_KMAJOR(NAME, SHAPE, A, B, 128, CG_WGMMA_D128_REGS, CG_WGMMA_D128_OPERANDS, "128", "129", "130")
+#define CG_WGMMA_N128_KMAJOR(NAME, SHAPE, A, B) \
+  CG_WGMMA_KMAJOR(NAME, SHAPE, A, B, 64, CG_WGMMA_D64_REGS, CG_WGMMA_D64_OPERANDS, "64", "65", "66")
 
-CG_WGMMA_M64N128_KMAJOR(wgmma_m64n128k32_e4m3_e4m3, "m64n128k32", "e4m3", "e4m3")
-CG_WGMMA_M64N128_KMAJOR(wgmma_m64n128k32_e4m3_e5m2, "m64n128k32", "e4m3", "e5m2")
-CG_WGMMA_M64N128_KMAJOR(wgmma_m64n128k32_e5m2_e4m3, "m64n128k32", "e5m2", "e4m3")
-CG_WGMMA_M64N128_KMAJOR(wgmma_m64n128k32_e5m2_e5m2, "m64n128k32", "e5m2", "e5m2")
+CG_WGMMA_N256_KMAJOR(wgmma_m64n256k8_tf32, "m64n256k8", "tf32", "tf32")
+CG_WGMMA_N128_KMAJOR(wgmma_m64n128k32_e4m3_e4m3, "m64n128k32", "e4m3", "e4m3")
+CG_WGMMA_N128_KMAJOR(wgmma_m64n128k32_e4m3_e5m2, "m64n128k32", "e4m3", "e5m2")
+CG_WGMMA_N128_KMAJOR(wgmma_m64n128k32_e5m2_e4m3, "m64n128k32", "e5m2", "e4m3")
+CG_WGMMA_N128_KMAJOR(wgmma_m64n128k32_e5m2_e5m2, "m64n128k32", "e5m2", "e5m2")
 
 }  // namespace cutorch_gemm::sm90

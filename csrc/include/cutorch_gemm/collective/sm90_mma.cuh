@@ -34,8 +34,9 @@ struct Sm90Mma16 {
   }
 };
 
-// e4m3 / e5m2 (each operand its own kind): m64n256k32, both tiles K-major; the epilogue is
-// scaled_mm's (GemmArgs::scale_a / scale_b, fp32 bias).
+// e4m3 / e5m2 (each operand its own kind): two m64n128k32 chains per k-block (mma_half, no
+// chained m64n256 form: see kPromote), both tiles K-major; the epilogue is scaled_mm's
+// (GemmArgs::scale_a / scale_b, fp32 bias).
 template <Fp8Kind kA, Fp8Kind kB>
 struct Sm90MmaF8 {
   using Element = uint8_t;  // raw bytes: TMA moves them, wgmma interprets them
@@ -59,19 +60,6 @@ struct Sm90MmaF8 {
       sm90::wgmma_m64n128k32_e5m2_e4m3(d, desc_a, desc_b, scale_d);
     } else {
       sm90::wgmma_m64n128k32_e5m2_e5m2(d, desc_a, desc_b, scale_d);
-    }
-  }
-  template <bool kAMn, bool kBMn>
-  static CG_DEVICE void mma(float (&d)[128], uint64_t desc_a, uint64_t desc_b, int scale_d) {
-    static_assert(!kAMn && !kBMn, "8-bit wgmma has no transpose bits: both tiles must be K-major");
-    if constexpr (kA == Fp8Kind::kE4M3 && kB == Fp8Kind::kE4M3) {
-      sm90::wgmma_m64n256k32_e4m3_e4m3(d, desc_a, desc_b, scale_d);
-    } else if constexpr (kA == Fp8Kind::kE4M3) {
-      sm90::wgmma_m64n256k32_e4m3_e5m2(d, desc_a, desc_b, scale_d);
-    } else if constexpr (kB == Fp8Kind::kE4M3) {
-      sm90::wgmma_m64n256k32_e5m2_e4m3(d, desc_a, desc_b, scale_d);
-    } else {
-      sm90::wgmma_m64n256k32_e5m2_e5m2(d, desc_a, desc_b, scale_d);
     }
   }
 };

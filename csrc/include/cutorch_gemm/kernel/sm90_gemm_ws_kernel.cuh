@@ -268,20 +268,19 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
             for (int r = 0; r < 64; ++r) acc[64 * h + r] = kb > 0 ? acc[64 * h + r] + part[r] : part[r];
           }
           pipe.consumer_release(st);  // both halves are done with the stage
-          st.advance();
-          continue;
-        }
-        sm90::fence_accumulators(acc);
-        sm90::wgmma_fence();
+        } else {
+          sm90::fence_accumulators(acc);
+          sm90::wgmma_fence();
 #pragma unroll
-        for (int kk = 0; kk < Cfg::kBlockK / Mma::kInstrK; ++kk) {
-          Mma::template mma<kAMn, kBMn>(acc, da + kStepA * kk, db + kStepB * kk, (kb > 0 || kk > 0) ? 1 : 0);
+          for (int kk = 0; kk < Cfg::kBlockK / Mma::kInstrK; ++kk) {
+            Mma::template mma<kAMn, kBMn>(acc, da + kStepA * kk, db + kStepB * kk, (kb > 0 || kk > 0) ? 1 : 0);
+          }
+          sm90::wgmma_commit();
+          sm90::fence_accumulators(acc);
+          sm90::wgmma_wait<1>();  // the previous k-slice's wgmma is done: release its stage
+          if (kb > 0) pipe.consumer_release(prev);
+          prev = st;
         }
-        sm90::wgmma_commit();
-        sm90::fence_accumulators(acc);
-        sm90::wgmma_wait<1>();  // the previous k-slice's wgmma is done: release its stage
-        if (kb > 0) pipe.consumer_release(prev);
-        prev = st;
         st.advance();
       }
       if (Cfg::kPingpong && tid_in_wg == 0) sm90::mbarrier_arrive(&s.order[consumer]);
