@@ -10,6 +10,7 @@
 #include "cutorch_gemm/device/sm80_gemm.h"
 #include "cutorch_gemm/kernel/simt_gemm_kernel.cuh"  // splitk_reduce_kernel (shared by both families)
 #include "cutorch_gemm/kernel/sm80_gemm_kernel.cuh"
+#include "cutorch_gemm/device/launch_util.h"
 
 namespace cutorch_gemm {
 
@@ -30,7 +31,7 @@ cudaError_t launch_sm80(const GemmArgs& args, const Sm80Plan& plan, void* worksp
   const int smem = sm80_smem_bytes(Cfg::kId);
   constexpr int kMaxGridZ = 65535;  // larger batches are launched in chunks
   const auto launch = [&](auto kernel) {
-    cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+    cudaError_t e = ensure_dynamic_smem(reinterpret_cast<const void*>(kernel), smem);
     if (e != cudaSuccess) return e;
     for (int z0 = 0; z0 < args.batch; z0 += kMaxGridZ) {
       p.z_base = z0;

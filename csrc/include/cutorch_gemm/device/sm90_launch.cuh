@@ -8,6 +8,7 @@
 #include "cutorch_gemm/device/sm90_gemm.h"
 #include "cutorch_gemm/device/sm90_tma_desc.h"
 #include "cutorch_gemm/kernel/sm90_gemm_ws_kernel.cuh"
+#include "cutorch_gemm/device/launch_util.h"
 
 namespace cutorch_gemm {
 
@@ -62,7 +63,7 @@ cudaError_t launch_sm90(const GemmArgs& args, int num_sms, cudaStream_t stream) 
   // aligned (row-major, even row / batch strides, aligned base; grouped-N columns start at
   // arbitrary offsets, so that mode keeps the staged path).
   const size_t pair_bytes = args.out_f32 ? 8 : 2 * sizeof(T);
-  // CUTORCH_GEMM_SM90_EPILOGUE=staged|direct forces a slower epilogue path (tests run all three).
+  // CUTORCH_GEMM_SM90_EPILOGUE=staged|direct|fused forces a slower epilogue path (tests run them all).
   const char* forced_epi = std::getenv("CUTORCH_GEMM_SM90_EPILOGUE");
   const std::string epi = forced_epi ? forced_epi : "";
   const bool plain = args.act == Activation::kNone && args.c == nullptr;  // always, for scaled launches
@@ -74,15 +75,20 @@ cudaError_t launch_sm90(const GemmArgs& args, int num_sms, cudaStream_t stream) 
   CUtensorMap tma_d{};
   const uint64_t out_bytes = args.out_f32 ? 4 : sizeof(T);
   p.d_3d = stacked && (s.mode == GroupMode::kBatched || s.mode == GroupMode::kGroupedK);
-  // The fused TMA path (activation or C) needs two staging buffers (cooperative config).
-  const bool fused = !plain && d_rows && Cfg::kEpiBuffers >= 2 && epi.empty();
-  if (!kSwiGlu && ((p.direct_epilogue && epi != "direct") || fused)) {  // SwiGLU stores from registers
+  // Bias + activation into a 16-bit D (no C): the TMA store with the activation from registers.
+  // CUTORCH_GEMM_SM90_EPILOGUE=fused sends it through the fp32-scratch path instead (tests).
+  const bool act_regs = !plain && args.c == nullptr && !args.out_f32 && d_rows && epi.empty();
+  // The fused TMA path (C, or an fp32 D with an activation) needs two staging buffers
+  // (cooperative config).
+  const bool fused = !plain && !act_regs && d_rows && Cfg::kEpiBuffers >= 2 && (epi.empty() || epi == "fused");
+  if (!kSwiGlu && ((p.direct_epilogue && epi != "direct") || fused || act_regs)) {  // SwiGLU stores from registers
     if (reinterpret_cast<uintptr_t>(args.d) % 16 == 0 && (s.d_sm * out_bytes) % 16 == 0 &&
         (!p.d_3d || (s.d_sb * out_bytes) % 16 == 0)) {
       const CUtensorMapDataType d_type = args.out_f32 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32 : tma_type_of<T>();
       const bool ok = encode_sw128(&tma_d, d_type, args.d, s.m, s.n, uint64_t(s.d_sm), 64,
                                    uint32_t(128 / out_bytes), p.d_3d ? args.batch : 0, uint64_t(s.d_sb), out_bytes);
       p.tma_store = ok && p.direct_epilogue;
+      p.tma_store_act = ok && act_regs;
       p.tma_store_fused = ok && fused;
     }
   }
@@ -95,7 +101,7 @@ cudaError_t launch_sm90(const GemmArgs& args, int num_sms, cudaStream_t stream) 
   static_assert(sizeof(Sm90SharedStorage<Cfg, E>) + 1024 <= 227 * 1024, "shared memory per block (sm_90)");
   const int smem = int(sizeof(Sm90SharedStorage<Cfg, E>)) + 1024;  // + alignment slack
   auto kernel = sm90_gemm_ws_kernel<Cfg, Mma, T, kAMn, kBMn, kSwiGlu>;
-  cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+  cudaError_t err = ensure_dynamic_smem(reinterpret_cast<const void*>(kernel), smem);
   if (err != cudaSuccess) return err;
   kernel<<<int(tiles < num_sms ? tiles : num_sms), Cfg::kThreads, smem, stream>>>(tma_a, tma_b, tma_d, p);
   return cudaGetLastError();
@@ -212,7 +218,7 @@ cudaError_t sm90_ptr_launch(const GemmArgs& common, const void* dev_blob, int co
   static_assert(sizeof(Sm90SharedStorage<Cfg, T>) + 1024 <= 227 * 1024, "shared memory per block (sm_90)");
   const int smem = int(sizeof(Sm90SharedStorage<Cfg, T>)) + 1024;
   auto kernel = sm90_gemm_ws_kernel<Cfg, Mma, T, false, kBMn, false, true>;
-  cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+  cudaError_t err = ensure_dynamic_smem(reinterpret_cast<const void*>(kernel), smem);
   if (err != cudaSuccess) return err;
   const CUtensorMap unused{};
   kernel<<<total_tiles < num_sms ? total_tiles : num_sms, Cfg::kThreads, smem, stream>>>(unused, unused, unused, p);

@@ -66,6 +66,39 @@ CG_HOST_DEVICE Acc apply_activation(Activation act, Acc x) {
   return x;
 }
 
+// The activation as a compile-time choice, for epilogues that apply it from registers (each
+// unrolled copy must be short: 128 per thread per tile). Within a few fp32 ulp of
+// apply_activation, not bit-equal: the tanh form of GELU is rewritten as
+//   0.5 x (1 + tanh(u)) = x / (1 + exp(-2u)),  u = sqrt(2/pi) (x + 0.044715 x^3),
+// and SiLU as x / (1 + exp(-x)), each one exp2 and one fast division on the GPU (the MUFU unit;
+// tanhf and a full-precision division are about 20 instructions each). Both limits stay exact:
+// exp overflowing to +inf gives -0 (x -> -inf gives NaN, as in PyTorch's formula).
+template <Activation kAct>
+CG_HOST_DEVICE float activation_fast(float x) {
+  if constexpr (kAct == Activation::kNone) {
+    return x;
+  } else if constexpr (kAct == Activation::kRelu) {
+    return x < 0.0f ? 0.0f : x;  // NaN stays NaN
+  } else if constexpr (kAct == Activation::kGelu) {
+    return 0.5f * x * (1.0f + detail::erf_(x * 0.70710678118654752440f));
+  } else {
+    // -log2(e) * (2 sqrt(2/pi), 2 sqrt(2/pi) 0.044715) for GELU-tanh; -log2(e) for SiLU.
+    constexpr float kLog2e = 1.44269504088896340736f;
+    float t;
+    if constexpr (kAct == Activation::kGeluTanh) {
+      t = x * fmaf(x * x, -kLog2e * 1.59576912160573071176f * 0.044715f, -kLog2e * 1.59576912160573071176f);
+    } else {
+      static_assert(kAct == Activation::kSilu, "every activation");
+      t = -kLog2e * x;
+    }
+#if defined(__CUDA_ARCH__)
+    return __fdividef(x, 1.0f + exp2f(t));
+#else
+    return x / (1.0f + std::exp2(t));
+#endif
+  }
+}
+
 // The linear-combination-with-bias-and-activation functor. `has_c` is false when C is absent
 // or beta == 0 (BLAS convention: C is then not read, so NaN in C does not propagate).
 template <typename Acc>

@@ -326,6 +326,11 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
         }
         continue;
       }
+      if (p.tma_store_act && tma_rows) {
+        sm90_store_tile_tma_act<Cfg, T>(g, prob, acc, s.epi_slot[consumer].u.out, &tma_d, p.d_3d, w.group,
+                                        w.a_row + row_in_tile, w.n0, tid_in_wg, 1 + consumer);
+        continue;
+      }
       if constexpr (Cfg::kEpiBuffers >= 2) {
         if (p.tma_store_fused && tma_rows) {
           if (g.out_f32)
@@ -354,7 +359,7 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
       }
     }
     // Shared memory must outlive the TMA stores that read it.
-    if ((p.tma_store || p.tma_store_fused) && tid_in_wg == 0) sm90::bulk_wait_group_all();
+    if ((p.tma_store || p.tma_store_act || p.tma_store_fused) && tid_in_wg == 0) sm90::bulk_wait_group_all();
   }
 #endif
 }

@@ -39,7 +39,8 @@ struct Sm90Params {
   int b_3d;
   int direct_epilogue;  // D = alpha * acc (+ bias): no staged functor (see the kernel)
   int tma_store;        // ... and D written by TMA stores (else from registers)
-  int tma_store_fused;  // D = act(alpha * acc + beta * C + bias) written by TMA stores
+  int tma_store_act;    // D = act(alpha * acc + bias), 16-bit, by TMA stores, activation from registers
+  int tma_store_fused;  // D = act(alpha * acc + beta * C + bias) by TMA stores, through an fp32 scratch
   int d_3d;             // D indexed by group / batch through its tensor map's 3rd dimension
   // Pointer-array launches: args.batch problems, their records and tensor maps (A of problem g
   // at ptr_maps[2g], B at ptr_maps[2g + 1]), in one device blob.
