@@ -167,7 +167,8 @@ def _explain_scaled_mm(args, kwargs) -> Explanation:
         kinds = f"{str(a.dtype).replace('torch.float8_', '')} x {str(b.dtype).replace('torch.float8_', '')}"
         return Explanation("scaled_mm", str(a.device), "sm90", config, 1, layouts,
                            f"sm_{prop.major}{prop.minor}; TMA + 8-bit wgmma ({kinds}), both operands K-major; "
-                           f"{scaling} applied to the fp32 accumulators in the epilogue")
+                           f"{scaling} applied to the fp32 accumulators in the epilogue"
+                           + _cluster_note(config, True, False, m))
     inner = explain("gemm", a.to(torch.bfloat16), b.to(torch.bfloat16), out_dtype=torch.float32)
     return Explanation("scaled_mm", str(a.device), inner.kernel, inner.config, inner.splits, layouts,
                        f"exact bf16 upcasts of a and b ({refusal}), then the bf16 GEMM: {inner.reason}; "
@@ -251,6 +252,16 @@ def _ptr_array_pays(a_list, b_list) -> bool:
     return tiles < len(a_list) * sms
 
 
+def _cluster_note(config: str, fixed_grid: bool, swiglu: bool, m: int) -> str:
+    """The launch's cluster, as the binding's rule (choose_sm90_cluster) picks it."""
+    coop = "_Coop_" in config
+    tiles_m = -(-m // (128 if coop else 64))
+    forced = os.environ.get("CUTORCH_GEMM_SM90_CLUSTER", "").strip()
+    if _C.choose_sm90_cluster(coop, fixed_grid, swiglu, tiles_m, forced) > 1:
+        return "; 2x1 clusters: the two CTAs of a cluster share each B tile (TMA multicast)"
+    return ""
+
+
 def _explain_gemm(op: str, args, kwargs) -> Explanation:
     a, b, m, n, k, batch, grouped = _problem(op, args, kwargs)
     layouts = f"a {_layout(a)}, b {_layout(b)}"
@@ -289,9 +300,12 @@ def _explain_gemm(op: str, args, kwargs) -> Explanation:
                                                  "coop" if "_Coop_" in config else "pingpong")
         split_note = (f"; split-K x{splits} (K ranges of {chunk}: the tiles alone would leave SMs idle), fp32 "
                       "partials summed in split order with the epilogue" if splits > 1 else "")
+        swiglu = kwargs.get("activation", "none") == "swiglu"
+        cluster_note = _cluster_note(config, mode in ("none", "k"), swiglu, m_per)
         return Explanation(op, str(a.device), "sm90", config, splits, layouts,
                            f"sm_{prop.major}{prop.minor}; {fam['reason']}"
-                           + (f"; CUTORCH_GEMM_SM90_CONFIG={sm90_forced}" if sm90_forced else "") + split_note)
+                           + (f"; CUTORCH_GEMM_SM90_CONFIG={sm90_forced}" if sm90_forced else "") + split_note
+                           + cluster_note)
     if fam["family"] == "sm80":
         env = {name: os.environ.get(name, "").strip().lower()
                for name in ("CUTORCH_GEMM_SM80_CONFIG", "CUTORCH_GEMM_SPLIT_K")}

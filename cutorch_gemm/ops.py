@@ -16,6 +16,21 @@ import torch
 
 ACTIVATIONS = ("none", "relu", "gelu", "gelu_tanh", "silu")
 
+_below_autograd = torch._C._AutoDispatchBelowAutograd
+
+
+def _no_graph(*tensors) -> bool:
+    """True when this call cannot record an autograd graph: grad mode is off or no input
+    requires grad, and torch.compile is not tracing (it must see the op itself). The wrappers
+    then call the op below the autograd key, which is what the registered (Python) autograd
+    kernel does in that case anyway, minus one Python round trip through the dispatcher:
+    microseconds of host time per call, all of a small GEMM's budget."""
+    if torch.compiler.is_compiling():
+        return False
+    if not torch.is_grad_enabled():
+        return True
+    return not any(t is not None and t.requires_grad for t in tensors)
+
 
 def mm(a: torch.Tensor, b: torch.Tensor, *, out_dtype: Optional[torch.dtype] = None) -> torch.Tensor:
     """Matrix product ``a @ b``.
@@ -29,6 +44,9 @@ def mm(a: torch.Tensor, b: torch.Tensor, *, out_dtype: Optional[torch.dtype] = N
     Returns:
         (M, N) contiguous tensor.
     """
+    if _no_graph(a, b):
+        with _below_autograd():
+            return torch.ops.gemm.mm.default(a, b, out_dtype=out_dtype)
     return torch.ops.gemm.mm(a, b, out_dtype=out_dtype)
 
 
@@ -50,6 +68,10 @@ def gemm(a: torch.Tensor, b: torch.Tensor, *, bias: Optional[torch.Tensor] = Non
     Returns:
         D, (M, N) contiguous.
     """
+    if _no_graph(a, b, bias, c):
+        with _below_autograd():
+            return torch.ops.gemm.gemm.default(a, b, bias=bias, c=c, alpha=float(alpha), beta=float(beta),
+                                               activation=activation, out_dtype=out_dtype)
     return torch.ops.gemm.gemm(a, b, bias=bias, c=c, alpha=float(alpha), beta=float(beta),
                                activation=activation, out_dtype=out_dtype)
 
@@ -59,6 +81,9 @@ def bmm(a: torch.Tensor, b: torch.Tensor, *, out_dtype: Optional[torch.dtype] = 
 
     Batch strides may be anything (including 0, i.e. an expanded operand).
     """
+    if _no_graph(a, b):
+        with _below_autograd():
+            return torch.ops.gemm.bmm.default(a, b, out_dtype=out_dtype)
     return torch.ops.gemm.bmm(a, b, out_dtype=out_dtype)
 
 
@@ -86,6 +111,10 @@ def grouped_mm(a: torch.Tensor, b: torch.Tensor, offs: Optional[torch.Tensor] = 
     or exceed the grouped extent raise ValueError; on the GPU they are clamped (never an
     out-of-bounds access).
     """
+    if _no_graph(a, b, bias):
+        with _below_autograd():
+            return torch.ops.gemm.grouped_mm.default(a, b, offs, bias=bias, activation=activation,
+                                                     out_dtype=out_dtype)
     return torch.ops.gemm.grouped_mm(a, b, offs, bias=bias, activation=activation,
                                      out_dtype=out_dtype)
 
@@ -131,4 +160,7 @@ def scaled_mm(a: torch.Tensor, b: torch.Tensor, scale_a: torch.Tensor, scale_b: 
     Returns:
         D, (M, N) contiguous.
     """
+    if _no_graph(a, b, scale_a, scale_b, bias):
+        with _below_autograd():
+            return torch.ops.gemm.scaled_mm.default(a, b, scale_a, scale_b, bias, out_dtype=out_dtype)
     return torch.ops.gemm.scaled_mm(a, b, scale_a, scale_b, bias, out_dtype=out_dtype)

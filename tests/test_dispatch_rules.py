@@ -165,6 +165,19 @@ def test_sm90_config_names_per_element_size():
     assert _C.choose_sm90_config(8192, 8192, 4096, 1, 132, "") == "Sm90_128x256x64_Coop_S4"
 
 
+def test_sm90_cluster_rule():
+    """2x1 clusters (B multicast) for cooperative launches with a fixed tile grid and two tile
+    rows or more; never ping-pong, fused SwiGLU or grouped-M/N; CUTORCH_GEMM_SM90_CLUSTER=1 off."""
+    assert _C.choose_sm90_cluster(True, True, False, 2) == 2
+    assert _C.choose_sm90_cluster(True, True, False, 3) == 2      # odd: the last pair has a tile past M
+    assert _C.choose_sm90_cluster(True, True, False, 1) == 1      # one tile row: nothing to share
+    assert _C.choose_sm90_cluster(False, True, False, 64) == 1    # ping-pong
+    assert _C.choose_sm90_cluster(True, False, False, 64) == 1    # grouped-M / grouped-N
+    assert _C.choose_sm90_cluster(True, True, True, 64) == 1      # fused SwiGLU
+    assert _C.choose_sm90_cluster(True, True, False, 64, "1") == 1
+    assert _C.choose_sm90_cluster(True, True, False, 64, "2") == 2
+
+
 def test_sm90_split_k_rule():
     """Split-K only when the tiles fill at most a quarter of the GPU, with K ranges of at least 4
     K slices (multiples of 64), and fp32 partials under 64 MB."""

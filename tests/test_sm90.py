@@ -346,3 +346,73 @@ def test_sm90_split_k_not_for_full_grids(monkeypatch):
     # 64 tiles (half the GPU): two splits measured slower than none (choose_sm90_split)
     assert cg.explain("mm", *linear_operands(128, 8192, 8192, torch.bfloat16)).splits == 1
     assert cg.explain("mm", *linear_operands(16, 4096, 4096, torch.bfloat16)).splits > 1
+
+
+# --------------------------------------------------------------------------------------
+# 2x1 clusters (cooperative config): B tiles multicast to the two CTAs of a cluster
+# --------------------------------------------------------------------------------------
+
+CLUSTER_NOTE = "2x1 clusters"
+
+
+@pytest.mark.parametrize("cluster", ["2", "1"])
+@pytest.mark.parametrize("layouts", [("row", "col"), ("row", "row"), ("col", "row"), ("col", "col")],
+                         ids=lambda s: "a" + s[0] + "-b" + s[1])
+@pytest.mark.parametrize("mnk", [(256, 512, 128), (304, 520, 200), (136, 8, 64), (1000, 1000, 1000),
+                                 (2048, 2048, 1024), (8960, 256, 320)], ids=lambda s: "x".join(map(str, s)))
+def test_sm90_cluster(mnk, layouts, cluster, monkeypatch):
+    # An odd tile-row count (304 -> 3) leaves the last pair's second CTA a tile past M; several
+    # pair tiles per cluster test the shared ring across tiles. (Extents keep every layout's
+    # strides 16-byte aligned: TMA-readable.)
+    monkeypatch.setenv("CUTORCH_GEMM_SM90_CONFIG", "coop")
+    monkeypatch.setenv("CUTORCH_GEMM_SM90_CLUSTER", cluster)
+    m, n, k = mnk
+    dt = torch.bfloat16
+    a, b = make((m, k), dt, "cuda", layouts[0]), make((k, n), dt, "cuda", layouts[1])
+    e = cg.explain("mm", a, b)
+    assert e.kernel == "sm90" and (CLUSTER_NOTE in e.reason) == (cluster == "2"), str(e)
+    torch.empty(m * n * 2, device="cuda", dtype=dt).fill_(float("nan"))
+    check(cg.mm(a, b), ref_gemm(a, b), dt, what=f"cluster {cluster} mm")
+    bias = make((n,), dt, "cuda")
+    check(cg.gemm(a, b, bias=bias, activation="gelu_tanh"), ref_gemm(a, b, bias, activation="gelu_tanh"), dt,
+          what=f"cluster {cluster} gemm")
+
+
+@pytest.mark.parametrize("cluster", ["2", "1"])
+def test_sm90_cluster_batched_grouped_k_split(cluster, monkeypatch):
+    # The other launches with a fixed tile grid: batched (3-D maps), grouped-K (dW; empty and
+    # short groups, K tails patched in each CTA's copy of the shared B tile), split-K partials.
+    monkeypatch.setenv("CUTORCH_GEMM_SM90_CONFIG", "coop")
+    monkeypatch.setenv("CUTORCH_GEMM_SM90_CLUSTER", cluster)
+    dt = torch.float16
+    a3, b3 = make((3, 384, 136), dt, "cuda"), make((3, 136, 264), dt, "cuda", "col")
+    check(cg.bmm(a3, b3), ref_bmm(a3, b3), dt, what=f"cluster {cluster} bmm")
+    x, dy = make((520, 300), dt, "cuda", "col"), make((300, 264), dt, "cuda")
+    offs = offs_from_sizes([0, 100, 3, 197], "cuda")
+    check(cg.grouped_mm(x, dy, offs), ref_grouped_mm(x, dy, offs), dt, what=f"cluster {cluster} grouped-K")
+    a, b = linear_operands(256, 512, 8192, dt)  # 2 x 2 tiles: split-K partials
+    e = cg.explain("mm", a, b)
+    assert e.splits > 1, str(e)
+    check(cg.mm(a, b), ref_gemm(a, b), dt, what=f"cluster {cluster} split-K")
+
+
+@pytest.mark.parametrize("cluster", ["2", "1"])
+def test_sm90_cluster_tf32_fp8(cluster, monkeypatch):
+    monkeypatch.setenv("CUTORCH_GEMM_SM90_CONFIG", "coop")
+    monkeypatch.setenv("CUTORCH_GEMM_SM90_CLUSTER", cluster)
+    torch.backends.cuda.matmul.allow_tf32 = True  # the autouse fixture restores it
+    a, b = linear_operands(300, 264, 136, torch.float32)
+    e = cg.explain("mm", a, b)
+    assert e.kernel == "sm90" and "x32_" in e.config and (CLUSTER_NOTE in e.reason) == (cluster == "2"), str(e)
+    out = cg.mm(a, b)
+    ref = ref_gemm(a, b)
+    assert (out.double() - ref).abs().max() <= 4e-3 * ref.abs().max(), "tf32 clustered"
+    f8 = torch.float8_e4m3fn
+    a8 = (torch.randn(300, 256, device="cuda") / 2).to(f8)
+    b8 = (torch.randn(264, 256, device="cuda") / 2).to(f8).t()
+    one = torch.ones((), device="cuda")
+    e = cg.explain("scaled_mm", a8, b8, one, one)
+    assert e.kernel == "sm90" and (CLUSTER_NOTE in e.reason) == (cluster == "2"), str(e)
+    out = cg.scaled_mm(a8, b8, one, one, out_dtype=torch.float32)
+    ref = a8.double() @ b8.double()
+    assert (out.double() - ref).abs().max() <= 1e-3 * ref.abs().max(), "fp8 clustered"

@@ -33,4 +33,28 @@ inline cudaError_t ensure_dynamic_smem(const void* kernel, int bytes) {
   return err;
 }
 
+// cudaOccupancyMaxActiveClusters for a launch configuration, once per (kernel, device): how many
+// clusters of the kernel fit on the GPU at once (a persistent grid's size). A cluster's CTAs
+// share one GPC, so this can be below SMs / cluster size. 0 on error.
+inline int max_active_clusters(const void* kernel, const cudaLaunchConfig_t& config) {
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) return 0;
+  static std::mutex mu;
+  static std::map<std::pair<const void*, int>, int> known;
+  const std::pair<const void*, int> key{kernel, device};
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    const auto it = known.find(key);
+    if (it != known.end()) return it->second;
+  }
+  int clusters = 0;
+  if (cudaOccupancyMaxActiveClusters(&clusters, kernel, &config) != cudaSuccess) {
+    (void)cudaGetLastError();  // not sticky; the caller launches without clusters
+    return 0;
+  }
+  std::lock_guard<std::mutex> lock(mu);
+  known[key] = clusters;
+  return clusters;
+}
+
 }  // namespace cutorch_gemm

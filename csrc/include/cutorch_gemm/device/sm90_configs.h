@@ -120,6 +120,17 @@ inline Sm90Split choose_sm90_split(Sm90ConfigId config, int m, int n, int k, int
   return {(k + chunk - 1) / chunk, chunk};
 }
 
+// CTAs per cluster (along M) for one launch of the cooperative kernel: 2 shares each B tile
+// between the two CTAs of a cluster (each loads half and multicasts it), so a CTA reads a third
+// less per stage from L2. Only launches whose problems all have the same tile grid (dense,
+// batched, grouped-K: the pair's tiles share a tile column and K range) and at least two tile
+// rows; ping-pong, fused SwiGLU and pointer-array launches run without clusters. `forced` is
+// CUTORCH_GEMM_SM90_CLUSTER ("", "1", "2"; "2" still needs an eligible launch).
+inline int choose_sm90_cluster(bool cooperative, bool fixed_grid, bool swiglu, int tiles_m, const std::string& forced) {
+  if (!cooperative || !fixed_grid || swiglu || tiles_m < 2 || forced == "1") return 1;
+  return 2;
+}
+
 // Whether grouped_gemm's problems run faster as one pointer-array launch than as one launch each:
 // when on average a problem's 128x256 tiles do not fill the SMs. Measured on an H100
 // (benchmarks/bench_grouped.py --quick): 128 small problems (qwen3-30b-a3b experts) 2.7x faster

@@ -50,11 +50,44 @@ cudaError_t launch_sm90(const GemmArgs& args, int num_sms, cudaStream_t stream) 
   const bool stacked = args.batch > 1;
   const bool a_3d = stacked && s.a_sb != 0 && (s.mode == GroupMode::kBatched || s.mode == GroupMode::kGroupedN);
   const bool b_3d = stacked && s.b_sb != 0 && (s.mode == GroupMode::kBatched || s.mode == GroupMode::kGroupedM);
+  static_assert(sizeof(Sm90SharedStorage<Cfg, E>) + 1024 <= 227 * 1024, "shared memory per block (sm_90)");
+  const int smem = int(sizeof(Sm90SharedStorage<Cfg, E>)) + 1024;  // + alignment slack
+  auto kernel = sm90_gemm_ws_kernel<Cfg, Mma, T, kAMn, kBMn, kSwiGlu>;
+  cudaError_t err = ensure_dynamic_smem(reinterpret_cast<const void*>(kernel), smem);
+  if (err != cudaSuccess) return err;
+  cudaLaunchConfig_t config{};
+  config.blockDim = dim3(Cfg::kThreads);
+  config.dynamicSmemBytes = size_t(smem);
+  config.stream = stream;
+  cudaLaunchAttribute attr[1];
+  const char* forced_cluster = std::getenv("CUTORCH_GEMM_SM90_CLUSTER");
+  const bool fixed_grid = s.mode == GroupMode::kBatched || s.mode == GroupMode::kGroupedK;
+  int cluster = choose_sm90_cluster(!Cfg::kPingpong, fixed_grid, kSwiGlu, ceil_div(s.m, Cfg::kBlockM),
+                                    forced_cluster ? forced_cluster : "");
+  int cluster_fit = 0;  // clusters of this kernel that fit on the GPU at once
+  if (cluster > 1) {
+    attr[0].id = cudaLaunchAttributeClusterDimension;
+    attr[0].val.clusterDim.x = unsigned(cluster);
+    attr[0].val.clusterDim.y = 1;
+    attr[0].val.clusterDim.z = 1;
+    config.attrs = attr;
+    config.numAttrs = 1;
+    config.gridDim = dim3(unsigned(cluster));
+    cluster_fit = max_active_clusters(reinterpret_cast<const void*>(kernel), config);
+    if (cluster_fit <= 0) {  // (not expected on sm_90) launch without clusters
+      cluster = 1;
+      config.attrs = nullptr;
+      config.numAttrs = 0;
+    }
+  }
+  // B boxes: a clustered CTA loads half the B tile (K-major: half the rows; MN-major boxes are
+  // 64 wide either way), SwiGLU its gate half and then its up half.
+  const int b_box_rows = kSwiGlu || cluster > 1 ? Cfg::kBlockN / 2 : Cfg::kBlockN;
   CUtensorMap tma_a, tma_b;
   if (!encode_operand<Cfg>(&tma_a, type, elem_bytes, args.a, kAMn, Cfg::kBlockM, s.m, s.k, s.a_sm, s.a_sk,
                            a_3d ? args.batch : 0, s.a_sb) ||
-      !encode_operand<Cfg>(&tma_b, type, elem_bytes, args.b, kBMn, kSwiGlu ? Cfg::kBlockN / 2 : Cfg::kBlockN, s.n,
-                           s.k, s.b_sn, s.b_sk, b_3d ? args.batch : 0, s.b_sb)) {
+      !encode_operand<Cfg>(&tma_b, type, elem_bytes, args.b, kBMn, b_box_rows, s.n, s.k, s.b_sn, s.b_sk,
+                           b_3d ? args.batch : 0, s.b_sb)) {
     return cudaErrorNotSupported;  // nothing launched: the caller falls back to SIMT
   }
   constexpr int kTileN = kSwiGlu ? Cfg::kBlockN / 2 : Cfg::kBlockN;  // output columns per tile
@@ -92,18 +125,30 @@ cudaError_t launch_sm90(const GemmArgs& args, int num_sms, cudaStream_t stream) 
       p.tma_store_fused = ok && fused;
     }
   }
-  p.raster_group = raster_group_for(p.tiles_m, p.tiles_n);
   // Grouped M / N tile counts live on the device; each group adds at most one partial tile.
-  long long tiles = (long long)p.tiles_m * p.tiles_n * args.batch;
-  if (s.mode == GroupMode::kGroupedM) tiles = (long long)(p.tiles_m + args.batch) * p.tiles_n;
-  if (s.mode == GroupMode::kGroupedN) tiles = (long long)p.tiles_m * (p.tiles_n + args.batch);
-  if (tiles == 0) return cudaSuccess;
-  static_assert(sizeof(Sm90SharedStorage<Cfg, E>) + 1024 <= 227 * 1024, "shared memory per block (sm_90)");
-  const int smem = int(sizeof(Sm90SharedStorage<Cfg, E>)) + 1024;  // + alignment slack
-  auto kernel = sm90_gemm_ws_kernel<Cfg, Mma, T, kAMn, kBMn, kSwiGlu>;
-  cudaError_t err = ensure_dynamic_smem(reinterpret_cast<const void*>(kernel), smem);
+  // Clustered: work items are pair tiles (two tile rows of one tile column).
+  const int item_rows = ceil_div(p.tiles_m, cluster);
+  p.raster_group = raster_group_for(item_rows, p.tiles_n);
+  long long items = (long long)item_rows * p.tiles_n * args.batch;
+  if (s.mode == GroupMode::kGroupedM) items = (long long)(p.tiles_m + args.batch) * p.tiles_n;
+  if (s.mode == GroupMode::kGroupedN) items = (long long)p.tiles_m * (p.tiles_n + args.batch);
+  if (items == 0) return cudaSuccess;
+  // CUTORCH_GEMM_SM90_GRID caps the persistent grid (CTAs; experiments only).
+  const char* grid_cap_env = std::getenv("CUTORCH_GEMM_SM90_GRID");
+  const long long grid_cap = grid_cap_env ? std::atoll(grid_cap_env) : 0;
+  if (cluster > 1) {
+    // Persistent: as many clusters as fit at once (the GPCs decide), at most one per item.
+    long long clusters = items < cluster_fit ? items : cluster_fit;
+    if (grid_cap >= cluster && clusters * cluster > grid_cap) clusters = grid_cap / cluster;
+    config.gridDim = dim3(unsigned(cluster * clusters));
+  } else {
+    long long ctas = items < num_sms ? items : num_sms;
+    if (grid_cap > 0 && ctas > grid_cap) ctas = grid_cap;
+    config.gridDim = dim3(unsigned(ctas));
+  }
+  p.cluster = cluster;
+  err = cudaLaunchKernelEx(&config, kernel, tma_a, tma_b, tma_d, p);
   if (err != cudaSuccess) return err;
-  kernel<<<int(tiles < num_sms ? tiles : num_sms), Cfg::kThreads, smem, stream>>>(tma_a, tma_b, tma_d, p);
   return cudaGetLastError();
 }
 
@@ -212,6 +257,7 @@ cudaError_t sm90_ptr_launch(const GemmArgs& common, const void* dev_blob, int co
   p.args.shape.mode = GroupMode::kBatched;  // the scheduler's pointer-array scan ignores it
   p.args.act = Activation::kNone;
   p.raster_group = 8;
+  p.cluster = 1;
   p.ptr_maps = static_cast<const CUtensorMap*>(dev_blob);
   p.ptr_problems = reinterpret_cast<const Sm90PtrProblem*>(p.ptr_maps + 2 * count);
   using Mma = Sm90Mma16<T>;

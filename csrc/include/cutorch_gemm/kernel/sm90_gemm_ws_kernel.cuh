@@ -16,6 +16,7 @@
 
 #include <type_traits>
 
+#include "cutorch_gemm/arch/sm90_cluster.cuh"
 #include "cutorch_gemm/arch/sm90_tma.cuh"
 #include "cutorch_gemm/arch/sm90_warpgroup.cuh"
 #include "cutorch_gemm/arch/sm90_wgmma.cuh"
@@ -61,6 +62,24 @@ CG_DEVICE void sm90_load_operand(T* dst, const CUtensorMap* map, uint64_t* bar, 
   } else {
     if (is_3d) sm90::tma_load_3d(dst, map, bar, k, row, z);
     else sm90::tma_load_2d(dst, map, bar, k, row);
+  }
+}
+
+// sm90_load_operand for rows [row, row + kRows) of a tile that two CTAs share, landing at `dst`
+// in every CTA of `mask`. K-major: one box of kRows rows (the host encodes B's map with boxes of
+// kBlockN / 2 rows for clustered launches); MN-major: kRows / 64 of the 64-wide boxes.
+template <class Cfg, typename T, bool kMn, int kRows>
+CG_DEVICE void sm90_load_operand_multicast(T* dst, const CUtensorMap* map, uint64_t* bar, int row, int k, int z,
+                                           bool is_3d, uint16_t mask) {
+  if constexpr (kMn) {
+#pragma unroll
+    for (int j = 0; j < kRows / 64; ++j) {
+      if (is_3d) sm90::tma_load_3d_multicast(dst + j * 64 * Cfg::kBlockK, map, bar, row + 64 * j, k, z, mask);
+      else sm90::tma_load_2d_multicast(dst + j * 64 * Cfg::kBlockK, map, bar, row + 64 * j, k, mask);
+    }
+  } else {
+    if (is_3d) sm90::tma_load_3d_multicast(dst, map, bar, k, row, z, mask);
+    else sm90::tma_load_2d_multicast(dst, map, bar, k, row, mask);
   }
 }
 
@@ -121,15 +140,18 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
   extern __shared__ uint8_t smem_raw[];
   // NOTE: the 128-byte swizzle pattern repeats every 1024 bytes; stages must start on it.
   Storage& s = *reinterpret_cast<Storage*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
-  const sm90::TmaPipeline<Cfg::kStages> pipe{s.full, s.empty};
+  // 2x1 clusters (p.cluster == 2): this CTA's rank; its producer loads that half of the B tile.
+  const int rank = p.cluster > 1 ? int(sm90::cluster_ctarank()) : 0;
+  const sm90::TmaPipeline<Cfg::kStages> pipe{s.full, s.empty, &p.cluster};
 
   const int warpgroup = threadIdx.x / 128;
   const int tid_in_wg = threadIdx.x % 128;
   if (threadIdx.x == 0) {
     for (int i = 0; i < Cfg::kStages; ++i) {
       sm90::mbarrier_init(&s.full[i], 1);
-      // Cooperative: both consumer warpgroups read every stage; ping-pong: one does.
-      sm90::mbarrier_init(&s.empty[i], Cfg::kPingpong ? 128 : 128 * Cfg::kConsumers);
+      // One arrive per consumer warp that reads the stage (cooperative: both warpgroups';
+      // ping-pong: one's), from each CTA of the cluster.
+      sm90::mbarrier_init(&s.empty[i], (Cfg::kPingpong ? 4 : 4 * Cfg::kConsumers) * p.cluster);
     }
     sm90::mbarrier_init(&s.order[0], 1);
     sm90::mbarrier_init(&s.order[1], 1);
@@ -140,7 +162,9 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
     }
     if (p.tma_store) sm90::tma_prefetch_descriptor(&tma_d);
   }
-  __syncthreads();
+  // The peer's barriers must be initialised before this CTA's multicasts and arrives reach them.
+  if (p.cluster > 1) sm90::cluster_sync();
+  else __syncthreads();
 
   const GemmArgs& g = p.args;
   constexpr uint32_t kStageBytes = (Cfg::kBlockM + Cfg::kBlockN) * Cfg::kBlockK * sizeof(E);
@@ -154,7 +178,7 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
       const CUtensorMap* map_a = &tma_a;
       const CUtensorMap* map_b = &tma_b;
       int fenced_group = -1;  // pointer-array: the problem whose maps were last made visible to TMA
-      for (int tile = blockIdx.x;; tile += gridDim.x) {
+      for (int tile = Scheduler::first_item(p);; tile += Scheduler::item_step(p)) {
         const Sm90Work w = sched.get(tile);
         if (w.group < 0) break;
         if (tid_in_wg == 0) {
@@ -181,6 +205,12 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
                                                      p.b_3d);
               sm90_load_operand<Cfg, E, kBMn, kHalf>(s.b[st.index] + kHalf * Cfg::kBlockK, &tma_b, &s.full[st.index],
                                                      g.shape.n / 2 + w.b_col, k, zb, p.b_3d);
+            } else if (p.cluster > 1) {
+              // This CTA's half of the shared B tile, multicast to both CTAs (the full barrier of
+              // each expects the whole stage: its own A, this half and the peer's half).
+              sm90_load_operand_multicast<Cfg, E, kBMn, Cfg::kBlockN / 2>(
+                  s.b[st.index] + rank * (Cfg::kBlockN / 2) * Cfg::kBlockK, map_b, &s.full[st.index],
+                  w.b_col + rank * (Cfg::kBlockN / 2), k, zb, p.b_3d, uint16_t(0x3));
             } else {
               sm90_load_operand<Cfg, E, kBMn, Cfg::kBlockN>(s.b[st.index], map_b, &s.full[st.index], w.b_col, k, zb,
                                                             p.b_3d);
@@ -205,11 +235,11 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
     int own = 0;  // tiles this warpgroup has done
     for (int i = Cfg::kPingpong ? consumer : 0;; i += step, ++own) {
       if (Cfg::kPingpong && i > 0) {
-        const Sm90Work other = sched.get(blockIdx.x + (i - 1) * gridDim.x);
+        const Sm90Work other = sched.get(Scheduler::first_item(p) + (i - 1) * Scheduler::item_step(p));
         if (other.group < 0) break;
         st.advance(Scheduler::k_blocks(other));
       }
-      const Sm90Work w = sched.get(blockIdx.x + i * gridDim.x);
+      const Sm90Work w = sched.get(Scheduler::first_item(p) + i * Scheduler::item_step(p));
       if (w.group < 0) break;
       const int k_blocks = Scheduler::k_blocks(w);
       const int tail_k = w.k_len % Cfg::kBlockK;  // grouped-K: the last slice holds the next group's K
@@ -227,6 +257,7 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
         for (int r = 0; r < 128; ++r) acc[r] = 0.0f;
       }
       State prev;
+      float part0[32], part1[32];  // 8-bit operands (Mma::kPromote): the streamed quarter tiles
       for (int kb = 0; kb < k_blocks; ++kb) {
         pipe.consumer_wait(st);
         if (zero_tail && kb == k_blocks - 1) {
@@ -248,26 +279,34 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
         constexpr uint64_t kStepA = kAMn ? sm90::kDescStepK16MNMajor : sm90::kDescStepK16KMajor;
         constexpr uint64_t kStepB = kBMn ? sm90::kDescStepK16MNMajor : sm90::kDescStepK16KMajor;
         if constexpr (Mma::kPromote) {
-          // Two halves of N, each: the k-block's instructions into a fresh 64-register tile,
-          // wait, add it to the fp32 accumulator. The wait exposes the latency to this
-          // warpgroup; the other consumer's wgmma keeps the tensor core busy meanwhile.
-          float part[64];
-          constexpr uint64_t kHalfB = uint64_t(128 * 128) >> 4;  // 128 K-major rows of 128 bytes
+          // Four quarters of N per k-block, streamed: quarter j's instructions accumulate into
+          // buffer j % 2 while quarter j - 1's (the other buffer) finish, which is then added to
+          // the fp32 accumulator. One group stays in flight across quarters and k-blocks, so the
+          // promotion never drains the tensor pipe (two halves with a full wait each ran the
+          // tensor pipe at 52% on the H100).
+          constexpr uint64_t kQuarterB = uint64_t(64 * 128) >> 4;  // 64 K-major rows of 128 bytes
 #pragma unroll
-          for (int h = 0; h < 2; ++h) {
-            sm90::fence_accumulators(part);
+          for (int q = 0; q < 4; ++q) {
+            float(&cur)[32] = q % 2 == 0 ? part0 : part1;
+            float(&done)[32] = q % 2 == 0 ? part1 : part0;
+            sm90::fence_accumulators(cur);
             sm90::wgmma_fence();
 #pragma unroll
             for (int kk = 0; kk < Cfg::kBlockK / Mma::kInstrK; ++kk) {
-              Mma::mma_half(part, da + kStepA * kk, db + kHalfB * h + kStepB * kk, kk > 0 ? 1 : 0);
+              Mma::mma_quarter(cur, da + kStepA * kk, db + kQuarterB * q + kStepB * kk, kk > 0 ? 1 : 0);
             }
             sm90::wgmma_commit();
-            sm90::wgmma_wait<0>();
-            sm90::fence_accumulators(part);
+            if (q > 0 || kb > 0) {  // retire the previous quarter: (kb, q - 1) or (kb - 1, 3)
+              sm90::wgmma_wait<1>();
+              sm90::fence_accumulators(done);
+              const int pq = (q + 3) % 4;  // a constant once the q loop is unrolled
+              const bool first = q > 0 ? kb == 0 : kb == 1;  // its k-block was the first
 #pragma unroll
-            for (int r = 0; r < 64; ++r) acc[64 * h + r] = kb > 0 ? acc[64 * h + r] + part[r] : part[r];
+              for (int r = 0; r < 32; ++r) acc[32 * pq + r] = first ? done[r] : acc[32 * pq + r] + done[r];
+              if (q == 0) pipe.consumer_release(prev);  // k-block kb - 1 is done with its stage
+            }
           }
-          pipe.consumer_release(st);  // both halves are done with the stage
+          prev = st;
         } else {
           sm90::fence_accumulators(acc);
           sm90::wgmma_fence();
@@ -285,8 +324,15 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
       }
       if (Cfg::kPingpong && tid_in_wg == 0) sm90::mbarrier_arrive(&s.order[consumer]);
       sm90::wgmma_wait<0>();
+      if constexpr (Mma::kPromote) {
+        if (k_blocks > 0) {  // the last quarter, (k_blocks - 1, 3), is in part1
+          sm90::fence_accumulators(part1);
+#pragma unroll
+          for (int r = 0; r < 32; ++r) acc[96 + r] = k_blocks == 1 ? part1[r] : acc[96 + r] + part1[r];
+        }
+      }
       sm90::fence_accumulators(acc);
-      if (k_blocks > 0 && !Mma::kPromote) pipe.consumer_release(prev);
+      if (k_blocks > 0) pipe.consumer_release(prev);
       if constexpr (kPtrArray) {  // the problem's own arguments; a dense problem
         const Sm90PtrProblem& pr = p.ptr_problems[w.group];
         const Problem prob = resolve_problem(pr.args.shape, 0);
@@ -361,6 +407,9 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
     // Shared memory must outlive the TMA stores that read it.
     if ((p.tma_store || p.tma_store_act || p.tma_store_fused) && tid_in_wg == 0) sm90::bulk_wait_group_all();
   }
+  // NOTE: a CTA's shared memory must outlive the peer's last arrives on its empty barriers (and
+  // multicasts into it, which its own consumers have waited for): leave together.
+  if (p.cluster > 1) sm90::cluster_sync();
 #endif
 }
 

@@ -4,6 +4,7 @@
 // complete_tx); `empty[s]` completes when every consumer thread has released stage s.
 // Both sides walk the ring with a {index, phase} state.
 
+#include "cutorch_gemm/arch/sm90_cluster.cuh"
 #include "cutorch_gemm/arch/sm90_mbarrier.cuh"
 
 namespace cutorch_gemm::sm90 {
@@ -30,6 +31,7 @@ template <int kStages>
 struct TmaPipeline {
   uint64_t* full;
   uint64_t* empty;
+  const int* cluster;  // CTAs per cluster (a kernel parameter: read where used, not kept in a register)
 
   // NOTE: a fresh barrier counts its (virtual) previous phase as complete, so the producer's
   // first pass over the ring (phase 0, waiting on parity 1) does not block.
@@ -39,7 +41,15 @@ struct TmaPipeline {
     mbarrier_arrive_expect_tx(&full[s.index], bytes);
   }
   CG_DEVICE void consumer_wait(const PipelineState<kStages>& s) const { mbarrier_wait(&full[s.index], s.phase); }
-  CG_DEVICE void consumer_release(const PipelineState<kStages>& s) const { mbarrier_arrive(&empty[s.index]); }
+  // One arrive per warp (and one on the peer's barrier), after every lane's wgmma reading the
+  // stage has completed (each lane waited on its wgmma groups before this).
+  CG_DEVICE void consumer_release(const PipelineState<kStages>& s) const {
+    __syncwarp();
+    if (threadIdx.x % 32 == 0) {
+      mbarrier_arrive(&empty[s.index]);
+      if (*cluster > 1) mbarrier_arrive_cluster(&empty[s.index], cluster_ctarank() ^ 1u);
+    }
+  }
 };
 
 }  // namespace cutorch_gemm::sm90

@@ -17,9 +17,19 @@
 #include <cuda.h>
 
 #include "cutorch_gemm/device/gemm_args.h"
+#include "cutorch_gemm/arch/sm90_cluster.cuh"
 #include "cutorch_gemm/scheduler/raster.h"
 
 namespace cutorch_gemm {
+
+// The CTA's rank in its cluster (0 without clusters).
+CG_DEVICE int cluster_rank() {
+#if defined(__CUDA_ARCH__)
+  return int(sm90::cluster_ctarank());
+#else
+  return 0;
+#endif
+}
 
 // One problem of a pointer-array launch, as the host prepared it: its own GemmArgs (pointers,
 // extents, strides, epilogue; a dense problem) and tile grid.
@@ -42,6 +52,11 @@ struct Sm90Params {
   int tma_store_act;    // D = act(alpha * acc + bias), 16-bit, by TMA stores, activation from registers
   int tma_store_fused;  // D = act(alpha * acc + beta * C + bias) by TMA stores, through an fp32 scratch
   int d_3d;             // D indexed by group / batch through its tensor map's 3rd dimension
+  // CTAs per cluster along M (1 or 2; dense, batched and grouped-K launches). With 2, the CTAs
+  // of a cluster take the two tiles of one "pair tile" (tile rows 2i and 2i + 1 of one tile
+  // column and K range), load their own A and one half of the shared B tile each, multicast to
+  // both. tiles_m odd: the last pair's second tile is past M (zero A rows, nothing stored).
+  int cluster;
   // Pointer-array launches: args.batch problems, their records and tensor maps (A of problem g
   // at ptr_maps[2g], B at ptr_maps[2g + 1]), in one device blob.
   const Sm90PtrProblem* ptr_problems;
@@ -65,6 +80,10 @@ struct Sm90TileScheduler {
 
   CG_DEVICE explicit Sm90TileScheduler(const Sm90Params& params) : p(params) {}
 
+  // The CTA's (or, clustered, its cluster's) first work index and the step between its items.
+  CG_DEVICE static int first_item(const Sm90Params& params) { return int(blockIdx.x) / params.cluster; }
+  CG_DEVICE static int item_step(const Sm90Params& params) { return int(gridDim.x) / params.cluster; }
+
   CG_DEVICE static int k_blocks(const Sm90Work& w) { return ceil_div(w.k_len, kBlockK); }
 
   // Tiles of group g (grouped-M / grouped-N only).
@@ -84,10 +103,13 @@ struct Sm90TileScheduler {
     const ProblemShape& s = p.args.shape;
     Sm90Work w{-1, 0, 0, 0, 0, 0, s.k};
     if (!kPtrArray && (s.mode == GroupMode::kBatched || s.mode == GroupMode::kGroupedK)) {
-      const int per = p.tiles_m * p.tiles_n;
+      // Clustered: `tile` is a pair tile of a (tiles_m / 2) x tiles_n grid per problem.
+      const int rows = p.cluster > 1 ? ceil_div(p.tiles_m, p.cluster) : p.tiles_m;
+      const int per = rows * p.tiles_n;
       const int group = tile / per;
       if (group >= p.args.batch) return w;
-      const TileCoord tc = raster_tile(tile - group * per, p.tiles_m, p.tiles_n, p.raster_group);
+      TileCoord tc = raster_tile(tile - group * per, rows, p.tiles_n, p.raster_group);
+      if (p.cluster > 1) tc.m = tc.m * p.cluster + int(cluster_rank());
       w.group = group;
       w.m0 = w.a_row = tc.m * kBlockM;
       w.n0 = w.b_col = tc.n * kBlockN;
