@@ -168,7 +168,7 @@ def _explain_scaled_mm(args, kwargs) -> Explanation:
         return Explanation("scaled_mm", str(a.device), "sm90", config, 1, layouts,
                            f"sm_{prop.major}{prop.minor}; TMA + 8-bit wgmma ({kinds}), both operands K-major; "
                            f"{scaling} applied to the fp32 accumulators in the epilogue"
-                           + _cluster_note(config, True, False, m))
+                           + _cluster_note(config, True, False, m, a, b))
     inner = explain("gemm", a.to(torch.bfloat16), b.to(torch.bfloat16), out_dtype=torch.float32)
     return Explanation("scaled_mm", str(a.device), inner.kernel, inner.config, inner.splits, layouts,
                        f"exact bf16 upcasts of a and b ({refusal}), then the bf16 GEMM: {inner.reason}; "
@@ -252,12 +252,22 @@ def _ptr_array_pays(a_list, b_list) -> bool:
     return tiles < len(a_list) * sms
 
 
-def _cluster_note(config: str, fixed_grid: bool, swiglu: bool, m: int) -> str:
+def _rows_128b(t: torch.Tensor, k_dim: int, mn_dim: int) -> bool:
+    """The stride between the rows TMA reads (K-major: the M/N stride; MN-major: the K stride) is
+    a multiple of 128 bytes (size-1 dimensions count as stride 1, as the binding reports them)."""
+    def st(d):
+        return 1 if t.shape[d] == 1 else t.stride(d)
+    row = st(mn_dim) if st(k_dim) == 1 else st(k_dim)
+    return row * t.element_size() % 128 == 0
+
+
+def _cluster_note(config: str, fixed_grid: bool, swiglu: bool, m: int, a: torch.Tensor, b: torch.Tensor) -> str:
     """The launch's cluster, as the binding's rule (choose_sm90_cluster) picks it."""
     coop = "_Coop_" in config
     tiles_m = -(-m // (128 if coop else 64))
     forced = os.environ.get("CUTORCH_GEMM_SM90_CLUSTER", "").strip()
-    if _C.choose_sm90_cluster(coop, fixed_grid, swiglu, tiles_m, forced) > 1:
+    rows = _rows_128b(a, a.dim() - 1, a.dim() - 2) and _rows_128b(b, b.dim() - 2, b.dim() - 1)
+    if _C.choose_sm90_cluster(coop, fixed_grid, swiglu, tiles_m, rows, forced) > 1:
         return "; 2x1 clusters: the two CTAs of a cluster share each B tile (TMA multicast)"
     return ""
 
@@ -301,7 +311,7 @@ def _explain_gemm(op: str, args, kwargs) -> Explanation:
         split_note = (f"; split-K x{splits} (K ranges of {chunk}: the tiles alone would leave SMs idle), fp32 "
                       "partials summed in split order with the epilogue" if splits > 1 else "")
         swiglu = kwargs.get("activation", "none") == "swiglu"
-        cluster_note = _cluster_note(config, mode in ("none", "k"), swiglu, m_per)
+        cluster_note = _cluster_note(config, mode in ("none", "k"), swiglu, m_per, a, b)
         return Explanation(op, str(a.device), "sm90", config, splits, layouts,
                            f"sm_{prop.major}{prop.minor}; {fam['reason']}"
                            + (f"; CUTORCH_GEMM_SM90_CONFIG={sm90_forced}" if sm90_forced else "") + split_note

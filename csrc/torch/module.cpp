@@ -143,12 +143,13 @@ PYBIND11_MODULE(_C, m) {
     return std::make_pair(s.splits, s.k_chunk);
   }, "The sm90 split-K rule for one dense problem: (splits, k_chunk); (1, 0) means none.", pybind11::arg("m"),
         pybind11::arg("n"), pybind11::arg("k"), pybind11::arg("num_sms"), pybind11::arg("config"));
-  m.def("choose_sm90_cluster", [](bool cooperative, bool fixed_grid, bool swiglu, int64_t tiles_m,
+  m.def("choose_sm90_cluster", [](bool cooperative, bool fixed_grid, bool swiglu, int64_t tiles_m, bool rows_128b,
                                   const std::string& forced) {
-    return choose_sm90_cluster(cooperative, fixed_grid, swiglu, int(tiles_m), forced);
-  }, "CTAs per cluster (1 or 2) of one sm90 launch (forced: CUTORCH_GEMM_SM90_CLUSTER).",
+    return choose_sm90_cluster(cooperative, fixed_grid, swiglu, int(tiles_m), rows_128b, forced);
+  }, "CTAs per cluster (1 or 2) of one sm90 launch (rows_128b: both operands' TMA rows are 128-byte "
+     "multiples; forced: CUTORCH_GEMM_SM90_CLUSTER).",
         pybind11::arg("cooperative"), pybind11::arg("fixed_grid"), pybind11::arg("swiglu"), pybind11::arg("tiles_m"),
-        pybind11::arg("forced") = "");
+        pybind11::arg("rows_128b"), pybind11::arg("forced") = "");
   m.def("raster_tile", [](int linear, int tiles_m, int tiles_n, int group) {
     TORCH_CHECK_VALUE(tiles_m > 0 && tiles_n > 0 && group > 0 && linear >= 0 && linear < tiles_m * tiles_n,
                       "raster_tile: need 0 <= linear < tiles_m * tiles_n and group > 0");

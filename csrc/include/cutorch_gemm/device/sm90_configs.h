@@ -122,13 +122,27 @@ inline Sm90Split choose_sm90_split(Sm90ConfigId config, int m, int n, int k, int
 
 // CTAs per cluster (along M) for one launch of the cooperative kernel: 2 shares each B tile
 // between the two CTAs of a cluster (each loads half and multicasts it), so a CTA reads a third
-// less per stage from L2. Only launches whose problems all have the same tile grid (dense,
-// batched, grouped-K: the pair's tiles share a tile column and K range) and at least two tile
-// rows; ping-pong, fused SwiGLU and pointer-array launches run without clusters. `forced` is
-// CUTORCH_GEMM_SM90_CLUSTER ("", "1", "2"; "2" still needs an eligible launch).
-inline int choose_sm90_cluster(bool cooperative, bool fixed_grid, bool swiglu, int tiles_m, const std::string& forced) {
+// less per stage from L2. Possible for launches whose problems all have the same tile grid
+// (dense, batched, grouped-K: the pair's tiles share a tile column and K range) with at least
+// two tile rows; ping-pong, fused SwiGLU and pointer-array launches run without clusters.
+// Chosen when an operand's rows (the stride between the 128-byte rows that TMA boxes read) are
+// not a multiple of 128 bytes: every box row then spans two L2 lines, and L2 traffic is what
+// limits the kernel. Measured on an H100 (best of 3, ratio to cuBLAS): 3000x5000x1000 (rows of
+// 2000 bytes) 0.668 -> 0.891 with clusters; with 128-byte-aligned rows the coupled CTAs lose
+// 2-5% (4096^3 0.971 -> 0.951, 4096x28672x8192 0.987 -> 0.940, 16384x8192x8192 1.002 -> 0.952).
+// `forced` is CUTORCH_GEMM_SM90_CLUSTER ("", "1", "2"; "2" still needs an eligible launch).
+inline int choose_sm90_cluster(bool cooperative, bool fixed_grid, bool swiglu, int tiles_m, bool rows_128b,
+                               const std::string& forced) {
   if (!cooperative || !fixed_grid || swiglu || tiles_m < 2 || forced == "1") return 1;
-  return 2;
+  if (forced == "2") return 2;
+  return rows_128b ? 1 : 2;
+}
+
+// The stride in bytes between the rows TMA reads of an operand (K-major: its M / N stride; MN-major:
+// its K stride) is a multiple of 128.
+inline bool sm90_rows_128b(long long k_stride, long long mn_stride, int elem_bytes) {
+  const long long row = k_stride == 1 ? mn_stride : k_stride;
+  return (row * elem_bytes) % 128 == 0;
 }
 
 // Whether grouped_gemm's problems run faster as one pointer-array launch than as one launch each:
