@@ -306,8 +306,10 @@ def _explain_gemm(op: str, args, kwargs) -> Explanation:
         splits, chunk = 1, 0
         if mode == "none" and batch == 1:
             # the binding's split-K rule for one dense problem
+            fill = os.environ.get("CUTORCH_GEMM_SM90_SPLIT_FILL", "").strip()
+            fill = int(fill) if fill.isdigit() and int(fill) > 0 else 4
             splits, chunk = _C.choose_sm90_split(m, n, k, prop.multi_processor_count,
-                                                 "coop" if "_Coop_" in config else "pingpong")
+                                                 "coop" if "_Coop_" in config else "pingpong", fill)
         split_note = (f"; split-K x{splits} (K ranges of {chunk}: the tiles alone would leave SMs idle), fp32 "
                       "partials summed in split order with the epilogue" if splits > 1 else "")
         swiglu = kwargs.get("activation", "none") == "swiglu"

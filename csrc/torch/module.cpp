@@ -136,13 +136,14 @@ PYBIND11_MODULE(_C, m) {
      "named for operands of elem_bytes bytes (2: fp16/bf16, 1: fp8, 4: tf32).", pybind11::arg("m"),
         pybind11::arg("n"), pybind11::arg("k"), pybind11::arg("problems"), pybind11::arg("num_sms"),
         pybind11::arg("forced"), pybind11::arg("elem_bytes") = 2);
-  m.def("choose_sm90_split", [](int64_t m_, int64_t n, int64_t k, int num_sms, const std::string& config) {
+  m.def("choose_sm90_split", [](int64_t m_, int64_t n, int64_t k, int num_sms, const std::string& config, int fill) {
     TORCH_CHECK_VALUE(config == "coop" || config == "pingpong", "choose_sm90_split: config must be coop or pingpong");
     const Sm90Split s = choose_sm90_split(config == "coop" ? Sm90ConfigId::kCoop128x256 : Sm90ConfigId::kPingpong64x256,
-                                          int(m_), int(n), int(k), num_sms);
+                                          int(m_), int(n), int(k), num_sms, fill);
     return std::make_pair(s.splits, s.k_chunk);
   }, "The sm90 split-K rule for one dense problem: (splits, k_chunk); (1, 0) means none.", pybind11::arg("m"),
-        pybind11::arg("n"), pybind11::arg("k"), pybind11::arg("num_sms"), pybind11::arg("config"));
+        pybind11::arg("n"), pybind11::arg("k"), pybind11::arg("num_sms"), pybind11::arg("config"),
+        pybind11::arg("fill") = 4);
   m.def("choose_sm90_cluster", [](bool cooperative, bool fixed_grid, bool swiglu, int64_t tiles_m, bool rows_128b,
                                   const std::string& forced) {
     return choose_sm90_cluster(cooperative, fixed_grid, swiglu, int(tiles_m), rows_128b, forced);

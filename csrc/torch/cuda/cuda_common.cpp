@@ -71,6 +71,12 @@ std::string env_lower(const char* name) {
   return v;
 }
 std::string forced_arch() { return env_lower("CUTORCH_GEMM_ARCH"); }
+// CUTORCH_GEMM_SM90_SPLIT_FILL (experiments): choose_sm90_split's `fill` (default 4).
+int split_fill() {
+  const std::string v = env_lower("CUTORCH_GEMM_SM90_SPLIT_FILL");
+  const int f = v.empty() ? 4 : std::atoi(v.c_str());
+  return f > 0 ? f : 4;
+}
 
 
 bool aligned16(const at::Tensor& t) { return reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 == 0; }
@@ -135,7 +141,7 @@ void run_gemm(const GemmArgs& g, const at::Tensor& a, const at::Tensor& b) {
                                                    env_lower("CUTORCH_GEMM_SM90_CONFIG"));
     // Split-K for one dense problem whose tiles leave SMs idle (explain() mirrors this rule).
     const Sm90Split split = g.shape.mode == GroupMode::kBatched && g.batch == 1
-                                ? choose_sm90_split(config, g.shape.m, g.shape.n, g.shape.k, d.sms)
+                                ? choose_sm90_split(config, g.shape.m, g.shape.n, g.shape.k, d.sms, split_fill())
                                 : Sm90Split{1, 0};
     at::Tensor ws;
     if (split.splits > 1) {

@@ -40,6 +40,7 @@ const DeviceInfo& device_info();
 // `name`; CUTORCH_GEMM_ARCH.
 std::string env_lower(const char* name);
 std::string forced_arch();
+int split_fill();
 
 bool aligned16(const at::Tensor& t);
 

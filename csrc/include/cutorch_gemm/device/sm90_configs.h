@@ -104,11 +104,12 @@ struct Sm90Split {
   int k_chunk;
 };
 
-inline Sm90Split choose_sm90_split(Sm90ConfigId config, int m, int n, int k, int num_sms) {
+// `fill` (CUTORCH_GEMM_SM90_SPLIT_FILL, experiments): split only when tiles * fill <= SMs.
+inline Sm90Split choose_sm90_split(Sm90ConfigId config, int m, int n, int k, int num_sms, int fill = 4) {
   const int block_m = config == Sm90ConfigId::kCoop128x256 ? 128 : 64;
   const int block_k = 64;  // 16-bit K slice
   const long long tiles = (long long)((m + block_m - 1) / block_m) * ((n + 255) / 256);
-  if (tiles <= 0 || tiles * 4 > num_sms) return {1, 0};
+  if (tiles <= 0 || fill < 1 || tiles * fill > num_sms) return {1, 0};
   int splits = int(num_sms / tiles);
   const int max_by_k = k / (4 * block_k);
   if (splits > max_by_k) splits = max_by_k;
