@@ -136,7 +136,9 @@ def test_sm90_operand(k_stride, mn_stride, batch_stride, aligned, ok, mn_major):
     (4096, 4096, 1, "Sm90_128x256x64_Coop_S4"),
     (128, 8192, 1, "Sm90_64x256x64_Pingpong_S5"),    # small M
     (1, 8192, 1, "Sm90_64x256x64_Pingpong_S5"),
-    (1024, 1024, 1, "Sm90_64x256x64_Pingpong_S5"),   # 32 cooperative tiles < 132 SMs
+    (1024, 1024, 1, "Sm90_64x256x64_Pingpong_S5"),   # 32 cooperative tiles < half of 132 SMs
+    (1536, 1536, 1, "Sm90_128x256x64_Coop_S4"),      # 72 cooperative tiles (H100: coop faster)
+    (2048, 2048, 1, "Sm90_128x256x64_Coop_S4"),      # 128
     (1024, 1024, 8, "Sm90_128x256x64_Coop_S4"),      # 8 problems: 256 tiles
     (96, 4096, 64, "Sm90_64x256x64_Pingpong_S5"),    # MoE groups of ~96 rows
 ])

@@ -79,15 +79,18 @@ inline const char* sm90_config_name(Sm90ConfigId id, int elem_bytes = 2) {
 // The sm90 heuristic (pure). `forced` is CUTORCH_GEMM_SM90_CONFIG ("", "coop", "pingpong"):
 // the override the tests and benchmarks use to run every config. m, n: one problem's extents
 // (grouped launches: the average group); problems: batch entries or groups.
-// Measured on an H200 (benchmarks/RESULTS.md): cooperative 128x256 wins once its tiles fill
-// the GPU (less B traffic per FLOP); ping-pong 64x256 wins for M <= 128 and for problems whose
-// 128x256 tiles leave SMs idle (its tiles are half as tall, and epilogues overlap wgmma).
+// Cooperative 128x256 has less B traffic per FLOP; ping-pong 64x256 wins for M <= 128 and for
+// problems whose 128x256 tiles fill under half the SMs (its tiles are half as tall, and
+// epilogues overlap wgmma). Measured on an H100 (ratio to cuBLAS, eager / CUDA graph; coop vs
+// ping-pong): 1024^3 (32 coop tiles) 0.51/0.27 vs 0.91/0.53; 1536^3 (72) 0.68/0.73 vs
+// 0.63/0.65; 2048^3 (128) 0.92/0.93 vs 0.83/0.85. (The first rule, from an H200, switched at
+// a full wave of coop tiles.)
 inline Sm90ConfigId choose_sm90_config(int m, int n, int k, int problems, int num_sms, const std::string& forced) {
   (void)k;
   if (forced == "coop") return Sm90ConfigId::kCoop128x256;
   if (forced == "pingpong") return Sm90ConfigId::kPingpong64x256;
   const long long coop_tiles = (long long)((m + 127) / 128) * ((n + 255) / 256) * (problems > 0 ? problems : 1);
-  if (m <= 128 || coop_tiles < num_sms) return Sm90ConfigId::kPingpong64x256;
+  if (m <= 128 || 2 * coop_tiles < num_sms) return Sm90ConfigId::kPingpong64x256;
   return Sm90ConfigId::kCoop128x256;
 }
 
