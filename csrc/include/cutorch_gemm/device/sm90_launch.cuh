@@ -130,6 +130,11 @@ cudaError_t launch_sm90(const GemmArgs& args, int num_sms, cudaStream_t stream) 
   // Clustered: work items are pair tiles (two tile rows of one tile column).
   const int item_rows = ceil_div(p.tiles_m, cluster);
   p.raster_group = raster_group_for(item_rows, p.tiles_n);
+  // CUTORCH_GEMM_SM90_RASTER=<band height in work-item rows> (experiments).
+  if (const char* band = std::getenv("CUTORCH_GEMM_SM90_RASTER")) {
+    const int b = std::atoi(band);
+    if (b > 0) p.raster_group = b < item_rows ? b : (item_rows > 0 ? item_rows : 1);
+  }
   long long items = (long long)item_rows * p.tiles_n * args.batch;
   if (s.mode == GroupMode::kGroupedM) items = (long long)(p.tiles_m + args.batch) * p.tiles_n;
   if (s.mode == GroupMode::kGroupedN) items = (long long)p.tiles_m * (p.tiles_n + args.batch);
