@@ -32,6 +32,14 @@ def _no_graph(*tensors) -> bool:
     return not any(t is not None and t.requires_grad for t in tensors)
 
 
+def _call(op, tensors, *args, **kwargs):
+    """``op(*args, **kwargs)``, below the autograd key when ``tensors`` cannot record a graph."""
+    if _no_graph(*tensors):
+        with _below_autograd():
+            return op.default(*args, **kwargs)
+    return op(*args, **kwargs)
+
+
 def mm(a: torch.Tensor, b: torch.Tensor, *, out_dtype: Optional[torch.dtype] = None) -> torch.Tensor:
     """Matrix product ``a @ b``.
 
@@ -44,10 +52,7 @@ def mm(a: torch.Tensor, b: torch.Tensor, *, out_dtype: Optional[torch.dtype] = N
     Returns:
         (M, N) contiguous tensor.
     """
-    if _no_graph(a, b):
-        with _below_autograd():
-            return torch.ops.gemm.mm.default(a, b, out_dtype=out_dtype)
-    return torch.ops.gemm.mm(a, b, out_dtype=out_dtype)
+    return _call(torch.ops.gemm.mm, (a, b), a, b, out_dtype=out_dtype)
 
 
 def gemm(a: torch.Tensor, b: torch.Tensor, *, bias: Optional[torch.Tensor] = None,
@@ -68,12 +73,8 @@ def gemm(a: torch.Tensor, b: torch.Tensor, *, bias: Optional[torch.Tensor] = Non
     Returns:
         D, (M, N) contiguous.
     """
-    if _no_graph(a, b, bias, c):
-        with _below_autograd():
-            return torch.ops.gemm.gemm.default(a, b, bias=bias, c=c, alpha=float(alpha), beta=float(beta),
-                                               activation=activation, out_dtype=out_dtype)
-    return torch.ops.gemm.gemm(a, b, bias=bias, c=c, alpha=float(alpha), beta=float(beta),
-                               activation=activation, out_dtype=out_dtype)
+    return _call(torch.ops.gemm.gemm, (a, b, bias, c), a, b, bias=bias, c=c, alpha=float(alpha),
+                 beta=float(beta), activation=activation, out_dtype=out_dtype)
 
 
 def bmm(a: torch.Tensor, b: torch.Tensor, *, out_dtype: Optional[torch.dtype] = None) -> torch.Tensor:
@@ -81,10 +82,7 @@ def bmm(a: torch.Tensor, b: torch.Tensor, *, out_dtype: Optional[torch.dtype] = 
 
     Batch strides may be anything (including 0, i.e. an expanded operand).
     """
-    if _no_graph(a, b):
-        with _below_autograd():
-            return torch.ops.gemm.bmm.default(a, b, out_dtype=out_dtype)
-    return torch.ops.gemm.bmm(a, b, out_dtype=out_dtype)
+    return _call(torch.ops.gemm.bmm, (a, b), a, b, out_dtype=out_dtype)
 
 
 def grouped_mm(a: torch.Tensor, b: torch.Tensor, offs: Optional[torch.Tensor] = None, *,
@@ -111,12 +109,8 @@ def grouped_mm(a: torch.Tensor, b: torch.Tensor, offs: Optional[torch.Tensor] = 
     or exceed the grouped extent raise ValueError; on the GPU they are clamped (never an
     out-of-bounds access).
     """
-    if _no_graph(a, b, bias):
-        with _below_autograd():
-            return torch.ops.gemm.grouped_mm.default(a, b, offs, bias=bias, activation=activation,
-                                                     out_dtype=out_dtype)
-    return torch.ops.gemm.grouped_mm(a, b, offs, bias=bias, activation=activation,
-                                     out_dtype=out_dtype)
+    return _call(torch.ops.gemm.grouped_mm, (a, b, bias), a, b, offs, bias=bias, activation=activation,
+                 out_dtype=out_dtype)
 
 
 def grouped_gemm(a: Sequence[torch.Tensor], b: Sequence[torch.Tensor], *,
@@ -160,7 +154,5 @@ def scaled_mm(a: torch.Tensor, b: torch.Tensor, scale_a: torch.Tensor, scale_b: 
     Returns:
         D, (M, N) contiguous.
     """
-    if _no_graph(a, b, scale_a, scale_b, bias):
-        with _below_autograd():
-            return torch.ops.gemm.scaled_mm.default(a, b, scale_a, scale_b, bias, out_dtype=out_dtype)
-    return torch.ops.gemm.scaled_mm(a, b, scale_a, scale_b, bias, out_dtype=out_dtype)
+    return _call(torch.ops.gemm.scaled_mm, (a, b, scale_a, scale_b, bias), a, b, scale_a, scale_b, bias,
+                 out_dtype=out_dtype)
