@@ -253,12 +253,11 @@ def _ptr_array_pays(a_list, b_list) -> bool:
 
 
 def _rows_128b(t: torch.Tensor, k_dim: int, mn_dim: int) -> bool:
-    """The stride between the rows TMA reads (K-major: the M/N stride; MN-major: the K stride) is
-    a multiple of 128 bytes (size-1 dimensions count as stride 1, as the binding reports them)."""
+    """The binding's sm90_rows_128b on t's strides (size-1 dimensions count as stride 1, as the
+    binding reports them)."""
     def st(d):
         return 1 if t.shape[d] == 1 else t.stride(d)
-    row = st(mn_dim) if st(k_dim) == 1 else st(k_dim)
-    return row * t.element_size() % 128 == 0
+    return _C.sm90_rows_128b(st(k_dim), st(mn_dim), t.element_size())
 
 
 def _cluster_note(config: str, fixed_grid: bool, swiglu: bool, m: int, a: torch.Tensor, b: torch.Tensor) -> str:

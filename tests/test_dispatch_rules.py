@@ -183,6 +183,15 @@ def test_sm90_cluster_rule():
     assert _C.choose_sm90_cluster(False, True, False, 64, True, "2") == 1  # still needs an eligible launch
 
 
+def test_sm90_rows_128b():
+    """The rows TMA reads: K-major -> the M/N stride, MN-major -> the K stride, in bytes."""
+    assert _C.sm90_rows_128b(1, 4096, 2)          # K-major, 8192-byte rows
+    assert not _C.sm90_rows_128b(1, 1000, 2)      # 2000-byte rows span two 128-byte lines
+    assert _C.sm90_rows_128b(64, 1, 2)            # MN-major, K stride 64 elements = 128 bytes
+    assert not _C.sm90_rows_128b(72, 1, 2)
+    assert _C.sm90_rows_128b(1, 128, 1)           # 8-bit
+
+
 def test_sm90_split_k_rule():
     """Split-K only when the tiles fill at most a quarter of the GPU, with K ranges of at least 4
     K slices (multiples of 64), and fp32 partials under 64 MB."""

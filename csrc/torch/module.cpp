@@ -151,6 +151,10 @@ PYBIND11_MODULE(_C, m) {
      "multiples; forced: CUTORCH_GEMM_SM90_CLUSTER).",
         pybind11::arg("cooperative"), pybind11::arg("fixed_grid"), pybind11::arg("swiglu"), pybind11::arg("tiles_m"),
         pybind11::arg("rows_128b"), pybind11::arg("forced") = "");
+  m.def("sm90_rows_128b", &sm90_rows_128b,
+        "Whether the stride between an operand's TMA rows (K-major: its M/N stride; MN-major: its K stride) "
+        "is a multiple of 128 bytes.", pybind11::arg("k_stride"), pybind11::arg("mn_stride"),
+        pybind11::arg("elem_bytes"));
   m.def("raster_tile", [](int linear, int tiles_m, int tiles_n, int group) {
     TORCH_CHECK_VALUE(tiles_m > 0 && tiles_n > 0 && group > 0 && linear >= 0 && linear < tiles_m * tiles_n,
                       "raster_tile: need 0 <= linear < tiles_m * tiles_n and group > 0");

@@ -9,6 +9,26 @@
 
 namespace cutorch_gemm {
 
+// One int per (kernel, device), shared by the launchers' once-per-kernel facts below.
+class KernelDeviceInts {
+ public:
+  bool find(const void* kernel, int device, int* value) {
+    std::lock_guard<std::mutex> lock(mu_);
+    const auto it = values_.find({kernel, device});
+    if (it == values_.end()) return false;
+    *value = it->second;
+    return true;
+  }
+  void store(const void* kernel, int device, int value) {
+    std::lock_guard<std::mutex> lock(mu_);
+    values_[{kernel, device}] = value;
+  }
+
+ private:
+  std::mutex mu_;
+  std::map<std::pair<const void*, int>, int> values_;
+};
+
 // cudaFuncSetAttribute(kernel, MaxDynamicSharedMemorySize, bytes) once per (kernel, device):
 // the attribute stays set, and the driver call on every launch was host time that small
 // problems (a few microseconds of GPU work) pay in full.
@@ -16,20 +36,11 @@ inline cudaError_t ensure_dynamic_smem(const void* kernel, int bytes) {
   int device = 0;
   cudaError_t err = cudaGetDevice(&device);
   if (err != cudaSuccess) return err;
-  static std::mutex mu;
-  static std::map<std::pair<const void*, int>, int> set;  // (kernel, device) -> bytes allowed
-  const std::pair<const void*, int> key{kernel, device};
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    const auto it = set.find(key);
-    if (it != set.end() && it->second >= bytes) return cudaSuccess;
-  }
+  static KernelDeviceInts allowed;  // bytes already allowed
+  int have = 0;
+  if (allowed.find(kernel, device, &have) && have >= bytes) return cudaSuccess;
   err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
-  if (err == cudaSuccess) {
-    std::lock_guard<std::mutex> lock(mu);
-    int& have = set[key];
-    if (have < bytes) have = bytes;
-  }
+  if (err == cudaSuccess) allowed.store(kernel, device, bytes);
   return err;
 }
 
@@ -39,21 +50,14 @@ inline cudaError_t ensure_dynamic_smem(const void* kernel, int bytes) {
 inline int max_active_clusters(const void* kernel, const cudaLaunchConfig_t& config) {
   int device = 0;
   if (cudaGetDevice(&device) != cudaSuccess) return 0;
-  static std::mutex mu;
-  static std::map<std::pair<const void*, int>, int> known;
-  const std::pair<const void*, int> key{kernel, device};
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    const auto it = known.find(key);
-    if (it != known.end()) return it->second;
-  }
+  static KernelDeviceInts known;
   int clusters = 0;
+  if (known.find(kernel, device, &clusters)) return clusters;
   if (cudaOccupancyMaxActiveClusters(&clusters, kernel, &config) != cudaSuccess) {
     (void)cudaGetLastError();  // not sticky; the caller launches without clusters
     return 0;
   }
-  std::lock_guard<std::mutex> lock(mu);
-  known[key] = clusters;
+  known.store(kernel, device, clusters);
   return clusters;
 }
 
