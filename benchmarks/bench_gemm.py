@@ -17,7 +17,8 @@ Suites (``SUITES``):
 
 Timing follows /work/.library/device/METHOD.md: ``triton.testing.do_bench`` medians (a
 CUDA-event loop when Triton is missing), random inputs (never zeros), several input sets
-rotated when one set fits in L2, ours and PyTorch's timed back to back in the same process.
+rotated when one set fits in L2, ours and PyTorch's timed in the same process in three
+interleaved rounds (``time_interleaved``: both sides see the same clock drift).
 Only ratios from one run are comparable: absolute times drift by ~6% between runs.
 
 Usage:
@@ -95,15 +96,36 @@ def _event_bench(fn: Callable[[], object], warmup_ms: float = 25, rep_ms: float 
     return statistics.median(s.elapsed_time(e) for s, e in zip(starts, ends))
 
 
-def time_ms(fn: Callable[[], object]) -> float:
+def time_ms(fn: Callable[[], object], warmup_ms: float = 25, rep_ms: float = 100) -> float:
     """Median time of one call of ``fn`` in milliseconds."""
     do_bench = _triton_do_bench()
     if do_bench is None:
-        return _event_bench(fn)
+        return _event_bench(fn, warmup_ms, rep_ms)
     try:
-        return float(do_bench(fn, warmup=25, rep=100, return_mode="median"))
+        return float(do_bench(fn, warmup=warmup_ms, rep=rep_ms, return_mode="median"))
     except TypeError:  # an older Triton without return_mode
-        return float(do_bench(fn, warmup=25, rep=100, quantiles=[0.5]))
+        return float(do_bench(fn, warmup=warmup_ms, rep=rep_ms, quantiles=[0.5]))
+
+
+INTERLEAVE_ROUNDS = 3
+
+
+def time_interleaved(fns: dict, rounds: int = INTERLEAVE_ROUNDS) -> dict:
+    """Median milliseconds of each callable in ``fns``, timed in ``rounds`` interleaved rounds.
+
+    Each round times every callable once (a third of ``time_ms``'s repeat time), starting with a
+    different one each round; the result is the median over rounds. Why: the GPU's clock follows
+    its power draw over tens of milliseconds, so two back-to-back ``time_ms`` calls of equal
+    kernels differed by up to 14% depending on which ran first (H100, 8192x14336x4096 bf16,
+    torch.mm then ours vs ours then torch.mm). Interleaving exposes both sides to the same drift.
+    """
+    names = list(fns)
+    times = {n: [] for n in names}
+    for r in range(rounds):
+        for i in range(len(names)):
+            n = names[(r + i) % len(names)]
+            times[n].append(time_ms(fns[n], warmup_ms=10, rep_ms=100 / rounds))
+    return {n: statistics.median(v) for n, v in times.items()}
 
 
 def _rotating(fn: Callable, sets: Sequence[tuple]) -> Callable[[], object]:
@@ -271,11 +293,12 @@ def run_case(cg, suite_name: str, dtype_name: str, M: int, N: int, K: int) -> di
             row["ok"] = row["rel_err"] <= REL_ERR_BOUND[bound_key]
         except Exception as exc:
             row["note"] = f"ours failed: {type(exc).__name__}: {exc}"[:200]
-        row["torch_ms"] = time_ms(_rotating(theirs, sets))
+        fns = {"torch_ms": _rotating(theirs, sets)}
         if not row["note"]:
-            row["ours_ms"] = time_ms(_rotating(ours, sets))
+            fns["ours_ms"] = _rotating(ours, sets)
             if epilogue:
-                row["ours_plain_ms"] = time_ms(_rotating(lambda x, b, bias: cg.mm(x, b), sets))
+                fns["ours_plain_ms"] = _rotating(lambda x, b, bias: cg.mm(x, b), sets)
+        row.update(time_interleaved(fns))
     del sets
     torch.cuda.empty_cache()
     row["ours_tflops"] = _tflops(M, N, K, row["ours_ms"])

@@ -23,7 +23,7 @@ from typing import Optional, Sequence
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from benchmarks.bench_gemm import time_ms, write_csv  # noqa: E402
+from benchmarks.bench_gemm import time_interleaved, write_csv  # noqa: E402
 
 # (name, experts, routed rows, K, N, in quick set)
 CASES = (
@@ -94,7 +94,8 @@ def run_case(cg, name, E, T, K, N, routing, form, device, gen) -> dict:
     got, expect = ours(), ref()
     live = slice(0, int(offs[-1])) if form in ("fwd", "swiglu") else slice(None)
     err = float((got[live].float() - expect[live].float()).norm() / expect[live].float().norm().clamp_min(1e-30))
-    t_ours, t_ref, t_loop = time_ms(ours), time_ms(ref), time_ms(loop)
+    t = time_interleaved({"ours": ours, "ref": ref, "loop": loop})
+    t_ours, t_ref, t_loop = t["ours"], t["ref"], t["loop"]
     return dict(case=name, routing=routing, form=form, E=E, T=T, K=K, N=N, ours_ms=t_ours,
                 torch_ms=t_ref, loop_ms=t_loop, ours_tflops=flops / t_ours / 1e9,
                 torch_tflops=flops / t_ref / 1e9, ratio=t_ref / t_ours, ratio_loop=t_loop / t_ours,
@@ -123,7 +124,8 @@ def run_list_case(cg, name, E, T, K, N, routing, device, gen) -> dict:
     num = sum(float((g.float() - r.float()).norm()) ** 2 for g, r in zip(got, expect)) ** 0.5
     den = sum(float(r.float().norm()) ** 2 for r in expect) ** 0.5
     err = num / max(den, 1e-30)
-    t_ours, t_loop = time_ms(ours), time_ms(loop)
+    t = time_interleaved({"ours": ours, "loop": loop})
+    t_ours, t_loop = t["ours"], t["loop"]
     flops = 2 * T * K * N
     return dict(case=name, routing=routing, form="list", E=E, T=T, K=K, N=N, ours_ms=t_ours, torch_ms=float("nan"),
                 loop_ms=t_loop, ours_tflops=flops / t_ours / 1e9, torch_tflops=float("nan"), ratio=float("nan"),
@@ -188,7 +190,8 @@ def run_layer(cg, name, E, k, H, Fi, T, gen) -> dict:
     ref()
     g_ref = [t.grad.float() for t in (x, layer.w_gate_up, layer.w_down)]
     err = max(float((a - b).norm() / b.norm().clamp_min(1e-30)) for a, b in zip(g_ours, g_ref))
-    t_ours, t_ref = time_ms(ours), time_ms(ref)
+    t = time_interleaved({"ours": ours, "ref": ref})
+    t_ours, t_ref = t["ours"], t["ref"]
     flops = 3 * 2 * T * k * H * 3 * Fi  # fwd (gate_up + down) and 2x for backward
     return dict(case=name, routing="skewed", form="layer_fwd_bwd", E=E, T=T * k, K=H, N=Fi, ours_ms=t_ours,
                 torch_ms=t_ref, loop_ms=float("nan"), ours_tflops=flops / t_ours / 1e9,

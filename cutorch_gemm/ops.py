@@ -40,6 +40,11 @@ def _call(op, tensors, *args, **kwargs):
     return op(*args, **kwargs)
 
 
+def _act(activation: Optional[str]) -> str:
+    """The ops' activation string: None means "none" (like nn.Linear-style keyword defaults)."""
+    return "none" if activation is None else activation
+
+
 def mm(a: torch.Tensor, b: torch.Tensor, *, out_dtype: Optional[torch.dtype] = None) -> torch.Tensor:
     """Matrix product ``a @ b``.
 
@@ -57,7 +62,7 @@ def mm(a: torch.Tensor, b: torch.Tensor, *, out_dtype: Optional[torch.dtype] = N
 
 def gemm(a: torch.Tensor, b: torch.Tensor, *, bias: Optional[torch.Tensor] = None,
          c: Optional[torch.Tensor] = None, alpha: float = 1.0, beta: float = 0.0,
-         activation: str = "none", out_dtype: Optional[torch.dtype] = None) -> torch.Tensor:
+         activation: Optional[str] = "none", out_dtype: Optional[torch.dtype] = None) -> torch.Tensor:
     """Fused GEMM: ``D = act(alpha * (a @ b) + beta * c + bias)``, one rounding at the end.
 
     Args:
@@ -67,14 +72,14 @@ def gemm(a: torch.Tensor, b: torch.Tensor, *, bias: Optional[torch.Tensor] = Non
         c: optional (M, N), any strides, dtype of ``a``. Read only when ``beta != 0``
             (BLAS convention: with beta == 0, NaN/Inf in ``c`` do not propagate).
         alpha, beta: scalars.
-        activation: one of "none", "relu", "gelu" (erf), "gelu_tanh", "silu".
+        activation: one of "none" (or None), "relu", "gelu" (erf), "gelu_tanh", "silu".
         out_dtype: dtype of D (None: ``a.dtype``; float32 allowed for 16-bit inputs).
 
     Returns:
         D, (M, N) contiguous.
     """
     return _call(torch.ops.gemm.gemm, (a, b, bias, c), a, b, bias=bias, c=c, alpha=float(alpha),
-                 beta=float(beta), activation=activation, out_dtype=out_dtype)
+                 beta=float(beta), activation=_act(activation), out_dtype=out_dtype)
 
 
 def bmm(a: torch.Tensor, b: torch.Tensor, *, out_dtype: Optional[torch.dtype] = None) -> torch.Tensor:
@@ -86,7 +91,7 @@ def bmm(a: torch.Tensor, b: torch.Tensor, *, out_dtype: Optional[torch.dtype] = 
 
 
 def grouped_mm(a: torch.Tensor, b: torch.Tensor, offs: Optional[torch.Tensor] = None, *,
-               bias: Optional[torch.Tensor] = None, activation: str = "none",
+               bias: Optional[torch.Tensor] = None, activation: Optional[str] = "none",
                out_dtype: Optional[torch.dtype] = None) -> torch.Tensor:
     """Grouped GEMM with ``torch._grouped_mm`` semantics; ``offs`` is int32 cumulative group ends.
 
@@ -109,13 +114,13 @@ def grouped_mm(a: torch.Tensor, b: torch.Tensor, offs: Optional[torch.Tensor] = 
     or exceed the grouped extent raise ValueError; on the GPU they are clamped (never an
     out-of-bounds access).
     """
-    return _call(torch.ops.gemm.grouped_mm, (a, b, bias), a, b, offs, bias=bias, activation=activation,
+    return _call(torch.ops.gemm.grouped_mm, (a, b, bias), a, b, offs, bias=bias, activation=_act(activation),
                  out_dtype=out_dtype)
 
 
 def grouped_gemm(a: Sequence[torch.Tensor], b: Sequence[torch.Tensor], *,
                  bias: Optional[Sequence[torch.Tensor]] = None,
-                 activation: str = "none",
+                 activation: Optional[str] = "none",
                  out_dtype: Optional[torch.dtype] = None) -> list[torch.Tensor]:
     """A list of independent problems, each its own shape: ``out[i] = act(a[i] @ b[i] + bias[i])``.
 
@@ -130,7 +135,7 @@ def grouped_gemm(a: Sequence[torch.Tensor], b: Sequence[torch.Tensor], *,
     """
     bias_list = None if bias is None else list(bias)
     return list(torch.ops.gemm.grouped_gemm(list(a), list(b), bias=bias_list,
-                                            activation=activation, out_dtype=out_dtype))
+                                            activation=_act(activation), out_dtype=out_dtype))
 
 
 def scaled_mm(a: torch.Tensor, b: torch.Tensor, scale_a: torch.Tensor, scale_b: torch.Tensor, *,

@@ -21,7 +21,7 @@ def test_expert_offsets_route_every_row_in_multiples_of_16(monkeypatch):
 def test_grouped_suite_case_on_cpu(monkeypatch):
     monkeypatch.setattr(bg, "DEVICE", "cpu")
     monkeypatch.setattr(bg, "_l2_bytes", lambda: 1 << 20)
-    monkeypatch.setattr(bg, "time_ms", lambda fn: (fn(), 1.0)[1])
+    monkeypatch.setattr(bg, "time_ms", lambda fn, **kw: (fn(), 1.0)[1])
     monkeypatch.setitem(bg.SUITES, "tiny_moe", bg.Suite(kind="grouped", experts=4, shapes=((256, 32, 48, True),)))
     row = bg.run_case(cg, "tiny_moe", "bfloat16", 256, 32, 48)
     assert row["ok"] and row["rel_err"] < 1e-2 and row["note"] == "", row

@@ -141,6 +141,19 @@ def test_gemm_layouts(device, dtype, la, lb):
     _gemm_case(device, dtype, 129, 65, 33, "c_padded_bias_beta1", "gelu", la, lb)
 
 
+def test_activation_none_means_none(device):
+    """activation=None is accepted wherever activation="none" is (the keyword default of
+    nn.Linear-style code), by gemm, grouped_mm and grouped_gemm."""
+    dtype = torch.float32
+    a, b, bias = make((9, 17), dtype, device), make((17, 5), dtype, device, "col"), make((5,), dtype, device)
+    check(cg.gemm(a, b, bias=bias, activation=None), ref_gemm(a, b, bias), dtype, what="gemm activation=None")
+    offs = torch.tensor([4, 9], dtype=torch.int32, device=device)
+    w = make((2, 17, 5), dtype, device)
+    torch.testing.assert_close(cg.grouped_mm(a, w, offs, activation=None), cg.grouped_mm(a, w, offs))
+    (out,) = cg.grouped_gemm([a], [b], activation=None)
+    check(out, ref_mm(a, b), dtype, what="grouped_gemm activation=None")
+
+
 @dtypes
 @pytest.mark.parametrize("activation", ACTIVATIONS)
 def test_gemm_k0(device, dtype, activation):

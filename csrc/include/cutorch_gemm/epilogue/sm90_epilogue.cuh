@@ -4,7 +4,8 @@
 //   sm90_store_tile_direct     D = alpha * acc (+ bias) from registers
 //   sm90_store_tile_scaled     scaled_mm's D = sa * sb * acc + bias from registers, any D
 //   sm90_store_tile            the whole fusion, staged through shared memory 32 columns at a time
-//   sm90_store_tile_tma        D = alpha * acc (+ bias) (or scaled_mm's) by TMA stores
+//   sm90_store_tile_tma        D = act(alpha * acc (+ bias)) (or scaled_mm's) by TMA stores
+//   sm90_store_tma_plain       the same without an activation, bias-free launches without bias code
 //   sm90_store_tile_tma_fused  the whole fusion by TMA stores (cooperative config)
 //   sm90_store_tile_swiglu     grouped_mm's fused SwiGLU from registers (gate | up halves of the tile)
 
@@ -12,6 +13,7 @@
 
 #include <type_traits>
 
+#include "cutorch_gemm/arch/sm90_stmatrix.cuh"
 #include "cutorch_gemm/arch/sm90_tma.cuh"
 #include "cutorch_gemm/device/gemm_args.h"
 #include "cutorch_gemm/epilogue/simt_epilogue.cuh"
@@ -194,11 +196,19 @@ CG_DEVICE void sm90_store_tile(const GemmArgs& g, const Problem& prob, const flo
 // kAct: the activation, applied from registers (activation_fast: a few instructions each, so the
 // 128 unrolled copies stay small; a tanhf or erff per element was what made the staged paths
 // below necessary). kScaled: scaled_mm's D = sa * sb * acc + bias[n] (fp32 bias; dense, so
-// row_abs is the row).
-template <class Cfg, typename T, typename Out, bool kScaled = false, Activation kAct = Activation::kNone>
+// row_abs is the row). kColAdd: whether a per-column addend (bias) is read at all; without it
+// the tile's code has no loads and no column checks.
+// NOTE: a 16-bit D is written with stmatrix (four 8 x 8 blocks, two n8 accumulator blocks, per
+// instruction) to shared-space addresses: the per-pair generic stores, loads and checks made the
+// epilogue ~760 instructions per warp and tile, 6% of the consumers' time at 8192x4096x4096
+// (ncu source counters; a fifth of it instruction-fetch stalls), all of it with the tensor
+// cores idle (both warpgroups run their epilogues at once).
+template <class Cfg, typename T, typename Out, bool kScaled = false, Activation kAct = Activation::kNone,
+          bool kColAdd = true>
 CG_DEVICE void sm90_store_tile_tma(const GemmArgs& g, const Problem& prob, const float (&acc)[128],
                                    uint8_t (*bufs)[64 * 128], const CUtensorMap* map_d, bool d_3d, int group,
                                    int row_abs, int col_base, int tid_in_wg, int barrier_id) {
+  constexpr bool k16 = sizeof(Out) == 2;
   constexpr int kCols = 128 / int(sizeof(Out));  // columns per slice
   constexpr int kJ = kCols / 8;                    // n8 accumulator blocks per slice
   const int warp = tid_in_wg / 32, lane = tid_in_wg % 32;
@@ -211,17 +221,22 @@ CG_DEVICE void sm90_store_tile_tma(const GemmArgs& g, const Problem& prob, const
 #pragma unroll
     for (int h = 0; h < 2; ++h) row_scale[h] = scale_a_of(g, min(row_abs + r0 + 8 * h, prob.m - 1));
   }
+  // stmatrix: lane l addresses row l % 8 (+ 8 for the odd matrices) of n8 block (first + l / 16);
+  // in the 128-byte swizzle, 16-byte chunk c of row r sits at chunk c ^ (r % 8), and r % 8 = l % 8.
+  const int sm_row = warp * 16 + lane % 8 + 8 * ((lane / 8) % 2);
+  const int sm_blk = lane / 16;
 #pragma unroll
   for (int chunk = 0; chunk < 256 / kCols; ++chunk) {
     uint8_t* buf = bufs[chunk % Cfg::kEpiBuffers];
+    const uint32_t buf_s = sm90::smem_addr(buf) + uint32_t(sm_row * 128);
     // The store that last read this buffer has finished reading it (bulk groups retire in order).
     if (tid_in_wg == 0) sm90::bulk_wait_group_read<Cfg::kEpiBuffers - 1>();
     named_barrier_sync(barrier_id, 128);
     // Four n8 blocks at a time: their per-column operands (fp32 multiplier and addend of columns
-    // n, n + 1) as one batch of loads, then their shared-memory stores. NOTE: the stores go
-    // through generic pointers that may alias global memory, so the compiler does not hoist a
-    // load above an earlier store: loaded one by one, every column paid a round trip to L1 / L2
-    // (bias + GELU cost 9% over plain mm at 4096^3). Four blocks, not the whole slice: registers.
+    // n, n + 1) as one batch of loads, then their shared-memory stores. NOTE: the stores may
+    // alias global memory as far as the compiler knows, so it does not hoist a load above an
+    // earlier store: loaded one by one, every column paid a round trip to L1 / L2 (bias + GELU
+    // cost 9% over plain mm at 4096^3). Four blocks, not the whole slice: registers.
     constexpr int kG = kJ < 4 ? kJ : 4;
 #pragma unroll
     for (int j0 = 0; j0 < kJ; j0 += kG) {
@@ -232,28 +247,43 @@ CG_DEVICE void sm90_store_tile_tma(const GemmArgs& g, const Problem& prob, const
 #pragma unroll
         for (int e = 0; e < 2; ++e) {
           const bool in = n + e < prob.n;
+          mul[jj][e] = alpha;
+          add[jj][e] = 0.0f;
           if constexpr (kScaled) {
             const float* fbias = static_cast<const float*>(g.bias);
             mul[jj][e] = in ? scale_b_of(g, n + e) : 0.0f;
-            add[jj][e] = fbias && in ? fbias[n + e] : 0.0f;
-          } else {
-            mul[jj][e] = alpha;
+            if constexpr (kColAdd) add[jj][e] = in ? fbias[n + e] : 0.0f;
+          } else if constexpr (kColAdd) {
             add[jj][e] = bias && in ? to_acc<float>(bias[n + e]) : 0.0f;
           }
         }
       }
-#pragma unroll
-      for (int jj = 0; jj < kG; ++jj) {
+      // The value of accumulator pair (block jj, row half h), column e.
+      auto value = [&](int jj, int h, int e) {
         const int j = chunk * kJ + j0 + jj;
-        const int byte = (8 * (j0 + jj) + 2 * (lane % 4)) * int(sizeof(Out));  // in the 128-byte row
+        const float m = kScaled ? row_scale[h] * mul[jj][e] : mul[jj][e];
+        return activation_fast<kAct>(fmaf(acc[4 * j + 2 * h + e], m, add[jj][e]));
+      };
+      if constexpr (k16) {
 #pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const int r = r0 + 8 * h;
-          uint8_t* dst = buf + r * 128 + (((byte / 16) ^ (r % 8)) * 16) + byte % 16;
-          const float m0 = kScaled ? row_scale[h] * mul[jj][0] : mul[jj][0];
-          const float m1 = kScaled ? row_scale[h] * mul[jj][1] : mul[jj][1];
-          store_pair<Out>(reinterpret_cast<Out*>(dst), activation_fast<kAct>(fmaf(acc[4 * j + 2 * h], m0, add[jj][0])),
-                          activation_fast<kAct>(fmaf(acc[4 * j + 2 * h + 1], m1, add[jj][1])));
+        for (int jj = 0; jj < kG; jj += 2) {
+          const int blk = j0 + jj + sm_blk;  // this lane's n8 block in the slice
+          sm90::stmatrix_x4(buf_s + uint32_t(((blk ^ (lane % 8)) * 16)),
+                            sm90::pack_pair<Out>(value(jj, 0, 0), value(jj, 0, 1)),
+                            sm90::pack_pair<Out>(value(jj, 1, 0), value(jj, 1, 1)),
+                            sm90::pack_pair<Out>(value(jj + 1, 0, 0), value(jj + 1, 0, 1)),
+                            sm90::pack_pair<Out>(value(jj + 1, 1, 0), value(jj + 1, 1, 1)));
+        }
+      } else {
+#pragma unroll
+        for (int jj = 0; jj < kG; ++jj) {
+          const int byte = (8 * (j0 + jj) + 2 * (lane % 4)) * int(sizeof(Out));  // in the 128-byte row
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            const int r = r0 + 8 * h;
+            uint8_t* dst = buf + r * 128 + (((byte / 16) ^ (r % 8)) * 16) + byte % 16;
+            store_pair<Out>(reinterpret_cast<Out*>(dst), value(jj, h, 0), value(jj, h, 1));
+          }
         }
       }
     }
@@ -268,6 +298,20 @@ CG_DEVICE void sm90_store_tile_tma(const GemmArgs& g, const Problem& prob, const
       sm90::bulk_commit_group();
     }
   }
+}
+
+// sm90_store_tile_tma without an activation (D = alpha * acc (+ bias), or scaled_mm's): the
+// bias-free launches get the copy without per-column loads.
+template <class Cfg, typename T, typename Out, bool kScaled>
+CG_DEVICE void sm90_store_tma_plain(const GemmArgs& g, const Problem& prob, const float (&acc)[128],
+                                    uint8_t (*bufs)[64 * 128], const CUtensorMap* map_d, bool d_3d, int group,
+                                    int row_abs, int col_base, int tid_in_wg, int barrier_id) {
+  if (g.bias)
+    sm90_store_tile_tma<Cfg, T, Out, kScaled, Activation::kNone, true>(g, prob, acc, bufs, map_d, d_3d, group,
+                                                                       row_abs, col_base, tid_in_wg, barrier_id);
+  else
+    sm90_store_tile_tma<Cfg, T, Out, kScaled, Activation::kNone, false>(g, prob, acc, bufs, map_d, d_3d, group,
+                                                                        row_abs, col_base, tid_in_wg, barrier_id);
 }
 
 // sm90_store_tile_tma with the launch's activation (16-bit D: the TMA store of the bias +

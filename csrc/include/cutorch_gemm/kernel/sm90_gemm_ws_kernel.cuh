@@ -347,12 +347,11 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
       }
       if constexpr (Mma::kScaled) {  // scaled_mm: dense, no C, no activation
         if (p.tma_store) {
-          if (g.out_f32)
-            sm90_store_tile_tma<Cfg, T, float, true>(g, prob, acc, s.epi_slot[consumer].u.out, &tma_d, false, 0,
+          if (g.out_f32) sm90_store_tma_plain<Cfg, T, float, true>(g, prob, acc, s.epi_slot[consumer].u.out, &tma_d,
+                                                                 false, 0, w.a_row + row_in_tile, w.n0, tid_in_wg,
+                                                                 1 + consumer);
+          else sm90_store_tma_plain<Cfg, T, T, true>(g, prob, acc, s.epi_slot[consumer].u.out, &tma_d, false, 0,
                                                      w.a_row + row_in_tile, w.n0, tid_in_wg, 1 + consumer);
-          else
-            sm90_store_tile_tma<Cfg, T, T, true>(g, prob, acc, s.epi_slot[consumer].u.out, &tma_d, false, 0,
-                                                 w.a_row + row_in_tile, w.n0, tid_in_wg, 1 + consumer);
         } else if (g.out_f32) {
           sm90_store_tile_scaled<float>(g, prob, acc, w.m0 + row_in_tile, w.n0, tid_in_wg, p.direct_epilogue);
         } else {
@@ -380,11 +379,11 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
       }
       if (p.tma_store && tma_rows) {
         if (g.out_f32)
-          sm90_store_tile_tma<Cfg, T, float>(g, prob, acc, s.epi_slot[consumer].u.out, &tma_d, p.d_3d, w.group,
-                                             w.a_row + row_in_tile, w.n0, tid_in_wg, 1 + consumer);
+          sm90_store_tma_plain<Cfg, T, float, false>(g, prob, acc, s.epi_slot[consumer].u.out, &tma_d, p.d_3d,
+                                                     w.group, w.a_row + row_in_tile, w.n0, tid_in_wg, 1 + consumer);
         else
-          sm90_store_tile_tma<Cfg, T, T>(g, prob, acc, s.epi_slot[consumer].u.out, &tma_d, p.d_3d, w.group,
-                                         w.a_row + row_in_tile, w.n0, tid_in_wg, 1 + consumer);
+          sm90_store_tma_plain<Cfg, T, T, false>(g, prob, acc, s.epi_slot[consumer].u.out, &tma_d, p.d_3d, w.group,
+                                                 w.a_row + row_in_tile, w.n0, tid_in_wg, 1 + consumer);
       } else if (p.direct_epilogue) {
         if (g.out_f32) sm90_store_tile_direct<T, float>(g, prob, acc, w.m0 + row_in_tile, w.n0, tid_in_wg);
         else sm90_store_tile_direct<T, T>(g, prob, acc, w.m0 + row_in_tile, w.n0, tid_in_wg);
