@@ -300,18 +300,20 @@ def _explain_gemm(op: str, args, kwargs) -> Explanation:
         n_per = -(-n // batch)
     if fam["family"] == "sm90" and m > 0 and n > 0 and batch > 0:
         sm90_forced = os.environ.get("CUTORCH_GEMM_SM90_CONFIG", "").strip().lower()
+        swiglu = kwargs.get("activation", "none") == "swiglu"
+        # the binding's 64x128 config: fp16 / bf16 launches that are not grouped (nor SwiGLU)
+        narrow = a.dtype in (torch.float16, torch.bfloat16) and mode == "none" and not swiglu
         config = _C.choose_sm90_config(m_per, n_per, k, batch, prop.multi_processor_count, sm90_forced,
-                                       elem_bytes=a.element_size())
+                                       elem_bytes=a.element_size(), narrow=narrow)
         splits, chunk = 1, 0
         if mode == "none" and batch == 1:
             # the binding's split-K rule for one dense problem
             fill = os.environ.get("CUTORCH_GEMM_SM90_SPLIT_FILL", "").strip()
             fill = int(fill) if fill.isdigit() and int(fill) > 0 else 4
-            splits, chunk = _C.choose_sm90_split(m, n, k, prop.multi_processor_count,
-                                                 "coop" if "_Coop_" in config else "pingpong", fill)
+            kind = "coop" if "_Coop_" in config else "pingpong128" if "x128x" in config else "pingpong"
+            splits, chunk = _C.choose_sm90_split(m, n, k, prop.multi_processor_count, kind, fill)
         split_note = (f"; split-K x{splits} (K ranges of {chunk}: the tiles alone would leave SMs idle), fp32 "
                       "partials summed in split order with the epilogue" if splits > 1 else "")
-        swiglu = kwargs.get("activation", "none") == "swiglu"
         cluster_note = _cluster_note(config, mode in ("none", "k"), swiglu, m_per, a, b)
         return Explanation(op, str(a.device), "sm90", config, splits, layouts,
                            f"sm_{prop.major}{prop.minor}; {fam['reason']}"

@@ -119,6 +119,12 @@ def cases(quick: bool):
                 (f"sm90 {cfg} fused swiglu", env, swiglu()),
                 (f"sm90 {cfg} pointer-array grouped_gemm", env, pointer_array()),
                 (f"sm90 {cfg} split-K 16x1024x4096", env, mm(16, 1024, 4096))]
+    # the narrow 64x128 config (fp16 / bf16 dense and batched only)
+    narrow = {"CUTORCH_GEMM_SM90_CONFIG": "pingpong128"}
+    out += [("sm90 pingpong128 bf16 129x257x72", narrow, mm(129, 257, 72)),
+            ("sm90 pingpong128 bf16 gelu 700x300x400 b MN-major", narrow,
+             mm(700, 300, 400, act="gelu", layout_b="mn")),
+            ("sm90 pingpong128 split-K 16x1024x4096", narrow, mm(16, 1024, 4096))]
     # coop launches take 2x1 clusters by default (B multicast); 300 rows: the last pair's second
     # CTA is past M. The same without clusters:
     out += [("sm90 coop cluster bf16 300x520x200 (odd tile rows)", {"CUTORCH_GEMM_SM90_CONFIG": "coop"},
@@ -131,7 +137,7 @@ def cases(quick: bool):
             ("sm80 split-K 64x64x8192", {"CUTORCH_GEMM_ARCH": "sm80"}, mm(64, 64, 8192)),
             ("simt fp32 65x33x129", {"CUTORCH_GEMM_ARCH": "simt"}, mm(65, 33, 129, dtype=torch.float32))]
     if quick:  # racecheck / synccheck are slow: one case per family
-        keep = ("sm90 coop bf16", "sm90 pingpong bf16", "coop cluster", "fp8", "swiglu", "pointer-array", "split-K 16",
+        keep = ("sm90 coop bf16", "sm90 pingpong bf16", "sm90 pingpong128 bf16 129", "coop cluster", "fp8", "swiglu", "pointer-array", "split-K 16",
                 "sm80 bf16", "simt")
         out = [c for c in out if any(k in c[0] for k in keep)]
     return out

@@ -151,6 +151,33 @@ def test_sm90_config_override():
     assert _C.choose_sm90_config(16, 256, 64, 1, 132, "coop") == "Sm90_128x256x64_Coop_S4"
 
 
+NARROW = "Sm90_64x128x64_Pingpong_S8"
+
+
+@pytest.mark.parametrize("m,n,k,expected", [
+    (1024, 1024, 1024, NARROW),                          # 64 wide tiles -> 128 narrow ones
+    (128, 8192, 8192, NARROW),                           # 64 wide tiles
+    (64, 4096, 14336, NARROW),                           # 16 wide tiles (8 splits) -> 32 (4 splits)
+    (1, 8192, 8192, "Sm90_64x256x64_Pingpong_S5"),       # 32 wide tiles split 4 ways; 64 narrow would not split
+    (256, 8192, 4096, "Sm90_64x256x64_Pingpong_S5"),     # 128 wide tiles fill the GPU
+    (2048, 2048, 2048, "Sm90_128x256x64_Coop_S4"),       # coop's
+])
+def test_sm90_narrow_config_rule(m, n, k, expected):
+    """The 64x128 config only where the caller allows it (fp16 / bf16, not grouped), when the 64x256
+    tiles fill under half the SMs and it does not give up a split-K the wide tiles would get."""
+    assert _C.choose_sm90_config(m, n, k, 1, 132, "", narrow=True) == expected
+    assert _C.choose_sm90_config(m, n, k, 1, 132, "", narrow=False) != NARROW
+    assert _C.choose_sm90_config(8192, 8192, 4096, 1, 132, "pingpong128", narrow=True) == NARROW
+    assert _C.choose_sm90_config(8192, 8192, 4096, 1, 132, "pingpong128") == "Sm90_64x256x64_Pingpong_S5"
+
+
+def test_sm90_narrow_split():
+    """choose_sm90_split counts the narrow config's 128-wide tiles."""
+    assert _C.choose_sm90_split(16, 4096, 4096, 132, "pingpong128")[0] == 4    # 32 tiles
+    assert _C.choose_sm90_split(16, 4096, 4096, 132, "pingpong")[0] == 8       # 16 tiles
+    assert _C.choose_sm90_split(1, 8192, 8192, 132, "pingpong128") == (1, 0)  # 64 tiles
+
+
 def test_sm90_tf32_k_major_only():
     """tf32 wgmma has no transpose bits: K-major a and b only; fp32 without tf32 stays on SIMT."""
     on = family(dtype="float32")

@@ -129,17 +129,21 @@ PYBIND11_MODULE(_C, m) {
         pybind11::arg("smem_optin"), pybind11::arg("grouped") = false, pybind11::arg("forced_config") = "",
         pybind11::arg("forced_split") = "");
   m.def("choose_sm90_config", [](int64_t m_, int64_t n, int64_t k, int64_t problems, int num_sms,
-                                 const std::string& forced, int elem_bytes) {
-    return std::string(
-        sm90_config_name(choose_sm90_config(int(m_), int(n), int(k), int(problems), num_sms, forced), elem_bytes));
+                                 const std::string& forced, int elem_bytes, bool narrow) {
+    return std::string(sm90_config_name(
+        choose_sm90_config(int(m_), int(n), int(k), int(problems), num_sms, forced, narrow), elem_bytes));
   }, "The sm90 heuristic's config (m, n: one problem or the average group; forced: CUTORCH_GEMM_SM90_CONFIG), "
-     "named for operands of elem_bytes bytes (2: fp16/bf16, 1: fp8, 4: tf32).", pybind11::arg("m"),
+     "named for operands of elem_bytes bytes (2: fp16/bf16, 1: fp8, 4: tf32); narrow: the launch may take the "
+     "64x128 config (fp16 / bf16, not grouped).", pybind11::arg("m"),
         pybind11::arg("n"), pybind11::arg("k"), pybind11::arg("problems"), pybind11::arg("num_sms"),
-        pybind11::arg("forced"), pybind11::arg("elem_bytes") = 2);
+        pybind11::arg("forced"), pybind11::arg("elem_bytes") = 2, pybind11::arg("narrow") = false);
   m.def("choose_sm90_split", [](int64_t m_, int64_t n, int64_t k, int num_sms, const std::string& config, int fill) {
-    TORCH_CHECK_VALUE(config == "coop" || config == "pingpong", "choose_sm90_split: config must be coop or pingpong");
-    const Sm90Split s = choose_sm90_split(config == "coop" ? Sm90ConfigId::kCoop128x256 : Sm90ConfigId::kPingpong64x256,
-                                          int(m_), int(n), int(k), num_sms, fill);
+    TORCH_CHECK_VALUE(config == "coop" || config == "pingpong" || config == "pingpong128",
+                      "choose_sm90_split: config must be coop, pingpong or pingpong128");
+    const Sm90ConfigId id = config == "coop"       ? Sm90ConfigId::kCoop128x256
+                            : config == "pingpong" ? Sm90ConfigId::kPingpong64x256
+                                                   : Sm90ConfigId::kPingpong64x128;
+    const Sm90Split s = choose_sm90_split(id, int(m_), int(n), int(k), num_sms, fill);
     return std::make_pair(s.splits, s.k_chunk);
   }, "The sm90 split-K rule for one dense problem: (splits, k_chunk); (1, 0) means none.", pybind11::arg("m"),
         pybind11::arg("n"), pybind11::arg("k"), pybind11::arg("num_sms"), pybind11::arg("config"),

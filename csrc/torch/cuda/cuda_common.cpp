@@ -137,8 +137,10 @@ void run_gemm(const GemmArgs& g, const at::Tensor& a, const at::Tensor& b) {
   if (fc.family == GemmFamily::kSm80) return run_sm80(g);
   if (fc.family == GemmFamily::kSm90 && g.batch > 0 && g.shape.m > 0 && g.shape.n > 0) {
     const HeuristicExtents e = heuristic_extents(g);
+    // The 64x128 config exists for fp16 / bf16 dense and batched launches (not grouped ones).
+    const bool narrow = (g.dtype == DType::kFloat16 || g.dtype == DType::kBFloat16) && !grouped;
     const Sm90ConfigId config = choose_sm90_config(e.m, e.n, g.shape.k, g.batch, d.sms,
-                                                   env_lower("CUTORCH_GEMM_SM90_CONFIG"));
+                                                   env_lower("CUTORCH_GEMM_SM90_CONFIG"), narrow);
     // Split-K for one dense problem whose tiles leave SMs idle (explain() mirrors this rule).
     const Sm90Split split = g.shape.mode == GroupMode::kBatched && g.batch == 1
                                 ? choose_sm90_split(config, g.shape.m, g.shape.n, g.shape.k, d.sms, split_fill())

@@ -97,6 +97,21 @@ CG_WGMMA_M64N256K16(wgmma_m64n256k16_f16, "f16")
     "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), \
     "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
 
+// D[64x128] (+)= A[64x16] * B[16x128]: the narrow tile's instruction (64 registers), transpose
+// bits as above.
+#define CG_WGMMA_M64N128K16(NAME, PTX_TYPE)                                                      \
+  template <int kTransA, int kTransB>                                                          \
+  CG_DEVICE void NAME(float (&d)[64], uint64_t desc_a, uint64_t desc_b, int scale_d) {         \
+    asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %66, 0;\n"                              \
+                 " wgmma.mma_async.sync.aligned.m64n128k16.f32." PTX_TYPE "." PTX_TYPE " "      \
+                 CG_WGMMA_D64_REGS ", %64, %65, p, 1, 1, %67, %68;\n}\n"                     \
+                 : CG_WGMMA_D64_OPERANDS(d)                                                     \
+                 : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(kTransA), "n"(kTransB));         \
+  }
+
+CG_WGMMA_M64N128K16(wgmma_m64n128k16_bf16, "bf16")
+CG_WGMMA_M64N128K16(wgmma_m64n128k16_f16, "f16")
+
 // D[64xN] (+)= A[64xK] * B[KxN] for the types without transpose bits, fp32 accumulate, both tiles
 // K-major: tf32 (fp32 containers whose low 13 mantissa bits wgmma ignores; m64n256k8) and 8-bit
 // floats (e4m3 / e5m2, each operand its own kind; m64n128k32: the 8-bit kernel adds each

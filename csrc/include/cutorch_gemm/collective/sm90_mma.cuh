@@ -16,7 +16,8 @@
 
 namespace cutorch_gemm {
 
-// fp16 / bf16: m64n256k16; either tile K-major or MN-major (wgmma's transpose bits).
+// fp16 / bf16: m64n256k16 (or m64n128k16 for the narrow config's 64-register fragment); either
+// tile K-major or MN-major (wgmma's transpose bits).
 template <typename T>
 struct Sm90Mma16 {
   using Element = T;
@@ -24,12 +25,21 @@ struct Sm90Mma16 {
   static constexpr bool kMnMajorOk = true;
   static constexpr bool kScaled = false;  // epilogue: alpha, bias and C of type T, activations
   static constexpr bool kPromote = false;  // the tensor core's accumulation is fp32 already
+  static constexpr bool kNarrowOk = true;  // a 128-column tile (m64n128k16) exists
   template <bool kAMn, bool kBMn>
   static CG_DEVICE void mma(float (&d)[128], uint64_t desc_a, uint64_t desc_b, int scale_d) {
     if constexpr (std::is_same_v<T, __nv_bfloat16>) {
       sm90::wgmma_m64n256k16_bf16<kAMn, kBMn>(d, desc_a, desc_b, scale_d);
     } else {
       sm90::wgmma_m64n256k16_f16<kAMn, kBMn>(d, desc_a, desc_b, scale_d);
+    }
+  }
+  template <bool kAMn, bool kBMn>
+  static CG_DEVICE void mma(float (&d)[64], uint64_t desc_a, uint64_t desc_b, int scale_d) {
+    if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+      sm90::wgmma_m64n128k16_bf16<kAMn, kBMn>(d, desc_a, desc_b, scale_d);
+    } else {
+      sm90::wgmma_m64n128k16_f16<kAMn, kBMn>(d, desc_a, desc_b, scale_d);
     }
   }
 };
@@ -50,6 +60,7 @@ struct Sm90MmaF8 {
   // half tile (mma_half), which the consumer then adds to the fp32 accumulator, as
   // torch._scaled_mm's default (use_fast_accum=False) does.
   static constexpr bool kPromote = true;
+  static constexpr bool kNarrowOk = false;
   // D[64 x 128] = (A * B[half]) for one K step: 64 registers, the m64n128 fragment.
   static CG_DEVICE void mma_half(float (&d)[64], uint64_t desc_a, uint64_t desc_b, int scale_d) {
     if constexpr (kA == Fp8Kind::kE4M3 && kB == Fp8Kind::kE4M3) {
@@ -72,6 +83,7 @@ struct Sm90MmaTf32 {
   static constexpr bool kMnMajorOk = false;
   static constexpr bool kScaled = false;
   static constexpr bool kPromote = false;  // tf32 wgmma accumulates in fp32
+  static constexpr bool kNarrowOk = false;
   template <bool kAMn, bool kBMn>
   static CG_DEVICE void mma(float (&d)[128], uint64_t desc_a, uint64_t desc_b, int scale_d) {
     static_assert(!kAMn && !kBMn, "tf32 wgmma has no transpose bits: both tiles must be K-major");

@@ -45,6 +45,24 @@ struct Sm90_64x256x64_Pingpong_S5 {
   static_assert(kProducerRegs * 128 + kConsumerRegs * 128 * kConsumers <= 65536, "register file");
 };
 
+// Narrow ping-pong for fp16 / bf16: 64x128 tiles (m64n128k16, 64 accumulator registers), twice
+// as many tiles as 64x256 on a small problem, 8 stages of 24 KB. For problems whose 64x256
+// tiles leave SMs idle (cuBLAS picks 64- and 128-wide tiles there too).
+struct Sm90_64x128x64_Pingpong_S8 {
+  static constexpr const char* kName = "Sm90_64x128x64_Pingpong_S8";
+  static constexpr bool kPingpong = true;
+  static constexpr int kBlockM = 64;
+  static constexpr int kBlockN = 128;
+  static constexpr int kBlockK = 64;
+  static constexpr int kStages = 8;
+  static constexpr int kEpiBuffers = 1;  // a 64 x 128 16-bit tile is two 128-byte slices
+  static constexpr int kConsumers = 2;
+  static constexpr int kThreads = 128 * (1 + kConsumers);
+  static constexpr int kProducerRegs = 40;
+  static constexpr int kConsumerRegs = 232;
+  static_assert(kProducerRegs * 128 + kConsumerRegs * 128 * kConsumers <= 65536, "register file");
+};
+
 // The same two schedules for 8-bit operands (scaled_mm): a K slice is still one 128-byte row,
 // now 128 elements, so tiles, stages and shared memory are those of the 16-bit configs.
 struct Sm90_128x256x128_Coop_S4 : Sm90_128x256x64_Coop_S4 {
@@ -66,11 +84,12 @@ struct Sm90_64x256x32_Pingpong_S5 : Sm90_64x256x64_Pingpong_S5 {
   static constexpr int kBlockK = 32;
 };
 
-enum class Sm90ConfigId : int { kCoop128x256 = 0, kPingpong64x256 = 1 };
+enum class Sm90ConfigId : int { kCoop128x256 = 0, kPingpong64x256 = 1, kPingpong64x128 = 2 };
 
 // The config's name for operands of elem_bytes bytes (2: fp16/bf16, 1: fp8, 4: tf32).
 inline const char* sm90_config_name(Sm90ConfigId id, int elem_bytes = 2) {
   const bool coop = id == Sm90ConfigId::kCoop128x256;
+  if (id == Sm90ConfigId::kPingpong64x128 && elem_bytes == 2) return Sm90_64x128x64_Pingpong_S8::kName;
   if (elem_bytes == 1) return coop ? Sm90_128x256x128_Coop_S4::kName : Sm90_64x256x128_Pingpong_S5::kName;
   if (elem_bytes == 4) return coop ? Sm90_128x256x32_Coop_S4::kName : Sm90_64x256x32_Pingpong_S5::kName;
   return coop ? Sm90_128x256x64_Coop_S4::kName : Sm90_64x256x64_Pingpong_S5::kName;
@@ -85,12 +104,29 @@ inline const char* sm90_config_name(Sm90ConfigId id, int elem_bytes = 2) {
 // ping-pong): 1024^3 (32 coop tiles) 0.51/0.27 vs 0.91/0.53; 1536^3 (72) 0.68/0.73 vs
 // 0.63/0.65; 2048^3 (128) 0.92/0.93 vs 0.83/0.85. (The first rule, from an H200, switched at
 // a full wave of coop tiles.)
-inline Sm90ConfigId choose_sm90_config(int m, int n, int k, int problems, int num_sms, const std::string& forced) {
+// `narrow`: the launch can take the 64x128 config (fp16 / bf16 dense or batched GEMM); others
+// never get it ("pingpong128" forces it where allowed, else ping-pong).
+inline Sm90ConfigId choose_sm90_config(int m, int n, int k, int problems, int num_sms, const std::string& forced,
+                                       bool narrow = false) {
   (void)k;
   if (forced == "coop") return Sm90ConfigId::kCoop128x256;
   if (forced == "pingpong") return Sm90ConfigId::kPingpong64x256;
-  const long long coop_tiles = (long long)((m + 127) / 128) * ((n + 255) / 256) * (problems > 0 ? problems : 1);
-  if (m <= 128 || 2 * coop_tiles < num_sms) return Sm90ConfigId::kPingpong64x256;
+  if (forced == "pingpong128") return narrow ? Sm90ConfigId::kPingpong64x128 : Sm90ConfigId::kPingpong64x256;
+  const long long p = problems > 0 ? problems : 1;
+  const long long coop_tiles = (long long)((m + 127) / 128) * ((n + 255) / 256) * p;
+  if (m <= 128 || 2 * coop_tiles < num_sms) {
+    // 64x128 when the 64x256 tiles fill under half the SMs, unless that costs a split-K the wide
+    // tiles would get (choose_sm90_split's quarter rule). Measured on an H100 (CUDA graphs, ratio
+    // to cuBLAS, 64x256 vs 64x128): 128x8192x8192 0.85 vs 0.96; 1024^3 0.61 vs 0.69;
+    // 64x4096x14336 (8 vs 4 splits) 0.88 vs 0.92; 32x14336x4096 0.96 vs 0.97; 1x8192x8192 (4
+    // splits vs none) 0.89 vs 0.82, hence the exception; 2048^3 (coop's) 0.88 vs 0.58.
+    const long long wide = (long long)((m + 63) / 64) * ((n + 255) / 256) * p;
+    const long long slim = (long long)((m + 63) / 64) * ((n + 127) / 128) * p;
+    if (narrow && 2 * wide < num_sms && (4 * slim <= num_sms || 4 * wide > num_sms)) {
+      return Sm90ConfigId::kPingpong64x128;
+    }
+    return Sm90ConfigId::kPingpong64x256;
+  }
   return Sm90ConfigId::kCoop128x256;
 }
 
@@ -110,8 +146,9 @@ struct Sm90Split {
 // `fill` (CUTORCH_GEMM_SM90_SPLIT_FILL, experiments): split only when tiles * fill <= SMs.
 inline Sm90Split choose_sm90_split(Sm90ConfigId config, int m, int n, int k, int num_sms, int fill = 4) {
   const int block_m = config == Sm90ConfigId::kCoop128x256 ? 128 : 64;
+  const int block_n = config == Sm90ConfigId::kPingpong64x128 ? 128 : 256;
   const int block_k = 64;  // 16-bit K slice
-  const long long tiles = (long long)((m + block_m - 1) / block_m) * ((n + 255) / 256);
+  const long long tiles = (long long)((m + block_m - 1) / block_m) * ((n + block_n - 1) / block_n);
   if (tiles <= 0 || fill < 1 || tiles * fill > num_sms) return {1, 0};
   int splits = int(num_sms / tiles);
   const int max_by_k = k / (4 * block_k);

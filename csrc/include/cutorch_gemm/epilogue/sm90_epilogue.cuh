@@ -1,10 +1,10 @@
 #pragma once
 // Epilogues of the Hopper kernel (kernel/sm90_gemm_ws_kernel.cuh), one consumer warpgroup's
-// 64 x 256 fp32 accumulators (wgmma layout) each:
-//   sm90_store_tile_direct     D = alpha * acc (+ bias) from registers
+// 64 x 256 fp32 accumulators (wgmma layout; 64 x 128 for the narrow config, where noted) each:
+//   sm90_store_tile_direct     D = alpha * acc (+ bias) from registers (either width)
 //   sm90_store_tile_scaled     scaled_mm's D = sa * sb * acc + bias from registers, any D
-//   sm90_store_tile            the whole fusion, staged through shared memory 32 columns at a time
-//   sm90_store_tile_tma        D = act(alpha * acc (+ bias)) (or scaled_mm's) by TMA stores
+//   sm90_store_tile            the whole fusion, staged through shared memory 32 columns at a time (either width)
+//   sm90_store_tile_tma        D = act(alpha * acc (+ bias)) (or scaled_mm's) by TMA stores (Cfg's width)
 //   sm90_store_tma_plain       the same without an activation, bias-free launches without bias code
 //   sm90_store_tile_tma_fused  the whole fusion by TMA stores (cooperative config)
 //   sm90_store_tile_swiglu     grouped_mm's fused SwiGLU from registers (gate | up halves of the tile)
@@ -46,8 +46,8 @@ CG_DEVICE void store_pair(Out* p, float v0, float v1) {
 // inside tiles skip every bounds check.
 // NOTE: the unrolled body is small because it has no activation code (the staged path exists
 // because 128 unrolled activations overflowed the instruction cache).
-template <typename T, typename Out>
-CG_DEVICE void sm90_store_tile_direct(const GemmArgs& g, const Problem& prob, const float (&acc)[128], int row_base,
+template <typename T, typename Out, int kRegs>
+CG_DEVICE void sm90_store_tile_direct(const GemmArgs& g, const Problem& prob, const float (&acc)[kRegs], int row_base,
                                       int col_base, int tid_in_wg) {
   const int warp = tid_in_wg / 32, lane = tid_in_wg % 32;
   const int r0 = row_base + warp * 16 + lane / 4;
@@ -58,9 +58,10 @@ CG_DEVICE void sm90_store_tile_direct(const GemmArgs& g, const Problem& prob, co
   const index_t sm = g.shape.d_sm;
   Out* row0 = d + index_t(r0) * sm;
   Out* row1 = row0 + 8 * sm;
-  if (row_base + 64 <= prob.m && col_base + 256 <= prob.n) {
+  constexpr int kJ = kRegs / 4;  // n8 blocks: 32 (64 x 256 fragment) or 16 (64 x 128)
+  if (row_base + 64 <= prob.m && col_base + 8 * kJ <= prob.n) {
 #pragma unroll
-    for (int j = 0; j < 32; ++j) {
+    for (int j = 0; j < kJ; ++j) {
       const int n = c0 + 8 * j;
       const float b0 = bias ? to_acc<float>(bias[n]) : 0.0f;
       const float b1 = bias ? to_acc<float>(bias[n + 1]) : 0.0f;
@@ -73,7 +74,7 @@ CG_DEVICE void sm90_store_tile_direct(const GemmArgs& g, const Problem& prob, co
   // NOTE: fully unrolled with a guard, not a partial unroll with `break`: a runtime index into
   // acc[] would move the accumulators to local memory.
 #pragma unroll
-  for (int j = 0; j < 32; ++j) {
+  for (int j = 0; j < kJ; ++j) {
     const int n = c0 + 8 * j;
     if (n >= prob.n) continue;
     const bool pair = n + 1 < prob.n;
@@ -152,8 +153,8 @@ CG_DEVICE void named_barrier_sync(int id, int threads) {
 // loop with 4-element vector stores.
 // NOTE: applying the functor straight from registers unrolls it 128 times per thread (~40K
 // SASS instructions); the instruction fetch of that code dominated the whole kernel.
-template <typename T>
-CG_DEVICE void sm90_store_tile(const GemmArgs& g, const Problem& prob, const float (&acc)[128],
+template <typename T, int kRegs>
+CG_DEVICE void sm90_store_tile(const GemmArgs& g, const Problem& prob, const float (&acc)[kRegs],
                                float (*epi)[Sm90EpilogueCols + 4], int row_base, int col_base, int tid_in_wg,
                                int barrier_id) {
   using Epi = SimtEpilogue<T>;
@@ -161,7 +162,7 @@ CG_DEVICE void sm90_store_tile(const GemmArgs& g, const Problem& prob, const flo
   const int lane = tid_in_wg % 32;
   constexpr int kChunkJ = Sm90EpilogueCols / 8;  // n8 blocks per chunk
 #pragma unroll
-  for (int chunk = 0; chunk < 256 / Sm90EpilogueCols; ++chunk) {
+  for (int chunk = 0; chunk < 2 * kRegs / Sm90EpilogueCols; ++chunk) {
     named_barrier_sync(barrier_id, 128);  // the previous chunk has been read
 #pragma unroll
     for (int jj = 0; jj < kChunkJ; ++jj) {
@@ -205,7 +206,7 @@ CG_DEVICE void sm90_store_tile(const GemmArgs& g, const Problem& prob, const flo
 // cores idle (both warpgroups run their epilogues at once).
 template <class Cfg, typename T, typename Out, bool kScaled = false, Activation kAct = Activation::kNone,
           bool kColAdd = true>
-CG_DEVICE void sm90_store_tile_tma(const GemmArgs& g, const Problem& prob, const float (&acc)[128],
+CG_DEVICE void sm90_store_tile_tma(const GemmArgs& g, const Problem& prob, const float (&acc)[Cfg::kBlockN / 2],
                                    uint8_t (*bufs)[64 * 128], const CUtensorMap* map_d, bool d_3d, int group,
                                    int row_abs, int col_base, int tid_in_wg, int barrier_id) {
   constexpr bool k16 = sizeof(Out) == 2;
@@ -226,7 +227,7 @@ CG_DEVICE void sm90_store_tile_tma(const GemmArgs& g, const Problem& prob, const
   const int sm_row = warp * 16 + lane % 8 + 8 * ((lane / 8) % 2);
   const int sm_blk = lane / 16;
 #pragma unroll
-  for (int chunk = 0; chunk < 256 / kCols; ++chunk) {
+  for (int chunk = 0; chunk < Cfg::kBlockN / kCols; ++chunk) {
     uint8_t* buf = bufs[chunk % Cfg::kEpiBuffers];
     const uint32_t buf_s = sm90::smem_addr(buf) + uint32_t(sm_row * 128);
     // The store that last read this buffer has finished reading it (bulk groups retire in order).
@@ -303,7 +304,7 @@ CG_DEVICE void sm90_store_tile_tma(const GemmArgs& g, const Problem& prob, const
 // sm90_store_tile_tma without an activation (D = alpha * acc (+ bias), or scaled_mm's): the
 // bias-free launches get the copy without per-column loads.
 template <class Cfg, typename T, typename Out, bool kScaled>
-CG_DEVICE void sm90_store_tma_plain(const GemmArgs& g, const Problem& prob, const float (&acc)[128],
+CG_DEVICE void sm90_store_tma_plain(const GemmArgs& g, const Problem& prob, const float (&acc)[Cfg::kBlockN / 2],
                                     uint8_t (*bufs)[64 * 128], const CUtensorMap* map_d, bool d_3d, int group,
                                     int row_abs, int col_base, int tid_in_wg, int barrier_id) {
   if (g.bias)
@@ -318,7 +319,7 @@ CG_DEVICE void sm90_store_tma_plain(const GemmArgs& g, const Problem& prob, cons
 // activation epilogue, Sm90Params::tma_store_act): one unrolled copy per activation, so the
 // tile's elements never go through a runtime switch.
 template <class Cfg, typename T>
-CG_DEVICE void sm90_store_tile_tma_act(const GemmArgs& g, const Problem& prob, const float (&acc)[128],
+CG_DEVICE void sm90_store_tile_tma_act(const GemmArgs& g, const Problem& prob, const float (&acc)[Cfg::kBlockN / 2],
                                        uint8_t (*bufs)[64 * 128], const CUtensorMap* map_d, bool d_3d, int group,
                                        int row_abs, int col_base, int tid_in_wg, int barrier_id) {
 #define CG_SM90_TMA_ACT(A)                                                                                        \

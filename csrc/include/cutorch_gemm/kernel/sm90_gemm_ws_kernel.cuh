@@ -132,6 +132,9 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
   static_assert(Cfg::kBlockK * sizeof(E) == 128, "a tile row of K is one 128-byte swizzle row");
   static_assert(Mma::kInstrK * sizeof(E) == 32, "the descriptors' K step is 32 bytes (K-major)");
   static_assert(Mma::kMnMajorOk || (!kAMn && !kBMn), "this operand type reads K-major tiles only");
+  static_assert(Cfg::kBlockN == 256 || (Cfg::kBlockN == 128 && Mma::kNarrowOk && !kSwiGlu && !kPtrArray),
+                "128-column tiles: 16-bit operands, plain launches");
+  constexpr int kAccRegs = Cfg::kBlockN / 2;  // a consumer's 64 x kBlockN fp32 fragment per thread
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using Storage = Sm90SharedStorage<Cfg, E>;
   using State = sm90::PipelineState<Cfg::kStages>;
@@ -226,7 +229,7 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
     const int consumer = warpgroup - 1;
     Scheduler sched(p);
     State st;
-    float acc[128];
+    float acc[kAccRegs];
     // Cooperative: every tile of the CTA's sequence, rows [64c, 64c + 64) of it. Ping-pong:
     // every other tile, all rows; the ring carries the other warpgroup's tiles in between,
     // which this one skips.
@@ -254,7 +257,7 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
       }
       if (k_blocks == 0) {  // an empty grouped-K problem: the epilogue of a zero product
 #pragma unroll
-        for (int r = 0; r < 128; ++r) acc[r] = 0.0f;
+        for (int r = 0; r < kAccRegs; ++r) acc[r] = 0.0f;
       }
       State prev;
       for (int kb = 0; kb < k_blocks; ++kb) {
