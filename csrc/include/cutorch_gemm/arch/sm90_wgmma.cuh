@@ -68,18 +68,23 @@ CG_DEVICE void fence_accumulators(float (&d)[kRegs]) {
     "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), \
     "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
 
-// D[64x256] (+)= A[64x16] * B[16x256], fp32 accumulate; scale_d = 0 overwrites D.
+// D[64xN] (+)= A[64x16] * B[16xN] for fp16 / bf16, fp32 accumulate; scale_d = 0 overwrites D.
 // kTransA / kTransB: 0 = the operand's tile is K-major, 1 = MN-major (wgmma's transpose bits,
-// which fp16/bf16 support; the descriptor must describe the matching layout).
-#define CG_WGMMA_M64N256K16(NAME, PTX_TYPE)                                                      \
+// which fp16/bf16 support; the descriptor must describe the matching layout). NREGS / REGS /
+// OPERANDS: the fragment (128 registers for N = 256, 64 for N = 128); I_A ... I_TB: the asm
+// operand numbers of desc_a, desc_b, scale_d and the two transpose immediates.
+#define CG_WGMMA_K16(NAME, SHAPE, PTX_TYPE, NREGS, REGS, OPERANDS, I_A, I_B, I_S, I_TA, I_TB)    \
   template <int kTransA, int kTransB>                                                          \
-  CG_DEVICE void NAME(float (&d)[128], uint64_t desc_a, uint64_t desc_b, int scale_d) {        \
-    asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %130, 0;\n"                             \
-                 " wgmma.mma_async.sync.aligned.m64n256k16.f32." PTX_TYPE "." PTX_TYPE " "      \
-                 CG_WGMMA_D128_REGS ", %128, %129, p, 1, 1, %131, %132;\n}\n"                  \
-                 : CG_WGMMA_D128_OPERANDS(d)                                                    \
+  CG_DEVICE void NAME(float (&d)[NREGS], uint64_t desc_a, uint64_t desc_b, int scale_d) {      \
+    asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %" I_S ", 0;\n"                        \
+                 " wgmma.mma_async.sync.aligned." SHAPE ".f32." PTX_TYPE "." PTX_TYPE " "       \
+                 REGS ", %" I_A ", %" I_B ", p, 1, 1, %" I_TA ", %" I_TB ";\n}\n"             \
+                 : OPERANDS(d)                                                                  \
                  : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(kTransA), "n"(kTransB));         \
   }
+#define CG_WGMMA_M64N256K16(NAME, PTX_TYPE) \
+  CG_WGMMA_K16(NAME, "m64n256k16", PTX_TYPE, 128, CG_WGMMA_D128_REGS, CG_WGMMA_D128_OPERANDS, "128", "129", "130", \
+               "131", "132")
 
 CG_WGMMA_M64N256K16(wgmma_m64n256k16_bf16, "bf16")
 CG_WGMMA_M64N256K16(wgmma_m64n256k16_f16, "f16")
@@ -97,17 +102,10 @@ CG_WGMMA_M64N256K16(wgmma_m64n256k16_f16, "f16")
     "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), \
     "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
 
-// D[64x128] (+)= A[64x16] * B[16x128]: the narrow tile's instruction (64 registers), transpose
-// bits as above.
-#define CG_WGMMA_M64N128K16(NAME, PTX_TYPE)                                                      \
-  template <int kTransA, int kTransB>                                                          \
-  CG_DEVICE void NAME(float (&d)[64], uint64_t desc_a, uint64_t desc_b, int scale_d) {         \
-    asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %66, 0;\n"                              \
-                 " wgmma.mma_async.sync.aligned.m64n128k16.f32." PTX_TYPE "." PTX_TYPE " "      \
-                 CG_WGMMA_D64_REGS ", %64, %65, p, 1, 1, %67, %68;\n}\n"                     \
-                 : CG_WGMMA_D64_OPERANDS(d)                                                     \
-                 : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(kTransA), "n"(kTransB));         \
-  }
+// D[64x128] (+)= A[64x16] * B[16x128]: the narrow config's instruction (64 registers).
+#define CG_WGMMA_M64N128K16(NAME, PTX_TYPE) \
+  CG_WGMMA_K16(NAME, "m64n128k16", PTX_TYPE, 64, CG_WGMMA_D64_REGS, CG_WGMMA_D64_OPERANDS, "64", "65", "66", "67", \
+               "68")
 
 CG_WGMMA_M64N128K16(wgmma_m64n128k16_bf16, "bf16")
 CG_WGMMA_M64N128K16(wgmma_m64n128k16_f16, "f16")

@@ -48,19 +48,10 @@ struct Sm90_64x256x64_Pingpong_S5 {
 // Narrow ping-pong for fp16 / bf16: 64x128 tiles (m64n128k16, 64 accumulator registers), twice
 // as many tiles as 64x256 on a small problem, 8 stages of 24 KB. For problems whose 64x256
 // tiles leave SMs idle (cuBLAS picks 64- and 128-wide tiles there too).
-struct Sm90_64x128x64_Pingpong_S8 {
+struct Sm90_64x128x64_Pingpong_S8 : Sm90_64x256x64_Pingpong_S5 {
   static constexpr const char* kName = "Sm90_64x128x64_Pingpong_S8";
-  static constexpr bool kPingpong = true;
-  static constexpr int kBlockM = 64;
   static constexpr int kBlockN = 128;
-  static constexpr int kBlockK = 64;
-  static constexpr int kStages = 8;
-  static constexpr int kEpiBuffers = 1;  // a 64 x 128 16-bit tile is two 128-byte slices
-  static constexpr int kConsumers = 2;
-  static constexpr int kThreads = 128 * (1 + kConsumers);
-  static constexpr int kProducerRegs = 40;
-  static constexpr int kConsumerRegs = 232;
-  static_assert(kProducerRegs * 128 + kConsumerRegs * 128 * kConsumers <= 65536, "register file");
+  static constexpr int kStages = 8;  // (kEpiBuffers 1: a 64 x 128 16-bit tile is two 128-byte slices)
 };
 
 // The same two schedules for 8-bit operands (scaled_mm): a K slice is still one 128-byte row,
