@@ -141,6 +141,15 @@ def test_sm90_operand(k_stride, mn_stride, batch_stride, aligned, ok, mn_major):
     (2048, 2048, 1, "Sm90_128x256x64_Coop_S4"),      # 128
     (1024, 1024, 8, "Sm90_128x256x64_Coop_S4"),      # 8 problems: 256 tiles
     (96, 4096, 64, "Sm90_64x256x64_Pingpong_S5"),    # MoE groups of ~96 rows
+    # wave quantization: ping-pong where its rounds fill better by more than ~10%
+    (3072, 3072, 1, "Sm90_64x256x64_Pingpong_S5"),   # 288 coop tiles: 3 rounds, 73% full
+    (1536, 6144, 1, "Sm90_64x256x64_Pingpong_S5"),   # 288
+    (6144, 1536, 1, "Sm90_64x256x64_Pingpong_S5"),   # 288
+    (5120, 5120, 1, "Sm90_128x256x64_Coop_S4"),      # 800: 87% vs 93% x 0.9
+    (2560, 2560, 1, "Sm90_128x256x64_Coop_S4"),      # 200
+    (4608, 4608, 1, "Sm90_128x256x64_Coop_S4"),      # 648: 98%
+    (8192, 14336, 1, "Sm90_128x256x64_Coop_S4"),     # 3584: 97%
+    (3072, 3072, 2, "Sm90_128x256x64_Coop_S4"),      # several problems: the rule is for one
 ])
 def test_sm90_config_heuristic(m, n, problems, expected):
     assert _C.choose_sm90_config(m, n, 4096, problems, 132, "") == expected
