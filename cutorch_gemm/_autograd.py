@@ -41,11 +41,22 @@ def _acc_out(dtype: torch.dtype):
 
 def _pre_activation_grad(grad: torch.Tensor, act: str, dtype: torch.dtype, recompute) -> torch.Tensor:
     """dL/dZ for D = act(Z): grad in the accumulator dtype times act'(Z), with Z recomputed by
-    `recompute(out_dtype)` (the same op without its activation)."""
-    dz = grad.to(_acc(dtype))
+    `recompute(out_dtype)` (the same op without its activation). Without an activation, grad
+    itself: a round trip through fp32 cost ~0.5 ms per 8192x14336 bf16 gradient (H100), with
+    nothing to gain (the GEMMs read the 16-bit gradient either way; bias sums accumulate in fp32)."""
     if act == "none":
-        return dz
+        return grad
+    dz = grad.to(_acc(dtype))
     return dz * act_grad(recompute(_acc_out(dtype)), act)
+
+
+def _grad_b(a: torch.Tensor, g: torch.Tensor, b: torch.Tensor, mm) -> torch.Tensor:
+    """dB = A^T @ G, in b's layout when b is a transposed view of a row-major matrix (nn.Linear's
+    W.t()): computed as (G^T @ A)^T, so W's gradient arrives contiguous instead of being copied
+    into the parameter's layout by autograd (a 117 MB copy per 14336x4096 bf16 weight)."""
+    if b.dim() == 2 and b.stride(0) == 1 and b.stride(1) != 1:
+        return mm(g.t(), a).t()
+    return mm(a.t(), g)
 
 
 # ---- mm -------------------------------------------------------------------------------------
@@ -58,7 +69,7 @@ def _mm_backward(ctx, grad):
     a, b = ctx.saved_tensors
     g = grad.to(a.dtype)
     ga = _ops.mm(g, b.t()) if ctx.needs_input_grad[0] else None
-    gb = _ops.mm(a.t(), g) if ctx.needs_input_grad[1] else None
+    gb = _grad_b(a, g, b, _ops.mm) if ctx.needs_input_grad[1] else None
     return ga, gb
 
 
@@ -79,8 +90,8 @@ def _gemm_backward(ctx, grad):
     g = dz.to(a.dtype)
     need = ctx.needs_input_grad
     ga = _ops.gemm(g, b.t(), alpha=alpha) if need[0] else None
-    gb = _ops.gemm(a.t(), g, alpha=alpha) if need[1] else None
-    gbias = dz.sum(0).to(bias.dtype) if bias is not None and need[2] else None
+    gb = _grad_b(a, g, b, lambda x, y: _ops.gemm(x, y, alpha=alpha)) if need[1] else None
+    gbias = dz.sum(0, dtype=_acc(a.dtype)).to(bias.dtype) if bias is not None and need[2] else None
     gc = None
     if c is not None and need[3]:
         gc = (dz * beta).to(c.dtype) if beta != 0.0 else torch.zeros_like(c)
@@ -134,6 +145,7 @@ def _grouped_backward(ctx, grad):
     gb = _ops.grouped_mm(a.transpose(-2, -1), g, offs) if need[1] else None
     gbias = None
     if bias is not None and need[3]:
+        dz = dz.to(_acc(a.dtype))  # bias sums accumulate in fp32
         if a.dim() == 2 and b.dim() == 3:  # per-group sums of rows; rows past offs[-1] excluded
             ids = _group_ids(offs, dz.shape[0])
             acc = dz.new_zeros((offs.shape[0] + 1, dz.shape[1])).index_add_(0, ids, dz)

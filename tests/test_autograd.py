@@ -58,6 +58,27 @@ def test_mm_grad(device, dtype, la, lb):
     compare_grads(cg.mm, ref_mm, [a, b], dtype, what="mm")
 
 
+@pytest.mark.parametrize("dtype", GRAD_DTYPES, ids=dtype_id)
+@pytest.mark.parametrize("op", ["mm", "gemm"])
+def test_linear_weight_grad_layout(device, dtype, op):
+    """b = W.t() of a row-major weight (nn.Linear): W's gradient comes back in W's own layout
+    (contiguous), so autograd does not copy it, and matches float64 autograd; bias sums too."""
+    x = make((37, 24), dtype, device, requires_grad=True)
+    w = make((65, 24), dtype, device, requires_grad=True)
+    bias = make((65,), dtype, device, requires_grad=True)
+    if op == "mm":
+        leaves, fn, ref = [x, w], (lambda x, w: cg.mm(x, w.t())), (lambda x, w: ref_mm(x, w.t()))
+    else:
+        leaves = [x, w, bias]
+        fn = lambda x, w, bias: cg.gemm(x, w.t(), bias=bias, alpha=0.5)  # noqa: E731
+        ref = lambda x, w, bias: ref_gemm(x, w.t(), bias, None, 0.5)  # noqa: E731
+    grads = compare_grads(fn, ref, leaves, dtype, what=f"linear {op}")
+    assert grads[1].is_contiguous() and grads[1].stride() == w.stride(), grads[1].stride()
+    out = fn(*leaves)
+    out.backward(torch.randn_like(out))
+    assert w.grad.is_contiguous(), w.grad.stride()
+
+
 # name: (bias?, c?, alpha, beta)
 GEMM_GRAD_CASES = {
     "bias_c_alpha_beta": (True, True, 0.75, -1.5),
