@@ -110,7 +110,7 @@ def time_ms(fn: Callable[[], object], warmup_ms: float = 25, rep_ms: float = 100
 INTERLEAVE_ROUNDS = 3
 
 
-def time_interleaved(fns: dict, rounds: int = INTERLEAVE_ROUNDS) -> dict:
+def time_interleaved(fns: dict, rounds: int = INTERLEAVE_ROUNDS, timer: Optional[Callable] = None) -> dict:
     """Median milliseconds of each callable in ``fns``, timed in ``rounds`` interleaved rounds.
 
     Each round times every callable once (a third of ``time_ms``'s repeat time), starting with a
@@ -118,13 +118,14 @@ def time_interleaved(fns: dict, rounds: int = INTERLEAVE_ROUNDS) -> dict:
     its power draw over tens of milliseconds, so two back-to-back ``time_ms`` calls of equal
     kernels differed by up to 14% depending on which ran first (H100, 8192x14336x4096 bf16,
     torch.mm then ours vs ours then torch.mm). Interleaving exposes both sides to the same drift.
+    ``timer(fn) -> ms`` replaces the per-round ``time_ms`` (tests, other units).
     """
     names = list(fns)
     times = {n: [] for n in names}
     for r in range(rounds):
         for i in range(len(names)):
             n = names[(r + i) % len(names)]
-            times[n].append(time_ms(fns[n], warmup_ms=10, rep_ms=100 / rounds))
+            times[n].append(timer(fns[n]) if timer else time_ms(fns[n], warmup_ms=10, rep_ms=100 / rounds))
     return {n: statistics.median(v) for n, v in times.items()}
 
 

@@ -15,7 +15,8 @@ Cases (bf16 by default; ``--dtype`` picks others):
         _grouped_mm  the same layer on ``torch._grouped_mm`` (bench_grouped.torch_layer_forward)
 
 One step = clear the gradients, forward, ``backward(dy)`` with a fixed random ``dy``; the
-input requires grad. Times are ``bench_gemm.time_ms`` medians (CUDA events). Before timing,
+input requires grad. Times are ``bench_gemm.time_interleaved`` medians (CUDA events; the
+variants of a case alternate in three rounds). Before timing,
 every variant's output and its gradients (input and weights) are compared with the stock
 one's: ``rel_err`` is the largest ‖ours − stock‖ / ‖stock‖ over them, ``ok`` means within
 ``bench_gemm.REL_ERR_BOUND`` (2e-2 for bf16).
@@ -42,10 +43,11 @@ import torch.nn.functional as F
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from benchmarks import bench_grouped  # noqa: E402
 from benchmarks.bench_gemm import (REL_ERR_BOUND, SHORT, _fmt, _import_cutorch_gemm,  # noqa: E402
-                                   normalize_dtypes, parse_list, time_ms, write_csv)
+                                   normalize_dtypes, parse_list, time_interleaved, write_csv)
 
 DEVICE = "cuda"   # module constants so that a test can run the cases on a CPU
-TIMER: Callable[[Callable[[], object]], float] = time_ms
+# The per-round timer of time_interleaved (None: its own time_ms rounds); tests swap in a clock.
+TIMER: Optional[Callable[[Callable[[], object]], float]] = None
 
 
 # --------------------------------------------------------------------------------------------
@@ -216,7 +218,8 @@ def _measure(variants: dict, leaves_of: dict, notes: list) -> tuple:
         rel = max(_rel_err(results[n], results["stock"]) for n in results if n != "stock")
     ran = set(results)
     del results   # free the copies before timing
-    return {name: TIMER(step) if name in ran else NAN for name, step in variants.items()}, rel
+    times = time_interleaved({name: step for name, step in variants.items() if name in ran}, timer=TIMER)
+    return {name: times.get(name, NAN) for name in variants}, rel
 
 
 def _empty_cache() -> None:
