@@ -27,3 +27,17 @@ def test_grouped_suite_case_on_cpu(monkeypatch):
     assert row["ok"] and row["rel_err"] < 1e-2 and row["note"] == "", row
     assert row["config"] == "aten_fp32_accumulate"
     assert "moe128" in bg.DEFAULT_SUITES and "fp8" in bg.DEFAULT_SUITES
+
+
+def test_time_interleaved_rotates_and_takes_medians():
+    """Each round starts with a different callable, and each result is the median of its rounds."""
+    calls = []
+    clock = iter([5.0, 1.0, 2.0, 9.0, 3.0, 4.0])  # a, b | b, a | a, b (round-robin start)
+
+    def timer(fn):
+        calls.append(fn())
+        return next(clock)
+
+    got = bg.time_interleaved({"a": lambda: "a", "b": lambda: "b"}, rounds=3, timer=timer)
+    assert calls == ["a", "b", "b", "a", "a", "b"]
+    assert got == {"a": 5.0, "b": 2.0}  # a: 5, 9, 3 -> 5; b: 1, 2, 4 -> 2
