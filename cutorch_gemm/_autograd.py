@@ -217,15 +217,15 @@ class _GroupedGemmFunction(torch.autograd.Function):
         a, b = list(tensors[:n]), list(tensors[n:2 * n])
         bias = list(tensors[2 * n:3 * n]) if ctx.has_bias else None
         dtype = a[0].dtype
-        dz = [g.to(_acc(dtype)) for g in grads]
+        dz = list(grads)  # without an activation: the gradients as they come (_pre_activation_grad)
         if act != "none":
             z = _ops.grouped_gemm(a, b, bias, out_dtype=_acc_out(dtype))
-            dz = [d * act_grad(zi, act) for d, zi in zip(dz, z)]
+            dz = [d.to(_acc(dtype)) * act_grad(zi, act) for d, zi in zip(dz, z)]
         g = [d.to(dtype) for d in dz]
         need = ctx.needs_input_grad[4:]
         ga = list(_ops.grouped_gemm(g, [bi.t() for bi in b])) if any(need[:n]) else [None] * n
         gb = list(_ops.grouped_gemm([ai.t() for ai in a], g)) if any(need[n:2 * n]) else [None] * n
-        gbias = [d.sum(0).to(bi.dtype) for d, bi in zip(dz, bias)] if bias is not None else []
+        gbias = [d.sum(0, dtype=_acc(dtype)).to(bi.dtype) for d, bi in zip(dz, bias)] if bias is not None else []
         return (None, None, None, None, *ga, *gb, *gbias)
 
 
