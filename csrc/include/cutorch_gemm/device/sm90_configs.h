@@ -105,13 +105,13 @@ inline Sm90ConfigId choose_sm90_config(int m, int n, int k, int problems, int nu
   if (forced == "pingpong128") return narrow ? Sm90ConfigId::kPingpong64x128 : Sm90ConfigId::kPingpong64x256;
   const long long p = problems > 0 ? problems : 1;
   const long long coop_tiles = (long long)((m + 127) / 128) * ((n + 255) / 256) * p;
+  const long long wide = (long long)((m + 63) / 64) * ((n + 255) / 256) * p;  // ping-pong 64x256 tiles
   if (m <= 128 || 2 * coop_tiles < num_sms) {
     // 64x128 when the 64x256 tiles fill under half the SMs, unless that costs a split-K the wide
     // tiles would get (choose_sm90_split's quarter rule). Measured on an H100 (CUDA graphs, ratio
     // to cuBLAS, 64x256 vs 64x128): 128x8192x8192 0.85 vs 0.96; 1024^3 0.61 vs 0.69;
     // 64x4096x14336 (8 vs 4 splits) 0.88 vs 0.92; 32x14336x4096 0.96 vs 0.97; 1x8192x8192 (4
     // splits vs none) 0.89 vs 0.82, hence the exception; 2048^3 (coop's) 0.88 vs 0.58.
-    const long long wide = (long long)((m + 63) / 64) * ((n + 255) / 256) * p;
     const long long slim = (long long)((m + 63) / 64) * ((n + 127) / 128) * p;
     if (narrow && 2 * wide < num_sms && (4 * slim <= num_sms || 4 * wide > num_sms)) {
       return Sm90ConfigId::kPingpong64x128;
@@ -125,7 +125,6 @@ inline Sm90ConfigId choose_sm90_config(int m, int n, int k, int problems, int nu
   // rounds 73% full) 0.73 vs 0.80; 1536x6144x4096 0.72 vs 0.77; 6144x1536x4096 0.72 vs 0.80;
   // 5120^3 0.87 vs 0.86; 2560^3 0.82 vs 0.76; 4608^3 0.98 vs 0.89; 2816^3 0.96 vs 0.88.
   if (p == 1 && num_sms > 0) {
-    const long long wide = (long long)((m + 63) / 64) * ((n + 255) / 256);
     auto fill = [num_sms](long long tiles) {
       const long long rounds = (tiles + num_sms - 1) / num_sms;
       return double(tiles) / double(rounds * num_sms);
