@@ -291,6 +291,20 @@ def _explain_gemm(op: str, args, kwargs) -> Explanation:
     mode = "none"
     if op == "grouped_mm" and grouped:
         mode = {(2, 3): "m", (3, 2): "n", (2, 2): "k"}[(a.dim(), b.dim())]
+    if mode == "none" and m > 0 and n > 0 and k > 0 and a.dtype in (torch.float16, torch.bfloat16):
+        # the binding's skinny rule (small M, K-contiguous a and b), checked before the families
+        a_k, a_m = _strides(a, -1, -2, k)
+        b_k, b_n = _strides(b, -2, -1, k)
+        knob = os.environ.get("CUTORCH_GEMM_SKINNY", "").strip().lower()
+        sk = _C.skinny_plan(prop.major, sm80_built, dtype, batch, m, n, k, a_m, a_k, b_k, b_n,
+                            a.data_ptr() % 16 == 0, b.data_ptr() % 16 == 0,
+                            "" if forced == "auto" else forced, knob, prop.multi_processor_count)
+        if sk["taken"]:
+            return Explanation(op, str(a.device), "sm80", sk["config"], 1, layouts,
+                               f"sm_{prop.major}{prop.minor}; M = {m} against a streamed weight: the "
+                               "skinny kernel (D^T = W x^T on mma.sync, fragments loaded from global memory, "
+                               "K split over the CTA's warps and summed in shared memory)"
+                               + (f"; CUTORCH_GEMM_SKINNY={knob}" if knob else ""))
     fam = _C.choose_family(prop.major, dtype, op_a, op_b, mode, k > 0, sm90_built, sm80_built,
                            torch.backends.cuda.matmul.allow_tf32, "" if forced == "auto" else forced)
     m_per, n_per = m, n

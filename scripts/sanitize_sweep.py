@@ -136,9 +136,13 @@ def cases(quick: bool):
             ("sm80 fp64 65x33x129", {"CUTORCH_GEMM_ARCH": "sm80"}, mm(65, 33, 129, dtype=torch.float64)),
             ("sm80 split-K 64x64x8192", {"CUTORCH_GEMM_ARCH": "sm80"}, mm(64, 64, 8192)),
             ("simt fp32 65x33x129", {"CUTORCH_GEMM_ARCH": "simt"}, mm(65, 33, 129, dtype=torch.float32))]
+    # the skinny kernel (M <= 64), both warp counts, N past the last CTA's 32 rows, a short K step
+    out += [("skinny w8 bf16 gelu 13x301x392", {"CUTORCH_GEMM_SKINNY": "w8"}, mm(13, 301, 392, act="gelu")),
+            ("skinny w16 fp16 7x1000x264", {"CUTORCH_GEMM_SKINNY": "w16"}, mm(7, 1000, 264, dtype=torch.float16)),
+            ("skinny T64 40x129x1000", {"CUTORCH_GEMM_SKINNY": "force"}, mm(40, 129, 1000))]
     if quick:  # racecheck / synccheck are slow: one case per family
         keep = ("sm90 coop bf16", "sm90 pingpong bf16", "sm90 pingpong128 bf16 129", "coop cluster", "fp8", "swiglu", "pointer-array", "split-K 16",
-                "sm80 bf16", "simt")
+                "sm80 bf16", "simt", "skinny w8")
         out = [c for c in out if any(k in c[0] for k in keep)]
     return out
 

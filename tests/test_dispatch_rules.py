@@ -242,3 +242,63 @@ def test_sm90_split_k_rule():
     assert s == 1
     s, c = _C.choose_sm90_split(1024, 2048, 65536, 132, "pingpong")  # partials capped at 64 MB
     assert s * 1024 * 2048 * 4 <= 64 << 20 or s == 1
+
+
+# The skinny kernel's rule (device/sm80_skinny.h): x (M x K, K contiguous) times W.t() of an
+# nn.Linear weight W (N x K, K contiguous), strides as set_2d reports them.
+SKINNY = dict(major=9, sm80_built=True, dtype="bfloat16", batch=1, m=16, n=4096, k=4096, a_sm=4096, a_sk=1,
+              b_sk=1, b_sn=4096, a_aligned=True, b_aligned=True, forced="", knob="")
+
+
+def skinny(**over):
+    return _C.skinny_plan(**{**SKINNY, **over})
+
+
+@pytest.mark.parametrize("m, config", [(1, "T8"), (8, "T8"), (9, "T16"), (16, "T16"), (17, "T32"), (32, "T32")])
+def test_skinny_takes_decode_shapes(m, config):
+    p = skinny(m=m)
+    assert p["taken"] and p["reason"] == "" and f"_32x{config}_" in p["config"], p
+    assert skinny(m=m, major=8, dtype="float16")["taken"]  # Ampere too (mma.sync is native there)
+
+
+def test_skinny_takes_small_problems_up_to_16_tokens():
+    for n, k in ((128, 128), (512, 512), (256, 4096), (14336, 4096), (28672, 8192)):
+        assert skinny(m=16, n=n, k=k, a_sm=k, b_sn=k)["taken"], (n, k)
+    assert skinny(m=32, n=4224)["taken"] and not skinny(m=32, n=4225)["taken"]
+
+
+def test_skinny_config_warps_and_tokens():
+    # 16 warps when the 32-row CTAs are at most one per SM, else 8; "w8" / "w16" pick them.
+    assert skinny(n=4096, num_sms=132)["config"] == "Sm80_Skinny_32xT16_W16"
+    assert skinny(n=4224, num_sms=132)["config"] == "Sm80_Skinny_32xT16_W16"
+    assert skinny(n=4225, num_sms=132)["config"] == "Sm80_Skinny_32xT16_W8"
+    assert skinny(n=8192, num_sms=132)["config"] == "Sm80_Skinny_32xT16_W8"
+    assert skinny(n=8192, num_sms=132, knob="w16")["config"] == "Sm80_Skinny_32xT16_W16"
+    assert skinny(n=4096, num_sms=132, knob="w8")["config"] == "Sm80_Skinny_32xT16_W8"
+    # M 33..64: only when forced, one config (8 warps)
+    for m in (33, 64):
+        assert not skinny(m=m)["taken"]
+        p = skinny(m=m, knob="force")
+        assert p["taken"] and p["config"] == "Sm80_Skinny_32xT64_W8", p
+
+
+@pytest.mark.parametrize("over, word", [
+    (dict(m=65), "M outside"), (dict(m=0), "M outside"), (dict(m=33), "M > 32"), (dict(dtype="float32"), "fp16 / bf16"),
+    (dict(dtype="int8"), "fp16 / bf16"), (dict(batch=2), "one dense problem"), (dict(major=7), "sm_80+"),
+    (dict(sm80_built=False), "sm_80+"), (dict(a_sk=4096, a_sm=1), "K-contiguous"), (dict(b_sk=4096, b_sn=1), "K-contiguous"),
+    (dict(k=4100, a_sm=4100, b_sn=4100), "16-byte"), (dict(a_sm=4099), "16-byte"), (dict(b_sn=4100), "16-byte"),
+    (dict(a_aligned=False), "16-byte"), (dict(b_aligned=False), "16-byte"),
+    (dict(m=17, n=4225), "N / 32 > SMs"), (dict(m=32, n=14336), "N / 32 > SMs"),
+    (dict(forced="sm90"), "CUTORCH_GEMM_ARCH"), (dict(forced="sm80"), "CUTORCH_GEMM_ARCH"), (dict(knob="off"), "=off"),
+])
+def test_skinny_refusals_say_why(over, word):
+    p = skinny(**over)
+    assert not p["taken"] and word in p["reason"], p
+
+
+def test_skinny_force_knob_skips_only_the_size_rule():
+    assert skinny(n=7, k=8, a_sm=8, b_sn=8, knob="force")["taken"]
+    assert skinny(forced="auto", knob="force")["taken"]
+    assert skinny(n=7, k=8, a_sm=8, b_sn=8, knob="w16")["taken"]
+    assert not skinny(n=7, k=12, a_sm=16, b_sn=16, knob="force")["taken"]  # K % 8: loads need 16 bytes
+    assert not skinny(m=65, knob="force")["taken"]

@@ -19,6 +19,15 @@ pytestmark = [
                        or not cg._C.sm90_available(), reason="needs an sm_90 GPU and sm_90a kernels"),
 ]
 
+
+
+@pytest.fixture(autouse=True)
+def _tile_kernels_only(monkeypatch):
+    # Small-M decode shapes would go to the skinny kernel (tests/test_skinny.py); here they
+    # exercise the Hopper family's own small-M paths (narrow tiles, split-K).
+    monkeypatch.setenv("CUTORCH_GEMM_SKINNY", "off")
+
+
 SHAPES = [(128, 256, 64), (129, 257, 72), (7, 300, 8), (64, 8, 8), (1000, 1000, 1000), (1, 520, 136),
           (300, 2000, 136), (2049, 520, 4104)]
 

@@ -11,6 +11,7 @@
 #include "cutorch_gemm/device/simt_heuristic.h"
 #include "cutorch_gemm/device/family.h"
 #include "cutorch_gemm/device/sm80_configs.h"
+#include "cutorch_gemm/device/sm80_skinny.h"
 #include "cutorch_gemm/device/sm90_configs.h"
 #ifdef CUTORCH_GEMM_WITH_CUDA
 #include "cutorch_gemm/device/sm80_gemm.h"
@@ -105,6 +106,23 @@ PYBIND11_MODULE(_C, m) {
         pybind11::arg("major"), pybind11::arg("dtype"), pybind11::arg("a"), pybind11::arg("b"), pybind11::arg("mode"),
         pybind11::arg("k_positive"), pybind11::arg("sm90_built"), pybind11::arg("sm80_built"),
         pybind11::arg("tf32_allowed"), pybind11::arg("forced"));
+  m.def("skinny_plan", [](int major, bool sm80_built, const std::string& dtype, int64_t batch, int64_t m_, int64_t n,
+                          int64_t k, int64_t a_sm, int64_t a_sk, int64_t b_sk, int64_t b_sn, bool a_aligned,
+                          bool b_aligned, const std::string& forced, const std::string& knob, int num_sms) {
+    const SkinnyQuery q{major, sm80_built, parse_dtype(dtype), GroupMode::kBatched, batch, m_, n, k, a_sm, a_sk,
+                        b_sk, b_sn, a_aligned, b_aligned, num_sms, forced, knob};
+    const std::string why = skinny_refusal(q);
+    pybind11::dict d;
+    d["taken"] = why.empty();
+    d["reason"] = why;
+    d["config"] = std::string(skinny_config_name(choose_skinny_config(m_, n, num_sms, knob)));
+    return d;
+  }, "Whether the skinny (M <= 64) kernel takes one dense launch (the binding's rule; strides in elements as "
+     "set_2d reports them; knob: CUTORCH_GEMM_SKINNY), why not, and its config.",
+        pybind11::arg("major"), pybind11::arg("sm80_built"), pybind11::arg("dtype"), pybind11::arg("batch"),
+        pybind11::arg("m"), pybind11::arg("n"), pybind11::arg("k"), pybind11::arg("a_sm"), pybind11::arg("a_sk"),
+        pybind11::arg("b_sk"), pybind11::arg("b_sn"), pybind11::arg("a_aligned"), pybind11::arg("b_aligned"),
+        pybind11::arg("forced") = "", pybind11::arg("knob") = "", pybind11::arg("num_sms") = 132);
   m.def("choose_sm80_plan", [](const std::string& dtype, int64_t m_, int64_t n, int64_t k, int64_t batch, int num_sms,
                                int smem_optin, bool grouped, const std::string& forced_config,
                                const std::string& forced_split) {

@@ -10,6 +10,7 @@
 
 #include "cutorch_gemm/device/simt_gemm.h"
 #include "cutorch_gemm/device/sm80_gemm.h"
+#include "cutorch_gemm/device/sm80_skinny.h"
 
 namespace cutorch_gemm::binding {
 
@@ -132,6 +133,17 @@ void run_gemm(const GemmArgs& g, const at::Tensor& a, const at::Tensor& b) {
   const FamilyChoice fc = choose_family(FamilyQuery{d.major, g.dtype, oa, ob, g.shape.mode, g.shape.k > 0, d.sm90,
                                                     d.sm80, at::globalContext().allowTF32CuBLAS(), forced_arch()});
   const bool grouped = g.shape.mode != GroupMode::kBatched;
+  // Small M against a streamed weight: the skinny kernel (explain() mirrors this rule).
+  const SkinnyQuery sq{d.major, d.sm80, g.dtype, g.shape.mode, g.batch, g.shape.m, g.shape.n, g.shape.k,
+                       g.shape.a_sm, g.shape.a_sk, g.shape.b_sk, g.shape.b_sn, aligned16(a), aligned16(b), d.sms,
+                       forced_arch(), env_lower("CUTORCH_GEMM_SKINNY")};
+  if (skinny_refusal(sq).empty()) {
+    const SkinnyConfigId config = choose_skinny_config(g.shape.m, g.shape.n, d.sms, sq.knob);
+    const cudaError_t err = sm80_skinny(g, config, c10::cuda::getCurrentCUDAStream().stream());
+    TORCH_CHECK(err == cudaSuccess, "cutorch_gemm: skinny kernel launch failed (", skinny_config_name(config),
+                "): ", cudaGetErrorString(err));
+    return;
+  }
   TORCH_CHECK(g.dtype != DType::kInt8 || fc.family == GemmFamily::kSm80,
               "gemm.mm: int8 inputs run on the tensor cores of sm_80+ GPUs only (", fc.reason, ")");
   if (fc.family == GemmFamily::kSm80) return run_sm80(g);
