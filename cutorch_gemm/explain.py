@@ -223,7 +223,7 @@ def _explain_grouped_gemm(first: Explanation, args, kwargs) -> Explanation:
         for i, (a, b) in enumerate(zip(a_list, b_list)):
             if 0 in (a.shape[0], a.shape[1], b.shape[1]):
                 continue
-            sub = _explain_gemm("gemm", (a, b), {})
+            sub = _explain_gemm("gemm", (a, b), {}, skinny=False)  # the binding asks the family rule
             if sub.kernel != "sm90" or "a MN-major" in sub.reason:
                 why = f"problem {i} is not on the sm90 family with a K-major a ({sub.reason})"
                 break
@@ -271,7 +271,7 @@ def _cluster_note(config: str, fixed_grid: bool, swiglu: bool, m: int, a: torch.
     return ""
 
 
-def _explain_gemm(op: str, args, kwargs) -> Explanation:
+def _explain_gemm(op: str, args, kwargs, skinny: bool = True) -> Explanation:
     a, b, m, n, k, batch, grouped = _problem(op, args, kwargs)
     layouts = f"a {_layout(a)}, b {_layout(b)}"
     if a.device.type != "cuda":
@@ -291,7 +291,7 @@ def _explain_gemm(op: str, args, kwargs) -> Explanation:
     mode = "none"
     if op == "grouped_mm" and grouped:
         mode = {(2, 3): "m", (3, 2): "n", (2, 2): "k"}[(a.dim(), b.dim())]
-    if mode == "none" and m > 0 and n > 0 and k > 0 and a.dtype in (torch.float16, torch.bfloat16):
+    if skinny and mode == "none" and m > 0 and n > 0 and k > 0 and a.dtype in (torch.float16, torch.bfloat16):
         # the binding's skinny rule (small M, K-contiguous a and b), checked before the families
         a_k, a_m = _strides(a, -1, -2, k)
         b_k, b_n = _strides(b, -2, -1, k)
