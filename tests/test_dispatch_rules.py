@@ -168,12 +168,16 @@ NARROW = "Sm90_64x128x64_Pingpong_S8"
     (128, 8192, 8192, NARROW),                           # 64 wide tiles
     (64, 4096, 14336, NARROW),                           # 16 wide tiles (8 splits) -> 32 (4 splits)
     (1, 8192, 8192, "Sm90_64x256x64_Pingpong_S5"),       # 32 wide tiles split 4 ways; 64 narrow would not split
+    (32, 8192, 8192, "Sm90_64x256x64_Pingpong_S5"),      # the same exception up to 32 rows
+    (64, 8192, 8192, NARROW),                            # above 32 rows the split loses
+    (128, 4096, 4096, NARROW),
     (256, 8192, 4096, "Sm90_64x256x64_Pingpong_S5"),     # 128 wide tiles fill the GPU
     (2048, 2048, 2048, "Sm90_128x256x64_Coop_S4"),       # coop's
 ])
 def test_sm90_narrow_config_rule(m, n, k, expected):
     """The 64x128 config only where the caller allows it (fp16 / bf16, not grouped), when the 64x256
-    tiles fill under half the SMs and it does not give up a split-K the wide tiles would get."""
+    tiles fill under half the SMs and, up to 32 rows, it does not give up a split-K the wide tiles
+    would get."""
     assert _C.choose_sm90_config(m, n, k, 1, 132, "", narrow=True) == expected
     assert _C.choose_sm90_config(m, n, k, 1, 132, "", narrow=False) != NARROW
     assert _C.choose_sm90_config(8192, 8192, 4096, 1, 132, "pingpong128", narrow=True) == NARROW

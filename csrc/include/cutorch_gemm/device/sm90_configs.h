@@ -107,13 +107,16 @@ inline Sm90ConfigId choose_sm90_config(int m, int n, int k, int problems, int nu
   const long long coop_tiles = (long long)((m + 127) / 128) * ((n + 255) / 256) * p;
   const long long wide = (long long)((m + 63) / 64) * ((n + 255) / 256) * p;  // ping-pong 64x256 tiles
   if (m <= 128 || 2 * coop_tiles < num_sms) {
-    // 64x128 when the 64x256 tiles fill under half the SMs, unless that costs a split-K the wide
-    // tiles would get (choose_sm90_split's quarter rule). Measured on an H100 (CUDA graphs, ratio
-    // to cuBLAS, 64x256 vs 64x128): 128x8192x8192 0.85 vs 0.96; 1024^3 0.61 vs 0.69;
-    // 64x4096x14336 (8 vs 4 splits) 0.88 vs 0.92; 32x14336x4096 0.96 vs 0.97; 1x8192x8192 (4
-    // splits vs none) 0.89 vs 0.82, hence the exception; 2048^3 (coop's) 0.88 vs 0.58.
+    // 64x128 when the 64x256 tiles fill under half the SMs; for M <= 32 not where that costs a
+    // split-K the wide tiles would get (choose_sm90_split's quarter rule). Measured on an H100
+    // (CUDA graphs, ratio to cuBLAS, 64x256 vs 64x128): 128x8192x8192 0.85 vs 0.96; 1024^3 0.61
+    // vs 0.69; 64x4096x14336 (8 vs 4 splits) 0.88 vs 0.92; 32x14336x4096 0.96 vs 0.97;
+    // 1x8192x8192 (4 splits vs none) 0.89 vs 0.82, hence the exception; 2048^3 (coop's) 0.88 vs
+    // 0.58. Above 32 rows the split loses (eager, 3 interleaved rounds, 64x256 with 4 splits vs
+    // 64x128 without): 48x8192x8192 0.87 vs 0.95, 64x8192x8192 0.85 vs 0.95, 96x4096x4096 0.70
+    // vs 0.76, 128x4096x4096 0.69 vs 0.78.
     const long long slim = (long long)((m + 63) / 64) * ((n + 127) / 128) * p;
-    if (narrow && 2 * wide < num_sms && (4 * slim <= num_sms || 4 * wide > num_sms)) {
+    if (narrow && 2 * wide < num_sms && (m > 32 || 4 * slim <= num_sms || 4 * wide > num_sms)) {
       return Sm90ConfigId::kPingpong64x128;
     }
     return Sm90ConfigId::kPingpong64x256;
