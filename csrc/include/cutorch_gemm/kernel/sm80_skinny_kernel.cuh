@@ -52,7 +52,7 @@ template <>
 struct SkinnyMma<__nv_bfloat16> : sm80::Sm80MmaBF16 {};
 
 // kTokens: tokens (rows of x) one warp multiplies, 8 per MMA column block; M <= kTokens.
-// kWarps: the CTA's warps, each a K slice (8, or 16 when N / 32 CTAs are too few for two per SM:
+// kWarps: the CTA's warps, each a K slice (8, or 16 when the N / 32 CTAs are at most one per SM:
 // DRAM bytes in flight per SM are what this kernel's speed is made of).
 template <typename T, typename Out, int kTokens, int kWarps>
 __global__ void __launch_bounds__(kWarps * 32, kWarps == 8 && kTokens <= 32 ? 2 : 1)
