@@ -6,7 +6,9 @@ Cases (bf16 by default; ``--dtype`` picks others):
     gpt_gelu_mlp      Linear(4096, 16384) + GELU(tanh) + Linear(16384, 4096), with bias
         stock    the torch module as written
         ours     a deepcopy converted by ``cutorch_gemm.nn.replace_linear(m, fuse_activations=True)``
-                 (the GPT block's GELU goes into the first GEMM's epilogue)
+                 (the Llama block becomes the fused gated MLP: gate and up as one GEMM, SwiGLU
+                 and its backward in one pass each; the GPT block's GELU goes into the first
+                 GEMM's epilogue in inference)
         enable   the stock module run inside ``with cutorch_gemm.enable():``
     qwen3_30b_a3b_moe, mixtral_moe  (``LAYERS`` of bench_grouped.py: E experts, top-k, H -> F)
         stock    a per-expert Python loop (``torch.where`` per expert, torch.mm, SwiGLU,

@@ -246,3 +246,17 @@ torch.library.register_autograd("gemm::gemm", _gemm_backward, setup_context=_gem
 torch.library.register_autograd("gemm::bmm", _bmm_backward, setup_context=_mm_setup)
 torch.library.register_autograd("gemm::grouped_mm", _grouped_backward, setup_context=_grouped_setup)
 torch.library.register_autograd("gemm::scaled_mm", _scaled_backward, setup_context=_scaled_setup)
+
+
+# ---- swiglu ---------------------------------------------------------------------------------
+
+def _swiglu_setup(ctx, inputs, output):
+    ctx.save_for_backward(inputs[0])
+
+
+def _swiglu_backward(ctx, grad):
+    (gate_up,) = ctx.saved_tensors
+    return _ops.swiglu_backward(grad.to(gate_up.dtype).contiguous(), gate_up)
+
+
+torch.library.register_autograd("gemm::swiglu", _swiglu_backward, setup_context=_swiglu_setup)

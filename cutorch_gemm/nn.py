@@ -1,12 +1,15 @@
-"""nn modules: `Linear` (a drop-in for torch.nn.Linear with an optional fused activation) and
-`replace_linear` (swap every nn.Linear of a model in place)."""
+"""nn modules: `Linear` (a drop-in for torch.nn.Linear with an optional fused activation),
+`GatedMLP` (the Llama-style gated feed-forward block on two GEMMs and one SwiGLU pass),
+`replace_linear` (swap every nn.Linear of a model in place, optionally fusing activations and
+gated MLPs) and `GroupedExperts` (a Mixture-of-Experts layer on grouped_mm)."""
 from __future__ import annotations
 
 from typing import Callable, Iterable, Optional, Union
 
 import torch
 
-from .dropin import _ACT_FN, linear
+from . import ops
+from .dropin import _ACT_FN, linear, route_linear
 
 _FUSABLE = {torch.nn.ReLU: "relu", torch.nn.SiLU: "silu"}
 
@@ -43,6 +46,170 @@ class Linear(torch.nn.Linear):
         return new
 
 
+# ---- gated MLP ------------------------------------------------------------------------------
+
+def _packed(first: torch.Tensor, second: torch.Tensor) -> Optional[torch.Tensor]:
+    """[first; second] along dim 0 as a view (no copy) when `second` starts where `first` ends in
+    one storage (both contiguous, same dtype and device), else None."""
+    if (first.dtype != second.dtype or first.device != second.device or first.shape[1:] != second.shape[1:]
+            or not first.is_contiguous() or not second.is_contiguous()
+            or first.untyped_storage().data_ptr() != second.untyped_storage().data_ptr()
+            or second.data_ptr() != first.data_ptr() + first.numel() * first.element_size()):
+        return None
+    return first.as_strided((first.shape[0] + second.shape[0], *first.shape[1:]), first.stride())
+
+
+def _gate_up_packed(gate: torch.nn.Linear, up: torch.nn.Linear) -> bool:
+    return _packed(gate.weight, up.weight) is not None and (gate.bias is None or _packed(gate.bias, up.bias) is not None)
+
+
+def _pack_gate_up(gate: torch.nn.Linear, up: torch.nn.Linear) -> None:
+    """Moves gate's and up's weights (and biases) into one buffer each, [gate; up] along the output
+    dimension, keeping the Parameter objects (their .data become views of the buffer): the two
+    projections then run as one GEMM with N = 2F, their gradients as one GEMM, without copies."""
+    with torch.no_grad():
+        for name in ("weight", "bias"):
+            g, u = getattr(gate, name), getattr(up, name)
+            if g is None or u is None or _packed(g, u) is not None:
+                continue
+            buf = torch.cat([g.detach(), u.detach()], 0)
+            g.data, u.data = buf[:g.shape[0]], buf[g.shape[0]:]
+
+
+class _GatedMLPFunction(torch.autograd.Function):
+    """y = down(silu(gate(x)) * up(x)) with gate and up as one GEMM (weights packed, see
+    _pack_gate_up), SwiGLU in one pass, and a backward of four GEMMs and one pass:
+    dh = dy @ W_down, d[gate | up] = swiglu_backward(dh, [gate | up]), dx = d[gate | up] @ W_gate_up
+    (K = 2F: the two input gradients summed by the GEMM), dW_gate_up = d[gate | up]^T @ x.
+    Saved: x, [gate | up] and h (PyTorch's silu and mul save gate, silu(gate), up and h)."""
+
+    @staticmethod
+    def forward(ctx, x, wg, wu, wd, bg, bu, bd):
+        w_gu = _packed(wg, wu)
+        b_gu = _packed(bg, bu) if bg is not None else None
+        gu = ops.gemm(x, w_gu.t(), bias=b_gu)
+        h = ops.swiglu(gu)
+        y = ops.gemm(h, wd.t(), bias=bd)
+        ctx.save_for_backward(x, wg, wu, wd, gu, h)
+        ctx.biases = (bg is not None, bd is not None)
+        return y
+
+    @staticmethod
+    def backward(ctx, dy):
+        x, wg, wu, wd, gu, h = ctx.saved_tensors
+        need = ctx.needs_input_grad
+        f = wg.shape[0]
+        dy = dy.to(x.dtype)
+        dgu = torch.ops.gemm.swiglu_backward(ops.mm(dy, wd), gu)
+        dx = ops.mm(dgu, _packed(wg, wu)) if need[0] else None
+        dwg = dwu = None
+        if need[1] or need[2]:
+            dw = ops.mm(dgu.t(), x)
+            dwg, dwu = dw[:f], dw[f:]
+        dwd = ops.mm(dy.t(), h) if need[3] else None
+        dbg = dbu = dbd = None
+        if ctx.biases[0] and (need[4] or need[5]):
+            db = dgu.sum(0, dtype=torch.float32).to(dgu.dtype)
+            dbg, dbu = db[:f], db[f:]
+        if ctx.biases[1] and need[6]:
+            dbd = dy.sum(0, dtype=torch.float32).to(dy.dtype)
+        return dx, dwg, dwu, dwd, dbg, dbu, dbd
+
+
+def _gated_fused(x: torch.Tensor, gate: torch.nn.Module, up: torch.nn.Module,
+                 down: torch.nn.Module) -> Optional[torch.Tensor]:
+    """The fused gated MLP of x, or None where it does not apply (the caller then runs the block
+    as written): our Linears without activations, packed gate / up parameters, operands our
+    GEMMs take, no autocast (the Linears' own path casts like torch.matmul)."""
+    if not all(isinstance(m, Linear) and m.activation is None for m in (gate, up, down)):
+        return None
+    if (gate.bias is None) != (up.bias is None) or x.dim() == 0 or x.shape[-1] != gate.in_features:
+        return None
+    if up.in_features != gate.in_features or down.in_features != gate.out_features or up.out_features != gate.out_features:
+        return None
+    if torch.compiler.is_compiling() or torch.is_autocast_enabled(x.device.type):
+        return None  # (compiled: the block as written on our Linears; the compiler fuses silu * up)
+    if route_linear(x, gate.weight, gate.bias) != "gemm" or route_linear(x, down.weight, down.bias) != "gemm":
+        return None
+    if not _gate_up_packed(gate, up):
+        # Parameters moved apart (deepcopy, reassignment, .to()): pack them again, once.
+        if gate.weight.dtype != up.weight.dtype or gate.weight.device != up.weight.device:
+            return None
+        _pack_gate_up(gate, up)
+        if not _gate_up_packed(gate, up):
+            return None
+    x2 = x.reshape(-1, x.shape[-1])
+    y = _GatedMLPFunction.apply(x2, gate.weight, up.weight, down.weight, gate.bias, up.bias, down.bias)
+    return y.reshape(*x.shape[:-1], down.out_features)
+
+
+class _GatedMLPMixin:
+    """forward for gated MLP modules: the fused path, else the block's own unfused forward."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out = _gated_fused(x, self.gate_proj, self.up_proj, self.down_proj)
+        return out if out is not None else self._cg_unfused_forward(x)
+
+
+class GatedMLP(_GatedMLPMixin, torch.nn.Module):
+    """The gated feed-forward block of Llama, Mistral and Qwen:
+    ``down_proj(silu(gate_proj(x)) * up_proj(x))``, with their submodule names (so the same
+    state_dict keys), on cutorch_gemm: gate and up as one GEMM (their weights share one buffer),
+    SwiGLU in one pass (``cutorch_gemm.swiglu``), and a backward of four GEMMs and one pass (see
+    _GatedMLPFunction). Where the fused path does not apply (autocast, torch.compile, CPU
+    tensors, dtypes our GEMMs do not take) it runs the block as written. Gate and up parameters
+    that were moved apart (deepcopy, reassignment) are packed again at the next forward.
+    ``replace_linear(model, fuse_activations=True)`` converts such blocks of existing models."""
+
+    def __init__(self, hidden_size: int, intermediate_size: int, bias: bool = False, device=None, dtype=None) -> None:
+        super().__init__()
+        kw = dict(bias=bias, device=device, dtype=dtype)
+        self.gate_proj = Linear(hidden_size, intermediate_size, **kw)
+        self.up_proj = Linear(hidden_size, intermediate_size, **kw)
+        self.down_proj = Linear(intermediate_size, hidden_size, **kw)
+        self.act_fn = torch.nn.SiLU()
+        _pack_gate_up(self.gate_proj, self.up_proj)
+
+    def _cg_unfused_forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.down_proj(self.act_fn(self.gate_proj(x)) * self.up_proj(x))
+
+
+_GATED_CLASSES: dict = {}
+
+
+def _is_gated_mlp(m: torch.nn.Module, types: tuple) -> bool:
+    """A block laid out as Llama's MLP: exactly the children gate_proj, up_proj, down_proj (Linears
+    of an exact type in `types`) and act_fn (nn.SiLU), no parameters of its own, and matching
+    extents. Its forward is taken to be down_proj(act_fn(gate_proj(x)) * up_proj(x)), the one
+    these names mean in every model library using them."""
+    kids = dict(m.named_children())
+    if set(kids) != {"gate_proj", "up_proj", "down_proj", "act_fn"} or isinstance(m, _GatedMLPMixin):
+        return False
+    if type(kids["act_fn"]) is not torch.nn.SiLU or any(True for _ in m.parameters(recurse=False)):
+        return False
+    g, u, d = kids["gate_proj"], kids["up_proj"], kids["down_proj"]
+    if not all(type(x) in types for x in (g, u, d)):
+        return False
+    return (g.in_features == u.in_features and g.out_features == u.out_features == d.in_features
+            and (g.bias is None) == (u.bias is None))
+
+
+def _convert_gated(m: torch.nn.Module) -> None:
+    """Turns a gated MLP block into its fused form in place: our Linears sharing its parameters
+    (gate / up packed), and its class swapped for a subclass whose forward takes the fused path
+    (attributes, isinstance and state_dict keys unchanged; the block's own forward remains the
+    fallback). NOTE: pickling the whole converted module is not supported (the subclass is made
+    at run time); state_dict is."""
+    for name in ("gate_proj", "up_proj", "down_proj"):
+        setattr(m, name, Linear.from_linear(getattr(m, name)))
+    _pack_gate_up(m.gate_proj, m.up_proj)
+    cls = type(m)
+    if cls not in _GATED_CLASSES:
+        _GATED_CLASSES[cls] = type(f"Gated{cls.__name__}", (_GatedMLPMixin, cls),
+                                   {"_cg_unfused_forward": cls.forward, "__module__": cls.__module__})
+    m.__class__ = _GATED_CLASSES[cls]
+
+
 def _activation_of(m: torch.nn.Module) -> Optional[str]:
     if type(m) in _FUSABLE:
         return _FUSABLE[type(m)]
@@ -59,7 +226,10 @@ def replace_linear(model: torch.nn.Module,
 
     include: a predicate (qualified name, module) -> bool, or an iterable of qualified names.
     fuse_activations: inside nn.Sequential, a ReLU / GELU / SiLU right after a replaced Linear
-        is fused into its epilogue and replaced by nn.Identity.
+        is fused into its epilogue and replaced by nn.Identity. And gated MLP blocks (children
+        gate_proj, up_proj, down_proj and a SiLU act_fn: Llama, Mistral, Qwen; `model` itself
+        may be one) compute gate and up as one GEMM and SwiGLU in one pass (see GatedMLP);
+        their three Linears count as replaced.
     """
     if include is None:
         keep = lambda name, mod: True  # noqa: E731
@@ -69,6 +239,13 @@ def replace_linear(model: torch.nn.Module,
         names = set(include)
         keep = lambda name, mod: name in names  # noqa: E731
     count = 0
+    if fuse_activations:
+        for name, mod in list(model.named_modules()):
+            prefix = f"{name}." if name else ""
+            if _is_gated_mlp(mod, types) and all(keep(prefix + c, getattr(mod, c))
+                                                 for c in ("gate_proj", "up_proj", "down_proj")):
+                _convert_gated(mod)
+                count += 3
     for parent_name, parent in list(model.named_modules()):
         children = list(parent.named_children())
         for i, (child_name, child) in enumerate(children):

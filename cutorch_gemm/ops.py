@@ -161,3 +161,20 @@ def scaled_mm(a: torch.Tensor, b: torch.Tensor, scale_a: torch.Tensor, scale_b: 
     """
     return _call(torch.ops.gemm.scaled_mm, (a, b, scale_a, scale_b, bias), a, b, scale_a, scale_b, bias,
                  out_dtype=out_dtype)
+
+
+def swiglu(gate_up: torch.Tensor) -> torch.Tensor:
+    """SwiGLU over the last dimension laid out [gate | up]: ``silu(gate) * up``.
+
+    The element-wise half of a gated MLP (Llama's ``down(silu(gate(x)) * up(x))``) when the
+    GEMM output must be kept for the backward; in one pass (math in fp32, one rounding), where
+    PyTorch's ``F.silu(gate) * up`` takes two. The layout is that of
+    ``grouped_mm(..., activation="swiglu")``, which fuses the same function into its epilogue.
+
+    Args:
+        gate_up: (..., 2F), float16, bfloat16, float32 or float64, any strides.
+
+    Returns:
+        (..., F) contiguous. Differentiable (backward: ``torch.ops.gemm.swiglu_backward``).
+    """
+    return _call(torch.ops.gemm.swiglu, (gate_up,), gate_up)

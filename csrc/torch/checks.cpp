@@ -293,4 +293,30 @@ void check_offsets_values_cpu(const at::Tensor& offs, int64_t extent, const char
   }
 }
 
+SwigluSpec check_swiglu(const char* op, const at::Tensor& gate_up, const at::Tensor* grad) {
+  TORCH_CHECK_VALUE(gate_up.dim() >= 1, op, ": gate_up must have at least one dimension (..., 2F), got a scalar");
+  TORCH_CHECK_TYPE(gate_up.scalar_type() == at::kHalf || gate_up.scalar_type() == at::kBFloat16 ||
+                       gate_up.scalar_type() == at::kFloat || gate_up.scalar_type() == at::kDouble,
+                   op, ": gate_up has dtype ", gate_up.scalar_type(), "; expected float16, bfloat16, float32 or float64");
+  const int64_t w = gate_up.size(-1);
+  TORCH_CHECK_VALUE(w % 2 == 0, op, ": gate_up's last dimension must be even ([gate | up], 2F), got shape ",
+                    shape_str(gate_up));
+  SwigluSpec s{gate_up.numel() / (w > 0 ? w : 1), w / 2};
+  if (w == 0) {
+    s.rows = 1;
+    for (int64_t i = 0; i + 1 < gate_up.dim(); ++i) s.rows *= gate_up.size(i);
+  }
+  if (grad != nullptr) {
+    std::vector<int64_t> want(gate_up.sizes().begin(), gate_up.sizes().end());
+    want.back() = s.f;
+    TORCH_CHECK_VALUE(grad->sizes().vec() == want, op, ": grad must have shape ", shape_str(gate_up.new_empty(want, at::kMeta)),
+                      " (gate_up's with half its last extent), got ", shape_str(*grad));
+    TORCH_CHECK_TYPE(grad->scalar_type() == gate_up.scalar_type(), op, ": grad has dtype ", grad->scalar_type(),
+                     " but gate_up has dtype ", gate_up.scalar_type(), "; expected the same dtype");
+    TORCH_CHECK_VALUE(grad->device() == gate_up.device(), op, ": grad is on ", grad->device(), " but gate_up is on ",
+                      gate_up.device(), "; expected the same device");
+  }
+  return s;
+}
+
 }  // namespace cutorch_gemm::binding

@@ -66,6 +66,14 @@ GroupedSpec check_grouped(const at::Tensor& a, const at::Tensor& b, const std::o
 ScaledSpec check_scaled_mm(const at::Tensor& a, const at::Tensor& b, const at::Tensor& scale_a,
                            const at::Tensor& scale_b, const std::optional<at::Tensor>& bias,
                            at::ScalarType out_dtype);
+// gemm.swiglu / gemm.swiglu_backward: gate_up (..., 2F) of fp16, bf16, fp32 or fp64; grad (...,
+// F) of the same dtype, leading extents and device (backward; nullptr for the forward).
+struct SwigluSpec {
+  int64_t rows;  // product of the leading extents
+  int64_t f;
+};
+SwigluSpec check_swiglu(const char* op, const at::Tensor& gate_up, const at::Tensor* grad);
+
 // Checks every problem (shapes, dtypes, one device for all) before anything runs.
 void check_grouped_gemm_lists(const std::vector<at::Tensor>& a, const std::vector<at::Tensor>& b,
                               const std::optional<std::vector<at::Tensor>>& bias,

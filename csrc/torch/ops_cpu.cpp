@@ -111,6 +111,23 @@ at::Tensor scaled_mm_cpu(const at::Tensor& a, const at::Tensor& b, const at::Ten
   return acc.to(s.out_dtype).contiguous();
 }
 
+// h = silu(gate) * up in the accumulator dtype, one rounding (the CUDA kernel's definition).
+at::Tensor swiglu_cpu(const at::Tensor& gate_up) {
+  check_swiglu("gemm.swiglu", gate_up, nullptr);
+  const at::Tensor z = up(gate_up);
+  const std::vector<at::Tensor> gu = z.chunk(2, -1);
+  return (at::silu(gu[0]) * gu[1]).to(gate_up.scalar_type()).contiguous();
+}
+
+at::Tensor swiglu_backward_cpu(const at::Tensor& grad, const at::Tensor& gate_up) {
+  check_swiglu("gemm.swiglu_backward", gate_up, &grad);
+  const at::Tensor z = up(gate_up), d = up(grad);
+  const std::vector<at::Tensor> gu = z.chunk(2, -1);
+  const at::Tensor s = at::sigmoid(gu[0]);
+  const at::Tensor dgate = d * gu[1] * s * (1.0 + gu[0] * (1.0 - s));
+  return at::cat({dgate, d * gu[0] * s}, -1).to(gate_up.scalar_type()).contiguous();
+}
+
 }  // namespace
 }  // namespace cutorch_gemm::binding
 
@@ -122,4 +139,6 @@ TORCH_LIBRARY_IMPL(gemm, CPU, m) {
   m.impl("grouped_mm", &grouped_mm_cpu);
   m.impl("grouped_gemm", &grouped_gemm_cpu);
   m.impl("scaled_mm", &scaled_mm_cpu);
+  m.impl("swiglu", &swiglu_cpu);
+  m.impl("swiglu_backward", &swiglu_backward_cpu);
 }

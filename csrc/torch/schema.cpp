@@ -20,4 +20,9 @@ TORCH_LIBRARY(gemm, m) {
   // (schemas take no dtype names as defaults).
   m.def("scaled_mm(Tensor a, Tensor b, Tensor scale_a, Tensor scale_b, Tensor? bias=None, *, "
         "ScalarType out_dtype=15) -> Tensor");
+  // SwiGLU over a [gate | up] last dimension (the layout of grouped_mm(activation="swiglu")):
+  // silu(gate) * up, and its backward d[gate | up] from grad. The element-wise half of a gated
+  // MLP in training, where the GEMM must keep gate and up for the backward (nn.GatedMLP).
+  m.def("swiglu(Tensor gate_up) -> Tensor");
+  m.def("swiglu_backward(Tensor grad, Tensor gate_up) -> Tensor");
 }

@@ -159,4 +159,6 @@ TORCH_LIBRARY_IMPL(gemm, CUDA, m) {
   m.impl("grouped_mm", &grouped_mm_cuda);
   m.impl("grouped_gemm", &grouped_gemm_cuda);
   m.impl("scaled_mm", &scaled_mm_cuda);
+  m.impl("swiglu", &swiglu_cuda);
+  m.impl("swiglu_backward", &swiglu_backward_cuda);
 }

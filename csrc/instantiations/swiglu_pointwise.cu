@@ -1,0 +1,85 @@
+// Launches of the SwiGLU element-wise kernels (device/swiglu_pointwise.h) for every float dtype.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <algorithm>
+
+#include "cutorch_gemm/device/swiglu_pointwise.h"
+#include "cutorch_gemm/kernel/swiglu_pointwise_kernel.cuh"
+
+namespace cutorch_gemm {
+namespace {
+
+constexpr int kThreads = 256;
+
+bool aligned(const void* p, int bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; }
+
+// 16-byte vectors when f, the row strides and every base pointer allow them, else single elements.
+template <typename T>
+bool vectorizable(const SwigluArgs& a) {
+  constexpr int V = 16 / sizeof(T);
+  return a.f % V == 0 && a.ld_gate_up % V == 0 && aligned(a.gate_up, 16) && aligned(a.out, 16) &&
+         (a.dh == nullptr || (a.ld_dh % V == 0 && aligned(a.dh, 16)));
+}
+
+int grid_for(int64_t items, int num_sms) {
+  const int64_t blocks = (items + kThreads - 1) / kThreads;
+  return int(std::max<int64_t>(1, std::min<int64_t>(blocks, int64_t(std::max(num_sms, 1)) * 16)));
+}
+
+template <typename T>
+cudaError_t forward_t(const SwigluArgs& a, int num_sms, cudaStream_t stream) {
+  const T* gu = static_cast<const T*>(a.gate_up);
+  T* h = static_cast<T*>(a.out);
+  if (vectorizable<T>(a)) {
+    constexpr int V = 16 / sizeof(T);
+    swiglu_forward_kernel<T, V><<<grid_for(a.rows * a.f / V, num_sms), kThreads, 0, stream>>>(gu, a.ld_gate_up, h,
+                                                                                              a.rows, a.f);
+  } else {
+    swiglu_forward_kernel<T, 1><<<grid_for(a.rows * a.f, num_sms), kThreads, 0, stream>>>(gu, a.ld_gate_up, h, a.rows,
+                                                                                         a.f);
+  }
+  return cudaGetLastError();
+}
+
+template <typename T>
+cudaError_t backward_t(const SwigluArgs& a, int num_sms, cudaStream_t stream) {
+  const T* gu = static_cast<const T*>(a.gate_up);
+  const T* dh = static_cast<const T*>(a.dh);
+  T* dgu = static_cast<T*>(a.out);
+  if (vectorizable<T>(a)) {
+    constexpr int V = 16 / sizeof(T);
+    swiglu_backward_kernel<T, V><<<grid_for(a.rows * a.f / V, num_sms), kThreads, 0, stream>>>(
+        gu, a.ld_gate_up, dh, a.ld_dh, dgu, a.rows, a.f);
+  } else {
+    swiglu_backward_kernel<T, 1><<<grid_for(a.rows * a.f, num_sms), kThreads, 0, stream>>>(gu, a.ld_gate_up, dh,
+                                                                                          a.ld_dh, dgu, a.rows, a.f);
+  }
+  return cudaGetLastError();
+}
+
+}  // namespace
+
+cudaError_t swiglu_forward(const SwigluArgs& a, int num_sms, cudaStream_t stream) {
+  if (a.rows == 0 || a.f == 0) return cudaSuccess;
+  switch (a.dtype) {
+    case DType::kFloat16:  return forward_t<__half>(a, num_sms, stream);
+    case DType::kBFloat16: return forward_t<__nv_bfloat16>(a, num_sms, stream);
+    case DType::kFloat32:  return forward_t<float>(a, num_sms, stream);
+    case DType::kFloat64:  return forward_t<double>(a, num_sms, stream);
+    default:               return cudaErrorInvalidValue;
+  }
+}
+
+cudaError_t swiglu_backward(const SwigluArgs& a, int num_sms, cudaStream_t stream) {
+  if (a.rows == 0 || a.f == 0) return cudaSuccess;
+  switch (a.dtype) {
+    case DType::kFloat16:  return backward_t<__half>(a, num_sms, stream);
+    case DType::kBFloat16: return backward_t<__nv_bfloat16>(a, num_sms, stream);
+    case DType::kFloat32:  return backward_t<float>(a, num_sms, stream);
+    case DType::kFloat64:  return backward_t<double>(a, num_sms, stream);
+    default:               return cudaErrorInvalidValue;
+  }
+}
+
+}  // namespace cutorch_gemm
