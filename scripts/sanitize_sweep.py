@@ -140,9 +140,26 @@ def cases(quick: bool):
     out += [("skinny w8 bf16 gelu 13x301x392", {"CUTORCH_GEMM_SKINNY": "w8"}, mm(13, 301, 392, act="gelu")),
             ("skinny w16 fp16 7x1000x264", {"CUTORCH_GEMM_SKINNY": "w16"}, mm(7, 1000, 264, dtype=torch.float16)),
             ("skinny T64 40x129x1000", {"CUTORCH_GEMM_SKINNY": "force"}, mm(40, 129, 1000))]
+    # the SwiGLU element-wise passes: 16-byte vectors (F = 64) and single elements (odd F, a
+    # row-sliced [gate | up])
+    def swiglu_pointwise(rows, f, pad):
+        def run():
+            base = torch.randn(rows, 2 * f + pad, device=dev, dtype=bf16)
+            gu = base[:, pad:]
+            grad = torch.randn(rows, f, device=dev, dtype=bf16)
+            h = cg.swiglu(gu)
+            dgu = torch.ops.gemm.swiglu_backward(grad, gu)
+            g64 = gu.double().cpu().requires_grad_()
+            ref = torch.nn.functional.silu(g64[:, :f]) * g64[:, f:]
+            ref.backward(grad.double().cpu())
+            return torch.cat([h, dgu], 1), torch.cat([ref.detach(), g64.grad], 1), 2e-2
+        return run
+
+    out += [("swiglu pointwise 130x64", {}, swiglu_pointwise(130, 64, 0)),
+            ("swiglu pointwise 33x13 sliced", {}, swiglu_pointwise(33, 13, 3))]
     if quick:  # racecheck / synccheck are slow: one case per family
         keep = ("sm90 coop bf16", "sm90 pingpong bf16", "sm90 pingpong128 bf16 129", "coop cluster", "fp8", "swiglu", "pointer-array", "split-K 16",
-                "sm80 bf16", "simt", "skinny w8")
+                "sm80 bf16", "simt", "skinny w8", "swiglu pointwise")
         out = [c for c in out if any(k in c[0] for k in keep)]
     return out
 
