@@ -271,6 +271,22 @@ def _cluster_note(config: str, fixed_grid: bool, swiglu: bool, m: int, a: torch.
     return ""
 
 
+def _streamk_note(m: int, n: int, k: int, elem_bytes: int, sms: int) -> str:
+    """The binding's stream-K rule (choose_sm90_streamk) for a dense cooperative launch."""
+    tiles = -(-m // 128) * -(-n // 256)
+    ctas = min(tiles, sms)
+    cap = os.environ.get("CUTORCH_GEMM_SM90_GRID", "").strip()
+    if cap.isdigit() and int(cap) > 0:
+        ctas = min(ctas, int(cap))
+    block_k = 32 if elem_bytes == 4 else 64
+    sk = _C.choose_sm90_streamk(tiles, ctas, -(-k // block_k),
+                                os.environ.get("CUTORCH_GEMM_SM90_STREAMK", "").strip().lower())
+    if sk == 0:
+        return ""
+    return (f"; stream-K over the last {sk} of {tiles} tiles (their k-blocks split evenly over the {ctas} "
+            "CTAs, fp32 partials added by each tile's last CTA)")
+
+
 def _explain_gemm(op: str, args, kwargs, skinny: bool = True) -> Explanation:
     a, b, m, n, k, batch, grouped = _problem(op, args, kwargs)
     layouts = f"a {_layout(a)}, b {_layout(b)}"
@@ -329,10 +345,13 @@ def _explain_gemm(op: str, args, kwargs, skinny: bool = True) -> Explanation:
         split_note = (f"; split-K x{splits} (K ranges of {chunk}: the tiles alone would leave SMs idle), fp32 "
                       "partials summed in split order with the epilogue" if splits > 1 else "")
         cluster_note = _cluster_note(config, mode in ("none", "k"), swiglu, m_per, a, b)
+        streamk_note = ""
+        if mode == "none" and batch == 1 and splits == 1 and "_Coop_" in config and not cluster_note:
+            streamk_note = _streamk_note(m, n, k, a.element_size(), prop.multi_processor_count)
         return Explanation(op, str(a.device), "sm90", config, splits, layouts,
                            f"sm_{prop.major}{prop.minor}; {fam['reason']}"
                            + (f"; CUTORCH_GEMM_SM90_CONFIG={sm90_forced}" if sm90_forced else "") + split_note
-                           + cluster_note)
+                           + cluster_note + streamk_note)
     if fam["family"] == "sm80":
         env = {name: os.environ.get(name, "").strip().lower()
                for name in ("CUTORCH_GEMM_SM80_CONFIG", "CUTORCH_GEMM_SPLIT_K")}

@@ -306,3 +306,55 @@ def test_skinny_force_knob_skips_only_the_size_rule():
     assert skinny(n=7, k=8, a_sm=8, b_sn=8, knob="w16")["taken"]
     assert not skinny(n=7, k=12, a_sm=16, b_sn=16, knob="force")["taken"]  # K % 8: loads need 16 bytes
     assert not skinny(m=65, knob="force")["taken"]
+
+
+def test_sm90_streamk_rule():
+    """Stream-K: the last round's tiles ("last") or those plus one round ("wide"), where measured."""
+    assert _C.choose_sm90_streamk(3584, 132, 64) == 20 + 132        # 8192x14336x4096: wide (4% of the tiles)
+    assert _C.choose_sm90_streamk(1024, 132, 224) == 100            # 8192x4096x14336: last (10%, deep tiles)
+    assert _C.choose_sm90_streamk(2048, 132, 128) == 68             # 8192^3: last
+    assert _C.choose_sm90_streamk(4096, 132, 128) == 4 + 132        # 16384x8192x8192: 4 tiles left: wide
+    assert _C.choose_sm90_streamk(1024, 132, 64) == 0               # 8192x4096x4096: shallow tiles, 23% wide
+    assert _C.choose_sm90_streamk(512, 132, 64) == 0                # 4096^3: too much of the launch
+    assert _C.choose_sm90_streamk(1056, 132, 64) == 0               # whole rounds
+    assert _C.choose_sm90_streamk(128, 132, 64) == 0                # one partial round: nothing to gain
+    assert _C.choose_sm90_streamk(3584, 132, 3) == 0                # tiles too shallow
+    assert _C.choose_sm90_streamk(3584, 132, 3, "on") == 152        # ... unless forced
+    assert _C.choose_sm90_streamk(3584, 132, 3, "wide") == 152
+    assert _C.choose_sm90_streamk(3584, 132, 64, "off") == 0
+    assert _C.choose_sm90_streamk(7, 5, 1, "on") == 7               # every tile, ranges of 1.4 tiles
+    assert _C.choose_sm90_streamk(3584, 132, 0, "on") == 0          # K = 0
+    assert _C.choose_sm90_streamk(300, 132, 1 << 22) == 0           # past the kernel's 32-bit math
+    assert _C.choose_sm90_streamk(3584, 132, 64, "last") == 20      # the last round's tiles only
+    assert _C.choose_sm90_streamk(7, 5, 1, "last") == 0             # 2 k-blocks for 5 CTAs
+
+
+def test_sm90_streamk_pieces_cover_every_k_block_once():
+    """A model of the kernel's get_item: every (tile, k-block) of the stream-K tiles is computed by
+    exactly one CTA, each tile has at most two pieces, the first piece is a partial and the
+    owner's sk_first names the CTA holding the tile's first k-block, which is not higher than the
+    owner and processes that partial before any piece it owns."""
+    for tiles, ctas, kb, mode in [(3584, 132, 64, "on"), (1024, 132, 224, "on"), (7, 5, 3, "on"), (13, 4, 1, "on"),
+                                  (9, 8, 5, "on"), (3584, 132, 64, "last"), (1024, 132, 224, "last"), (7, 5, 3, "last")]:
+        sk = _C.choose_sm90_streamk(tiles, ctas, kb, mode)
+        assert sk > 0
+        dp = tiles - sk
+        iters = sk * kb
+        seen = {}
+        for cta in range(ctas):
+            s, e = cta * iters // ctas, (cta + 1) * iters // ctas
+            order = list(range((e - 1) // kb, s // kb - 1, -1))
+            for pos, t in enumerate(order):
+                k0, k1 = max(s, t * kb) - t * kb, min(e, (t + 1) * kb) - t * kb
+                role = 1 if k1 < kb else (2 if k0 > 0 else 0)
+                first = ((t * kb + 1) * ctas - 1) // iters
+                for k in range(k0, k1):
+                    assert (t, k) not in seen
+                    seen[(t, k)] = cta
+                if role == 1:
+                    assert pos == 0, "a CTA's partial comes first"
+                if role == 2:
+                    assert seen.get((t, 0)) == first < cta
+                    # every CTA from `first` on computed a piece of t (the owner waits for each)
+                    assert all(any(v == c for (tt, _), v in seen.items() if tt == t) for c in range(first, cta))
+        assert len(seen) == iters and dp % ctas == 0

@@ -166,6 +166,11 @@ PYBIND11_MODULE(_C, m) {
   }, "The sm90 split-K rule for one dense problem: (splits, k_chunk); (1, 0) means none.", pybind11::arg("m"),
         pybind11::arg("n"), pybind11::arg("k"), pybind11::arg("num_sms"), pybind11::arg("config"),
         pybind11::arg("fill") = 4);
+  m.def("choose_sm90_streamk", [](int64_t tiles, int ctas, int k_blocks, const std::string& forced) {
+    return choose_sm90_streamk(tiles, ctas, k_blocks, forced);
+  }, "The sm90 stream-K rule: how many of the last tiles of a dense cooperative launch are cut along K "
+     "(0: none; forced: CUTORCH_GEMM_SM90_STREAMK).", pybind11::arg("tiles"), pybind11::arg("ctas"),
+        pybind11::arg("k_blocks"), pybind11::arg("forced") = "");
   m.def("choose_sm90_cluster", [](bool cooperative, bool fixed_grid, bool swiglu, int64_t tiles_m, bool rows_128b,
                                   const std::string& forced) {
     return choose_sm90_cluster(cooperative, fixed_grid, swiglu, int(tiles_m), rows_128b, forced);

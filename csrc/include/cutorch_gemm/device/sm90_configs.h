@@ -2,6 +2,7 @@
 // Named Hopper configurations (TMA + wgmma, warp-specialized, persistent) and the family
 // choice shared by the binding and `explain`. Torch- and CUDA-free.
 
+#include <cstddef>
 #include <string>
 
 #include "cutorch_gemm/core/types.h"
@@ -184,6 +185,51 @@ inline int choose_sm90_cluster(bool cooperative, bool fixed_grid, bool swiglu, i
   if (!cooperative || !fixed_grid || swiglu || tiles_m < 2 || forced == "1") return 1;
   if (forced == "2") return 2;
   return rows_128b ? 1 : 2;
+}
+
+// Stream-K for the last round of a dense cooperative launch. The persistent grid runs
+// ceil(tiles / ctas) rounds of whole tiles; when the last round is partly empty, its SMs idle
+// while the rest finish. Instead the last tiles are cut along K into one contiguous range of
+// k-blocks per CTA; the CTAs holding a tile's earlier k-blocks store fp32 partial tiles, the one
+// holding its last k-blocks adds them (in k order: deterministic) and runs the epilogue. Two
+// forms, by how many tiles are cut, with rest = tiles % ctas:
+//   "last": the rest only (a fraction of a tile per CTA), when it is at least half a round (a
+//           tile then has at most three pieces), at most a tenth of the tiles, and tiles are at
+//           least 128 K slices deep (shorter pieces did not pay for their partials);
+//   "wide": rest + ctas (more than a tile per CTA, a tile has at most two pieces), when that is
+//           at most an eighth of the tiles.
+// Measured on an H100 (bf16, interleaved with torch.mm, stream-K vs not, two runs): "last"
+// 8192x4096x14336 +2.5/+2.9%, 14336x4096x8192 +5.2/+3.0%, 8192^3 +2.8/+4.6%; "wide"
+// 8192x14336x4096 +1.2/+2.6%, 16384x8192x8192 +2.4/+3.0%, 4096x28672x8192 +2.1/+3.5%. Cutting
+// more lost: "wide" on 4096^3 (48% of the tiles) -8%, on 8192x4096x14336 (23%) -9% (the CTAs'
+// k positions drift apart and the concurrent K slices no longer share L2); "last" on 4096^3
+// -3..-5%, on 16384x8192x8192 (4 tiles over 132 CTAs: 33 partials per tile) -2%.
+// Returns how many tiles (the last ones of the sequence) run this way; 0: none. `forced` is
+// CUTORCH_GEMM_SM90_STREAMK ("", "off", "wide" / "on", "last": any partial last round).
+inline int choose_sm90_streamk(long long tiles, int ctas, int k_blocks, const std::string& forced) {
+  if (forced == "off" || ctas <= 0 || tiles <= ctas || k_blocks <= 0) return 0;
+  const long long rest = tiles % ctas;
+  if (rest == 0) return 0;
+  long long sk = 0;
+  if (forced == "last") {
+    sk = rest;
+  } else if (forced == "on" || forced == "wide") {
+    sk = rest + ctas;
+  } else if (2 * rest >= ctas && 10 * rest <= tiles && k_blocks >= 128) {
+    sk = rest;
+  } else if (8 * (rest + ctas) <= tiles && k_blocks >= 4) {
+    sk = rest + ctas;
+  }
+  if (sk == 0 || sk * k_blocks < ctas) return 0;                       // every CTA gets k-blocks
+  if (sk * k_blocks * (ctas + 1LL) >= (1LL << 31)) return 0;           // the kernel's 32-bit math
+  return int(sk);
+}
+
+// Bytes of stream-K workspace for up to `ctas` CTAs: their flags (two ints each, first), then
+// their 128 x 256 fp32 partial tiles (16-byte aligned).
+inline size_t sm90_streamk_flag_bytes(int ctas) { return (size_t(2 * ctas) * 4 + 15) / 16 * 16; }
+inline size_t sm90_streamk_workspace_bytes(int ctas) {
+  return sm90_streamk_flag_bytes(ctas) + size_t(ctas) * 128 * 256 * 4;
 }
 
 // The stride in bytes between the rows TMA reads of an operand (K-major: its M / N stride; MN-major:

@@ -153,6 +153,14 @@ cudaError_t launch_sm90(const GemmArgs& args, int num_sms, cudaStream_t stream) 
     config.gridDim = dim3(unsigned(ctas));
   }
   p.cluster = cluster;
+  // Stream-K for the last round (choose_sm90_streamk): dense cooperative launches without
+  // clusters, when the caller provided the workspace for this many CTAs.
+  if (!Cfg::kPingpong && !kSwiGlu && cluster == 1 && s.mode == GroupMode::kBatched && args.batch == 1 &&
+      args.k_chunk == 0 && args.sk_partials != nullptr && int(config.gridDim.x) <= args.sk_slots) {
+    const char* forced_sk = std::getenv("CUTORCH_GEMM_SM90_STREAMK");
+    p.sk_kb = ceil_div(s.k, Cfg::kBlockK);
+    p.sk_tiles = choose_sm90_streamk(items, int(config.gridDim.x), p.sk_kb, forced_sk ? forced_sk : "");
+  }
   err = cudaLaunchKernelEx(&config, kernel, tma_a, tma_b, tma_d, p);
   if (err != cudaSuccess) return err;
   return cudaGetLastError();

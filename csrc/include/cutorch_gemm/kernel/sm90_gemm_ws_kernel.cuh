@@ -25,6 +25,7 @@
 #include "cutorch_gemm/collective/sm90_mma.cuh"
 #include "cutorch_gemm/device/gemm_args.h"
 #include "cutorch_gemm/epilogue/sm90_epilogue.cuh"
+#include "cutorch_gemm/epilogue/sm90_streamk.cuh"
 #include "cutorch_gemm/pipeline/sm90_pipeline.cuh"
 #include "cutorch_gemm/scheduler/sm90_tile_scheduler.cuh"
 
@@ -183,8 +184,8 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
       const CUtensorMap* map_a = &tma_a;
       const CUtensorMap* map_b = &tma_b;
       int fenced_group = -1;  // pointer-array: the problem whose maps were last made visible to TMA
-      for (int tile = Scheduler::first_item(p);; tile += Scheduler::item_step(p)) {
-        const Sm90Work w = sched.get(tile);
+      for (int item = 0;; ++item) {
+        const Sm90Work w = sched.get_item(item);
         if (w.group < 0) break;
         if (tid_in_wg == 0) {
           const int za = p.a_3d ? w.group : 0, zb = p.b_3d ? w.group : 0;
@@ -240,11 +241,11 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
     int own = 0;  // tiles this warpgroup has done
     for (int i = Cfg::kPingpong ? consumer : 0;; i += step, ++own) {
       if (Cfg::kPingpong && i > 0) {
-        const Sm90Work other = sched.get(Scheduler::first_item(p) + (i - 1) * Scheduler::item_step(p));
+        const Sm90Work other = sched.get_item(i - 1);
         if (other.group < 0) break;
         st.advance(Scheduler::k_blocks(other));
       }
-      const Sm90Work w = sched.get(Scheduler::first_item(p) + i * Scheduler::item_step(p));
+      const Sm90Work w = sched.get_item(i);
       if (w.group < 0) break;
       const int k_blocks = Scheduler::k_blocks(w);
       const int tail_k = w.k_len % Cfg::kBlockK;  // grouped-K: the last slice holds the next group's K
@@ -326,6 +327,19 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
       sm90::wgmma_wait<0>();
       sm90::fence_accumulators(acc);
       if (k_blocks > 0 && !Mma::kPromote) pipe.consumer_release(prev);
+      if constexpr (!Cfg::kPingpong && !kSwiGlu && !kPtrArray) {  // stream-K pieces (dense launches)
+        if (p.sk_tiles > 0) {
+          // (the piece's role looked up again here: kept live across the mainloop, it spilled)
+          const Sm90Work piece = sched.get_item(i);
+          if (piece.sk_role == 1) {
+            sm90_streamk_store(g, acc, int(blockIdx.x), consumer, tid_in_wg, 1 + consumer);
+            continue;
+          }
+          if (piece.sk_role == 2) {
+            sm90_streamk_add(g, acc, piece.sk_first, int(blockIdx.x), consumer, tid_in_wg, 1 + consumer);
+          }
+        }
+      }
       if constexpr (kPtrArray) {  // the problem's own arguments; a dense problem
         const Sm90PtrProblem& pr = p.ptr_problems[w.group];
         const Problem prob = resolve_problem(pr.args.shape, 0);

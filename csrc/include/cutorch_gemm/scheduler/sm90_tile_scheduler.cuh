@@ -61,6 +61,11 @@ struct Sm90Params {
   // at ptr_maps[2g], B at ptr_maps[2g + 1]), in one device blob.
   const Sm90PtrProblem* ptr_problems;
   const CUtensorMap* ptr_maps;
+  // Stream-K (dense cooperative launches without clusters, device/sm90_configs.h): the last
+  // sk_tiles tiles of the sequence are cut along K, sk_kb k-blocks per tile; 0: none. The
+  // buffers are args.sk_partials / args.sk_flags.
+  int sk_tiles;
+  int sk_kb;
 };
 
 struct Sm90Work {
@@ -70,6 +75,11 @@ struct Sm90Work {
   int b_col;
   int k_begin;   // absolute K offset of the problem (grouped-K), else 0
   int k_len;     // K extent of the problem
+  // Stream-K pieces: 0 a whole tile; 1 the tile's first k-blocks (store an fp32 partial, no
+  // epilogue); 2 its last k-blocks (add the partials of CTAs sk_first .. this one - 1, then the
+  // epilogue).
+  int sk_role = 0;
+  int sk_first = 0;
 };
 
 template <int kBlockM, int kBlockN, int kBlockK, bool kPtrArray = false>
@@ -85,6 +95,33 @@ struct Sm90TileScheduler {
   CG_DEVICE static int item_step(const Sm90Params& params) { return int(gridDim.x) / params.cluster; }
 
   CG_DEVICE static int k_blocks(const Sm90Work& w) { return ceil_div(w.k_len, kBlockK); }
+
+  // The CTA's j-th work item (j = 0, 1, ...; group -1 past the last). Ping-pong consumers take
+  // the items of one sequence in turn. Stream-K launches (p.sk_tiles > 0; one CTA per cluster):
+  // first the CTA's whole tiles before the last sk_tiles, then its pieces of those, from its
+  // last tile to its first, so a CTA's partial (its last tile's first k-blocks) comes before
+  // anything it waits for, and a tile's owner waits only for CTAs of lower index.
+  CG_DEVICE Sm90Work get_item(int j) {
+    if (p.sk_tiles == 0) return get(first_item(p) + j * item_step(p));
+    const int ctas = int(gridDim.x), cta = int(blockIdx.x);
+    const int dp = p.tiles_m * p.tiles_n - p.sk_tiles;
+    const int n_dp = dp > cta ? (dp - cta + ctas - 1) / ctas : 0;
+    if (j < n_dp) return get(cta + j * ctas);
+    // (32-bit math: choose_sm90_streamk keeps (ctas + 1) * iters below 2^31)
+    const int kb = p.sk_kb, iters = p.sk_tiles * kb;
+    const int s = cta * iters / ctas, e = (cta + 1) * iters / ctas;  // this CTA's k-blocks
+    const int t = (e - 1) / kb - (j - n_dp);
+    if (e <= s || t < s / kb) return Sm90Work{-1, 0, 0, 0, 0, 0, 0};
+    Sm90Work w = get(dp + t);
+    const int k0 = max_of(s, t * kb) - t * kb;
+    const int k1 = min_of(e, (t + 1) * kb) - t * kb;
+    w.k_begin = k0 * kBlockK;
+    w.k_len = min_of(k1 * kBlockK, p.args.shape.k) - w.k_begin;
+    w.sk_role = k1 < kb ? 1 : (k0 > 0 ? 2 : 0);
+    // The CTA holding the tile's first k-block: the largest c with c * iters / ctas <= t * kb.
+    w.sk_first = ((t * kb + 1) * ctas - 1) / iters;
+    return w;
+  }
 
   // Tiles of group g (grouped-M / grouped-N only).
   CG_DEVICE int group_tiles(int g) const {
