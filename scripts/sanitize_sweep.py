@@ -140,6 +140,13 @@ def cases(quick: bool):
     out += [("skinny w8 bf16 gelu 13x301x392", {"CUTORCH_GEMM_SKINNY": "w8"}, mm(13, 301, 392, act="gelu")),
             ("skinny w16 fp16 7x1000x264", {"CUTORCH_GEMM_SKINNY": "w16"}, mm(7, 1000, 264, dtype=torch.float16)),
             ("skinny T64 40x129x1000", {"CUTORCH_GEMM_SKINNY": "force"}, mm(40, 129, 1000))]
+    # sm90 stream-K: a capped grid cuts tiles into pieces (partials, flags, the owner's add)
+    out += [("sm90 stream-K wide 640x512x320 grid 7",
+             {"CUTORCH_GEMM_SM90_CONFIG": "coop", "CUTORCH_GEMM_SM90_STREAMK": "on", "CUTORCH_GEMM_SM90_GRID": "7"},
+             mm(640, 512, 320)),
+            ("sm90 stream-K last gelu 1000x1000x1000 grid 5",
+             {"CUTORCH_GEMM_SM90_CONFIG": "coop", "CUTORCH_GEMM_SM90_STREAMK": "last", "CUTORCH_GEMM_SM90_GRID": "5"},
+             mm(1000, 1000, 1000, act="gelu"))]
     # the SwiGLU element-wise passes: 16-byte vectors (F = 64) and single elements (odd F, a
     # row-sliced [gate | up])
     def swiglu_pointwise(rows, f, pad):
@@ -159,7 +166,7 @@ def cases(quick: bool):
             ("swiglu pointwise 33x13 sliced", {}, swiglu_pointwise(33, 13, 3))]
     if quick:  # racecheck / synccheck are slow: one case per family
         keep = ("sm90 coop bf16", "sm90 pingpong bf16", "sm90 pingpong128 bf16 129", "coop cluster", "fp8", "swiglu", "pointer-array", "split-K 16",
-                "sm80 bf16", "simt", "skinny w8", "swiglu pointwise")
+                "sm80 bf16", "simt", "skinny w8", "swiglu pointwise", "stream-K")
         out = [c for c in out if any(k in c[0] for k in keep)]
     return out
 
