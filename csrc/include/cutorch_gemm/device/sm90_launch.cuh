@@ -153,6 +153,8 @@ cudaError_t launch_sm90(const GemmArgs& args, int num_sms, cudaStream_t stream) 
     config.gridDim = dim3(unsigned(ctas));
   }
   p.cluster = cluster;
+  const char* tail_env = std::getenv("CUTORCH_GEMM_SM90_TAIL");
+  p.tail_split = !(tail_env && std::string(tail_env) == "off");
   // Stream-K for the last round (choose_sm90_streamk): dense cooperative launches without
   // clusters, when the caller provided the workspace for this many CTAs.
   if (!Cfg::kPingpong && !kSwiGlu && cluster == 1 && s.mode == GroupMode::kBatched && args.batch == 1 &&

@@ -204,8 +204,10 @@ CG_DEVICE void sm90_store_tile(const GemmArgs& g, const Problem& prob, const flo
 // epilogue ~760 instructions per warp and tile, 6% of the consumers' time at 8192x4096x4096
 // (ncu source counters; a fifth of it instruction-fetch stalls), all of it with the tensor
 // cores idle (both warpgroups run their epilogues at once).
+// kHalf: 0 the whole tile; 1 / 2 only its first / second half of columns (the kernel stores the
+// first half while the last k-block's wgmma for the second is still running).
 template <class Cfg, typename T, typename Out, bool kScaled = false, Activation kAct = Activation::kNone,
-          bool kColAdd = true>
+          bool kColAdd = true, int kHalf = 0>
 CG_DEVICE void sm90_store_tile_tma(const GemmArgs& g, const Problem& prob, const float (&acc)[Cfg::kBlockN / 2],
                                    uint8_t (*bufs)[64 * 128], const CUtensorMap* map_d, bool d_3d, int group,
                                    int row_abs, int col_base, int tid_in_wg, int barrier_id) {
@@ -226,8 +228,9 @@ CG_DEVICE void sm90_store_tile_tma(const GemmArgs& g, const Problem& prob, const
   // in the 128-byte swizzle, 16-byte chunk c of row r sits at chunk c ^ (r % 8), and r % 8 = l % 8.
   const int sm_row = warp * 16 + lane % 8 + 8 * ((lane / 8) % 2);
   const int sm_blk = lane / 16;
+  constexpr int kChunks = Cfg::kBlockN / kCols;
 #pragma unroll
-  for (int chunk = 0; chunk < Cfg::kBlockN / kCols; ++chunk) {
+  for (int chunk = kHalf == 2 ? kChunks / 2 : 0; chunk < (kHalf == 1 ? kChunks / 2 : kChunks); ++chunk) {
     uint8_t* buf = bufs[chunk % Cfg::kEpiBuffers];
     const uint32_t buf_s = sm90::smem_addr(buf) + uint32_t(sm_row * 128);
     // The store that last read this buffer has finished reading it (bulk groups retire in order).
@@ -303,16 +306,17 @@ CG_DEVICE void sm90_store_tile_tma(const GemmArgs& g, const Problem& prob, const
 
 // sm90_store_tile_tma without an activation (D = alpha * acc (+ bias), or scaled_mm's): the
 // bias-free launches get the copy without per-column loads.
-template <class Cfg, typename T, typename Out, bool kScaled>
+template <class Cfg, typename T, typename Out, bool kScaled, int kHalf = 0>
 CG_DEVICE void sm90_store_tma_plain(const GemmArgs& g, const Problem& prob, const float (&acc)[Cfg::kBlockN / 2],
                                     uint8_t (*bufs)[64 * 128], const CUtensorMap* map_d, bool d_3d, int group,
                                     int row_abs, int col_base, int tid_in_wg, int barrier_id) {
   if (g.bias)
-    sm90_store_tile_tma<Cfg, T, Out, kScaled, Activation::kNone, true>(g, prob, acc, bufs, map_d, d_3d, group,
-                                                                       row_abs, col_base, tid_in_wg, barrier_id);
+    sm90_store_tile_tma<Cfg, T, Out, kScaled, Activation::kNone, true, kHalf>(g, prob, acc, bufs, map_d, d_3d, group,
+                                                                              row_abs, col_base, tid_in_wg, barrier_id);
   else
-    sm90_store_tile_tma<Cfg, T, Out, kScaled, Activation::kNone, false>(g, prob, acc, bufs, map_d, d_3d, group,
-                                                                        row_abs, col_base, tid_in_wg, barrier_id);
+    sm90_store_tile_tma<Cfg, T, Out, kScaled, Activation::kNone, false, kHalf>(g, prob, acc, bufs, map_d, d_3d,
+                                                                               group, row_abs, col_base, tid_in_wg,
+                                                                               barrier_id);
 }
 
 // sm90_store_tile_tma with the launch's activation (16-bit D: the TMA store of the bias +

@@ -138,6 +138,12 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
   static_assert(Cfg::kBlockN == 256 || (Cfg::kBlockN == 128 && Mma::kNarrowOk && !kSwiGlu && !kPtrArray),
                 "128-column tiles: 16-bit operands, plain launches");
   constexpr int kAccRegs = Cfg::kBlockN / 2;  // a consumer's 64 x kBlockN fp32 fragment per thread
+  // Tail split (cooperative 16-bit launches with the plain TMA-store epilogue): the last
+  // k-block's wgmma run as two m64n128 groups, so the epilogue stores the first half of the
+  // tile while the tensor core still computes the second (both warpgroups otherwise leave it
+  // idle from their last wait to the end of their epilogue).
+  constexpr bool kTailSplit = !Cfg::kPingpong && !kSwiGlu && !kPtrArray && !Mma::kScaled && !Mma::kPromote &&
+                              Mma::kNarrowOk && Cfg::kBlockN == 256;
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using Storage = Sm90SharedStorage<Cfg, E>;
   using State = sm90::PipelineState<Cfg::kStages>;
@@ -309,21 +315,76 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
           }
           pipe.consumer_release(st);  // both halves are done with the stage
         } else {
-          sm90::fence_accumulators(acc);
-          sm90::wgmma_fence();
+          bool split_now = false;  // the tail split's two groups (kTailSplit) for the last k-block
+          if constexpr (kTailSplit) {
+            split_now = p.tail_split && p.tma_store && kb == k_blocks - 1;
+            if (split_now) {
+              // Two column halves, one wgmma group each (B's second half starts 128 rows / two
+              // 64-wide MN blocks = 16 KB further on, in either layout).
+              constexpr uint64_t kHalfB = uint64_t(128 * 128) >> 4;
+              sm90::fence_accumulators(acc);
+              sm90::wgmma_fence();
 #pragma unroll
-          for (int kk = 0; kk < Cfg::kBlockK / Mma::kInstrK; ++kk) {
-            Mma::template mma<kAMn, kBMn>(acc, da + kStepA * kk, db + kStepB * kk, (kb > 0 || kk > 0) ? 1 : 0);
+              for (int kk = 0; kk < Cfg::kBlockK / Mma::kInstrK; ++kk) {
+                Mma::template mma_half_of<kAMn, kBMn, 0>(acc, da + kStepA * kk, db + kStepB * kk,
+                                                         (kb > 0 || kk > 0) ? 1 : 0);
+              }
+              sm90::wgmma_commit();
+#pragma unroll
+              for (int kk = 0; kk < Cfg::kBlockK / Mma::kInstrK; ++kk) {
+                Mma::template mma_half_of<kAMn, kBMn, 1>(acc, da + kStepA * kk, db + kHalfB + kStepB * kk,
+                                                         (kb > 0 || kk > 0) ? 1 : 0);
+              }
+              sm90::wgmma_commit();
+              sm90::fence_accumulators(acc);
+              sm90::wgmma_wait<2>();  // the previous k-slice's group is done: release its stage
+            }
           }
-          sm90::wgmma_commit();
-          sm90::fence_accumulators(acc);
-          sm90::wgmma_wait<1>();  // the previous k-slice's wgmma is done: release its stage
+          if (!split_now) {
+            sm90::fence_accumulators(acc);
+            sm90::wgmma_fence();
+#pragma unroll
+            for (int kk = 0; kk < Cfg::kBlockK / Mma::kInstrK; ++kk) {
+              Mma::template mma<kAMn, kBMn>(acc, da + kStepA * kk, db + kStepB * kk, (kb > 0 || kk > 0) ? 1 : 0);
+            }
+            sm90::wgmma_commit();
+            sm90::fence_accumulators(acc);
+            sm90::wgmma_wait<1>();  // the previous k-slice's wgmma is done: release its stage
+          }
           if (kb > 0) pipe.consumer_release(prev);
           prev = st;
         }
         st.advance();
       }
       if (Cfg::kPingpong && tid_in_wg == 0) sm90::mbarrier_arrive(&s.order[consumer]);
+      if constexpr (kTailSplit) {
+        // A whole tile of a plain TMA-store launch: the first half's store overlaps the second
+        // half's wgmma (stream-K pieces and partial grouped-M tiles take the paths below).
+        if (p.tail_split && p.tma_store && k_blocks > 0 && (g.shape.mode != GroupMode::kGroupedM) &&
+            (p.sk_tiles == 0 || sched.get_item(i).sk_role == 0)) {
+          sm90::wgmma_wait<1>();
+          sm90::fence_accumulators(acc);
+          const Problem prob = resolve_problem(g.shape, w.group);
+          if (g.out_f32)
+            sm90_store_tma_plain<Cfg, T, float, false, 1>(g, prob, acc, s.epi_slot[consumer].u.out, &tma_d, p.d_3d,
+                                                          w.group, w.a_row + row_in_tile, w.n0, tid_in_wg,
+                                                          1 + consumer);
+          else
+            sm90_store_tma_plain<Cfg, T, T, false, 1>(g, prob, acc, s.epi_slot[consumer].u.out, &tma_d, p.d_3d,
+                                                      w.group, w.a_row + row_in_tile, w.n0, tid_in_wg, 1 + consumer);
+          sm90::wgmma_wait<0>();
+          sm90::fence_accumulators(acc);
+          pipe.consumer_release(prev);
+          if (g.out_f32)
+            sm90_store_tma_plain<Cfg, T, float, false, 2>(g, prob, acc, s.epi_slot[consumer].u.out, &tma_d, p.d_3d,
+                                                          w.group, w.a_row + row_in_tile, w.n0, tid_in_wg,
+                                                          1 + consumer);
+          else
+            sm90_store_tma_plain<Cfg, T, T, false, 2>(g, prob, acc, s.epi_slot[consumer].u.out, &tma_d, p.d_3d,
+                                                      w.group, w.a_row + row_in_tile, w.n0, tid_in_wg, 1 + consumer);
+          continue;
+        }
+      }
       sm90::wgmma_wait<0>();
       sm90::fence_accumulators(acc);
       if (k_blocks > 0 && !Mma::kPromote) pipe.consumer_release(prev);

@@ -66,6 +66,9 @@ struct Sm90Params {
   // buffers are args.sk_partials / args.sk_flags.
   int sk_tiles;
   int sk_kb;
+  // The tail split of plain TMA-store launches (kernel: kTailSplit); CUTORCH_GEMM_SM90_TAIL=off
+  // turns it off (A/B runs).
+  int tail_split;
 };
 
 struct Sm90Work {
