@@ -177,15 +177,32 @@ class GatedMLP(_GatedMLPMixin, torch.nn.Module):
 _GATED_CLASSES: dict = {}
 
 
+def _is_silu(act: torch.nn.Module) -> bool:
+    """nn.SiLU, or a parameter-free module that computes silu (model libraries have their own
+    classes, e.g. transformers' SiLUActivation): checked on a few values on the CPU."""
+    if type(act) is torch.nn.SiLU:
+        return True
+    if any(True for _ in act.parameters()) or any(True for _ in act.buffers()):
+        return False
+    probe = torch.tensor([-6.0, -1.5, -0.25, 0.0, 0.5, 2.0, 7.0])
+    try:
+        with torch.no_grad():
+            out = act(probe)
+    except Exception:  # not an element-wise activation
+        return False
+    return isinstance(out, torch.Tensor) and out.shape == probe.shape and \
+        torch.allclose(out, torch.nn.functional.silu(probe), rtol=1e-6, atol=1e-7)
+
+
 def _is_gated_mlp(m: torch.nn.Module, types: tuple) -> bool:
     """A block laid out as Llama's MLP: exactly the children gate_proj, up_proj, down_proj (Linears
-    of an exact type in `types`) and act_fn (nn.SiLU), no parameters of its own, and matching
+    of an exact type in `types`) and act_fn (a SiLU, _is_silu), no parameters of its own, and matching
     extents. Its forward is taken to be down_proj(act_fn(gate_proj(x)) * up_proj(x)), the one
     these names mean in every model library using them."""
     kids = dict(m.named_children())
     if set(kids) != {"gate_proj", "up_proj", "down_proj", "act_fn"} or isinstance(m, _GatedMLPMixin):
         return False
-    if type(kids["act_fn"]) is not torch.nn.SiLU or any(True for _ in m.parameters(recurse=False)):
+    if not _is_silu(kids["act_fn"]) or any(True for _ in m.parameters(recurse=False)):
         return False
     g, u, d = kids["gate_proj"], kids["up_proj"], kids["down_proj"]
     if not all(type(x) in types for x in (g, u, d)):

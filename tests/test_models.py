@@ -67,16 +67,26 @@ def test_enable_matches_stock(route_cpu, monkeypatch, name, device):
 
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("name", list(MODELS))
-def test_replace_linear_matches_stock_and_trains(route_cpu, name, device):
+@pytest.mark.parametrize("fuse", [False, True], ids=["plain", "fused"])
+def test_replace_linear_matches_stock_and_trains(route_cpu, monkeypatch, name, device, fuse):
+    """fused: fuse_activations=True turns the Llama MLPs into fused gated MLPs (nn.GatedMLP's
+    path: gate and up as one GEMM, SwiGLU in one pass); Mixtral's experts (w1 / w2 / w3) stay."""
+    from cutorch_gemm import nn as cgnn
     torch.manual_seed(0)
     stock = MODELS[name]().to(device)
     ours = copy.deepcopy(stock)
     n_linear = sum(type(m) is torch.nn.Linear for m in stock.modules())
-    assert cg.nn.replace_linear(ours) == n_linear > 0
+    assert cg.nn.replace_linear(ours, fuse_activations=fuse) == n_linear > 0
+    gated = [m for m in ours.modules() if isinstance(m, cgnn._GatedMLPMixin)]
+    assert len(gated) == (2 if fuse and name == "llama" else 0)
+    calls = []
+    real = cgnn._GatedMLPFunction.apply
+    monkeypatch.setattr(cgnn._GatedMLPFunction, "apply", lambda *a: calls.append(1) or real(*a))
     ids = torch.randint(0, 128, (2, 16), device=device)
     labels = torch.randint(0, 128, (2, 16), device=device)
     out_s = stock(ids, labels=labels)
     out_o = ours(ids, labels=labels)
+    assert len(calls) == len(gated)
     torch.testing.assert_close(out_o.logits, out_s.logits, rtol=1e-4, atol=1e-4)
     out_s.loss.backward()
     out_o.loss.backward()
