@@ -60,26 +60,25 @@ cudaError_t backward_t(const SwigluArgs& a, int num_sms, cudaStream_t stream) {
 
 }  // namespace
 
-cudaError_t swiglu_forward(const SwigluArgs& a, int num_sms, cudaStream_t stream) {
+// Calls launch(T{}) for the args' element type.
+template <class Launch>
+cudaError_t by_dtype(const SwigluArgs& a, Launch launch) {
   if (a.rows == 0 || a.f == 0) return cudaSuccess;
   switch (a.dtype) {
-    case DType::kFloat16:  return forward_t<__half>(a, num_sms, stream);
-    case DType::kBFloat16: return forward_t<__nv_bfloat16>(a, num_sms, stream);
-    case DType::kFloat32:  return forward_t<float>(a, num_sms, stream);
-    case DType::kFloat64:  return forward_t<double>(a, num_sms, stream);
+    case DType::kFloat16:  return launch(__half{});
+    case DType::kBFloat16: return launch(__nv_bfloat16{});
+    case DType::kFloat32:  return launch(float{});
+    case DType::kFloat64:  return launch(double{});
     default:               return cudaErrorInvalidValue;
   }
 }
 
+cudaError_t swiglu_forward(const SwigluArgs& a, int num_sms, cudaStream_t stream) {
+  return by_dtype(a, [&](auto t) { return forward_t<decltype(t)>(a, num_sms, stream); });
+}
+
 cudaError_t swiglu_backward(const SwigluArgs& a, int num_sms, cudaStream_t stream) {
-  if (a.rows == 0 || a.f == 0) return cudaSuccess;
-  switch (a.dtype) {
-    case DType::kFloat16:  return backward_t<__half>(a, num_sms, stream);
-    case DType::kBFloat16: return backward_t<__nv_bfloat16>(a, num_sms, stream);
-    case DType::kFloat32:  return backward_t<float>(a, num_sms, stream);
-    case DType::kFloat64:  return backward_t<double>(a, num_sms, stream);
-    default:               return cudaErrorInvalidValue;
-  }
+  return by_dtype(a, [&](auto t) { return backward_t<decltype(t)>(a, num_sms, stream); });
 }
 
 }  // namespace cutorch_gemm

@@ -319,6 +319,19 @@ CG_DEVICE void sm90_store_tma_plain(const GemmArgs& g, const Problem& prob, cons
                                                                                barrier_id);
 }
 
+// One half (kHalf 1 / 2) of a plain TMA-store tile, D of type T or fp32 (the kernel's tail split).
+template <class Cfg, typename T, int kHalf>
+CG_DEVICE void sm90_store_tma_half(const GemmArgs& g, const Problem& prob, const float (&acc)[Cfg::kBlockN / 2],
+                                   uint8_t (*bufs)[64 * 128], const CUtensorMap* map_d, bool d_3d, int group,
+                                   int row_abs, int col_base, int tid_in_wg, int barrier_id) {
+  if (g.out_f32)
+    sm90_store_tma_plain<Cfg, T, float, false, kHalf>(g, prob, acc, bufs, map_d, d_3d, group, row_abs, col_base,
+                                                      tid_in_wg, barrier_id);
+  else
+    sm90_store_tma_plain<Cfg, T, T, false, kHalf>(g, prob, acc, bufs, map_d, d_3d, group, row_abs, col_base,
+                                                  tid_in_wg, barrier_id);
+}
+
 // sm90_store_tile_tma with the launch's activation (16-bit D: the TMA store of the bias +
 // activation epilogue, Sm90Params::tma_store_act): one unrolled copy per activation, so the
 // tile's elements never go through a runtime switch.

@@ -365,23 +365,13 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
           sm90::wgmma_wait<1>();
           sm90::fence_accumulators(acc);
           const Problem prob = resolve_problem(g.shape, w.group);
-          if (g.out_f32)
-            sm90_store_tma_plain<Cfg, T, float, false, 1>(g, prob, acc, s.epi_slot[consumer].u.out, &tma_d, p.d_3d,
-                                                          w.group, w.a_row + row_in_tile, w.n0, tid_in_wg,
-                                                          1 + consumer);
-          else
-            sm90_store_tma_plain<Cfg, T, T, false, 1>(g, prob, acc, s.epi_slot[consumer].u.out, &tma_d, p.d_3d,
-                                                      w.group, w.a_row + row_in_tile, w.n0, tid_in_wg, 1 + consumer);
+          sm90_store_tma_half<Cfg, T, 1>(g, prob, acc, s.epi_slot[consumer].u.out, &tma_d, p.d_3d, w.group,
+                                         w.a_row + row_in_tile, w.n0, tid_in_wg, 1 + consumer);
           sm90::wgmma_wait<0>();
           sm90::fence_accumulators(acc);
           pipe.consumer_release(prev);
-          if (g.out_f32)
-            sm90_store_tma_plain<Cfg, T, float, false, 2>(g, prob, acc, s.epi_slot[consumer].u.out, &tma_d, p.d_3d,
-                                                          w.group, w.a_row + row_in_tile, w.n0, tid_in_wg,
-                                                          1 + consumer);
-          else
-            sm90_store_tma_plain<Cfg, T, T, false, 2>(g, prob, acc, s.epi_slot[consumer].u.out, &tma_d, p.d_3d,
-                                                      w.group, w.a_row + row_in_tile, w.n0, tid_in_wg, 1 + consumer);
+          sm90_store_tma_half<Cfg, T, 2>(g, prob, acc, s.epi_slot[consumer].u.out, &tma_d, p.d_3d, w.group,
+                                         w.a_row + row_in_tile, w.n0, tid_in_wg, 1 + consumer);
           continue;
         }
       }

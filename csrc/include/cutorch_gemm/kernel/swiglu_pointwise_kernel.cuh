@@ -18,14 +18,23 @@ CG_DEVICE double swiglu_sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
 template <typename T, int V>
 struct alignas(sizeof(T) * V) SwigluVec { T v[V]; };
 
+// Calls op(r, c) for every row r and every V-wide column group c of an f-wide matrix, spread
+// over the grid (grid-stride loop).
+template <int V, class Op>
+CG_DEVICE void swiglu_for_each(int64_t rows, int64_t f, Op op) {
+  const int64_t per_row = f / V;
+  const int64_t total = rows * per_row;
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t r = i / per_row;
+    op(r, (i - r * per_row) * V);
+  }
+}
+
 template <typename T, int V>
 __global__ void swiglu_forward_kernel(const T* __restrict__ gate_up, int64_t ld, T* __restrict__ h,
                                       int64_t rows, int64_t f) {
   using A = typename AccumulatorFor<T>::type;
-  const int64_t per_row = f / V;
-  const int64_t total = rows * per_row;
-  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
-    const int64_t r = i / per_row, c = (i - r * per_row) * V;
+  swiglu_for_each<V>(rows, f, [&](int64_t r, int64_t c) {
     const SwigluVec<T, V> g = *reinterpret_cast<const SwigluVec<T, V>*>(gate_up + r * ld + c);
     const SwigluVec<T, V> u = *reinterpret_cast<const SwigluVec<T, V>*>(gate_up + r * ld + f + c);
     SwigluVec<T, V> o;
@@ -35,7 +44,7 @@ __global__ void swiglu_forward_kernel(const T* __restrict__ gate_up, int64_t ld,
       o.v[j] = from_acc<T>(x * swiglu_sigmoid(x) * to_acc<A>(u.v[j]));
     }
     *reinterpret_cast<SwigluVec<T, V>*>(h + r * f + c) = o;
-  }
+  });
 }
 
 // d gate = dh * up * s * (1 + gate * (1 - s)), d up = dh * silu(gate), s = sigmoid(gate).
@@ -43,10 +52,7 @@ template <typename T, int V>
 __global__ void swiglu_backward_kernel(const T* __restrict__ gate_up, int64_t ld, const T* __restrict__ dh,
                                        int64_t ld_dh, T* __restrict__ dgu, int64_t rows, int64_t f) {
   using A = typename AccumulatorFor<T>::type;
-  const int64_t per_row = f / V;
-  const int64_t total = rows * per_row;
-  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
-    const int64_t r = i / per_row, c = (i - r * per_row) * V;
+  swiglu_for_each<V>(rows, f, [&](int64_t r, int64_t c) {
     const SwigluVec<T, V> g = *reinterpret_cast<const SwigluVec<T, V>*>(gate_up + r * ld + c);
     const SwigluVec<T, V> u = *reinterpret_cast<const SwigluVec<T, V>*>(gate_up + r * ld + f + c);
     const SwigluVec<T, V> d = *reinterpret_cast<const SwigluVec<T, V>*>(dh + r * ld_dh + c);
@@ -60,7 +66,7 @@ __global__ void swiglu_backward_kernel(const T* __restrict__ gate_up, int64_t ld
     }
     *reinterpret_cast<SwigluVec<T, V>*>(dgu + r * 2 * f + c) = dg;
     *reinterpret_cast<SwigluVec<T, V>*>(dgu + r * 2 * f + f + c) = du;
-  }
+  });
 }
 
 }  // namespace cutorch_gemm
