@@ -272,15 +272,11 @@ def _cluster_note(config: str, fixed_grid: bool, swiglu: bool, m: int, a: torch.
 
 
 def _streamk_note(m: int, n: int, k: int, elem_bytes: int, sms: int) -> str:
-    """The binding's stream-K rule (choose_sm90_streamk) for a dense cooperative launch."""
-    tiles = -(-m // 128) * -(-n // 256)
-    ctas = min(tiles, sms)
+    """The binding's stream-K plan (sm90_streamk_plan) for a dense cooperative launch."""
     cap = os.environ.get("CUTORCH_GEMM_SM90_GRID", "").strip()
-    if cap.isdigit() and int(cap) > 0:
-        ctas = min(ctas, int(cap))
-    block_k = 32 if elem_bytes == 4 else 64
-    sk = _C.choose_sm90_streamk(tiles, ctas, -(-k // block_k),
-                                os.environ.get("CUTORCH_GEMM_SM90_STREAMK", "").strip().lower())
+    tiles, ctas, sk = _C.sm90_streamk_plan(m, n, k, 32 if elem_bytes == 4 else 64, sms,
+                                           int(cap) if cap.isdigit() else 0,
+                                           os.environ.get("CUTORCH_GEMM_SM90_STREAMK", "").strip().lower())
     if sk == 0:
         return ""
     return (f"; stream-K over the last {sk} of {tiles} tiles (their k-blocks split evenly over the {ctas} "

@@ -329,6 +329,17 @@ def test_sm90_streamk_rule():
     assert _C.choose_sm90_streamk(7, 5, 1, "last") == 0             # 2 k-blocks for 5 CTAs
 
 
+def test_sm90_streamk_plan():
+    """The plan the binding sizes its workspace with and explain reports: tiles, the persistent
+    grid (capped), and the rule's count for that grid."""
+    assert _C.sm90_streamk_plan(8192, 14336, 4096, 64, 132) == (3584, 132, 152)
+    assert _C.sm90_streamk_plan(1024, 38144, 256, 64, 132) == (1192, 132, 136)
+    assert _C.sm90_streamk_plan(4096, 4096, 4096, 64, 132) == (512, 132, 0)
+    assert _C.sm90_streamk_plan(640, 512, 320, 64, 132, grid_cap=7, forced="on") == (10, 7, 10)
+    assert _C.sm90_streamk_plan(100, 100, 100, 64, 132) == (1, 1, 0)
+    assert _C.sm90_streamk_plan(700, 600, 200, 32, 132, grid_cap=5, forced="on") == (18, 5, 8)
+
+
 def test_sm90_streamk_pieces_cover_every_k_block_once():
     """A model of the kernel's get_item: every (tile, k-block) of the stream-K tiles is computed by
     exactly one CTA, each tile has at most two pieces, the first piece is a partial and the

@@ -171,6 +171,13 @@ PYBIND11_MODULE(_C, m) {
   }, "The sm90 stream-K rule: how many of the last tiles of a dense cooperative launch are cut along K "
      "(0: none; forced: CUTORCH_GEMM_SM90_STREAMK).", pybind11::arg("tiles"), pybind11::arg("ctas"),
         pybind11::arg("k_blocks"), pybind11::arg("forced") = "");
+  m.def("sm90_streamk_plan", [](int64_t m_, int64_t n, int64_t k, int block_k, int num_sms, int64_t grid_cap,
+                                const std::string& forced) {
+    const Sm90StreamK p = sm90_streamk_plan(m_, n, k, block_k, num_sms, grid_cap, forced);
+    return std::make_tuple(p.tiles, p.ctas, p.sk_tiles);
+  }, "The binding's stream-K plan of a dense cooperative launch: (tiles, ctas, stream-K tiles).",
+        pybind11::arg("m"), pybind11::arg("n"), pybind11::arg("k"), pybind11::arg("block_k"),
+        pybind11::arg("num_sms"), pybind11::arg("grid_cap") = 0, pybind11::arg("forced") = "");
   m.def("choose_sm90_cluster", [](bool cooperative, bool fixed_grid, bool swiglu, int64_t tiles_m, bool rows_128b,
                                   const std::string& forced) {
     return choose_sm90_cluster(cooperative, fixed_grid, swiglu, int(tiles_m), rows_128b, forced);

@@ -126,34 +126,27 @@ static void run_sm80(const GemmArgs& g) {
               ", split-K ", splitk_mode_name(plan.split_mode), " x", plan.splits, "): ", cudaGetErrorString(err));
 }
 
-// Runs any GEMM launch (dense, batched, grouped) on the family choose_family names.
 // Stream-K workspace for a dense cooperative sm90 launch whose last round of tiles would run
-// partly empty (choose_sm90_streamk, with the grid launch_sm90 will use): flags zeroed on the
-// stream, partial tiles uninitialised; `g` gets the pointers. Undefined tensor: no stream-K.
+// partly empty (sm90_streamk_plan: the grid launch_sm90 will use): flags zeroed on the stream,
+// partial tiles uninitialised; `g` gets the pointers. Undefined tensor: no stream-K.
 static at::Tensor streamk_workspace(GemmArgs& g, Sm90ConfigId config, int num_sms, cudaStream_t stream) {
-  if (config != Sm90ConfigId::kCoop128x256 || g.shape.mode != GroupMode::kBatched || g.batch != 1 ||
-      g.shape.k == 0 || g.dtype == DType::kInt8 || g.dtype == DType::kFloat64) {
-    return at::Tensor();
-  }
-  const long long tiles = (long long)((g.shape.m + 127) / 128) * ((g.shape.n + 255) / 256);
-  long long ctas = tiles < num_sms ? tiles : num_sms;
-  if (const char* cap = std::getenv("CUTORCH_GEMM_SM90_GRID")) {
-    const long long c = std::atoll(cap);
-    if (c > 0 && ctas > c) ctas = c;
-  }
+  if (config != Sm90ConfigId::kCoop128x256 || g.shape.mode != GroupMode::kBatched || g.batch != 1) return at::Tensor();
+  const char* cap = std::getenv("CUTORCH_GEMM_SM90_GRID");
   const int block_k = g.dtype == DType::kFloat32 ? 32 : 64;  // the config's K slice (tf32: 32)
-  const int sk = choose_sm90_streamk(tiles, int(ctas), int((g.shape.k + block_k - 1) / block_k),
-                                     env_lower("CUTORCH_GEMM_SM90_STREAMK"));
-  if (sk == 0) return at::Tensor();
-  at::Tensor ws = at::empty({int64_t(sm90_streamk_workspace_bytes(int(ctas)))},
+  const Sm90StreamK plan = sm90_streamk_plan(g.shape.m, g.shape.n, g.shape.k, block_k, num_sms,
+                                             cap ? std::atoll(cap) : 0, env_lower("CUTORCH_GEMM_SM90_STREAMK"));
+  if (plan.sk_tiles == 0) return at::Tensor();
+  const size_t flag_bytes = sm90_streamk_flag_bytes(plan.ctas);
+  at::Tensor ws = at::empty({int64_t(sm90_streamk_workspace_bytes(plan.ctas))},
                             at::TensorOptions().dtype(at::kByte).device(at::kCUDA));
-  C10_CUDA_CHECK(cudaMemsetAsync(ws.data_ptr(), 0, sm90_streamk_flag_bytes(int(ctas)), stream));
+  C10_CUDA_CHECK(cudaMemsetAsync(ws.data_ptr(), 0, flag_bytes, stream));
   g.sk_flags = static_cast<int*>(ws.data_ptr());
-  g.sk_partials = reinterpret_cast<float*>(static_cast<uint8_t*>(ws.data_ptr()) + sm90_streamk_flag_bytes(int(ctas)));
-  g.sk_slots = int(ctas);
+  g.sk_partials = reinterpret_cast<float*>(static_cast<uint8_t*>(ws.data_ptr()) + flag_bytes);
+  g.sk_slots = plan.ctas;
   return ws;
 }
 
+// Runs any GEMM launch (dense, batched, grouped) on the family choose_family names.
 void run_gemm(const GemmArgs& g, const at::Tensor& a, const at::Tensor& b) {
   const DeviceInfo& d = device_info();
   const Sm90Operand oa = sm90_a(g, a), ob = sm90_b(g, b);

@@ -225,6 +225,23 @@ inline int choose_sm90_streamk(long long tiles, int ctas, int k_blocks, const st
   return int(sk);
 }
 
+// The stream-K plan of one dense cooperative launch (128x256 tiles, K slices of block_k): the
+// persistent grid launch_sm90 will use (one CTA per tile up to the SMs, capped by grid_cap when
+// positive: CUTORCH_GEMM_SM90_GRID) and choose_sm90_streamk's tile count for it. The binding sizes
+// the workspace with it, `explain` reports it.
+struct Sm90StreamK {
+  long long tiles;
+  int ctas;
+  int sk_tiles;  // 0: no stream-K
+};
+inline Sm90StreamK sm90_streamk_plan(long long m, long long n, long long k, int block_k, int num_sms,
+                                     long long grid_cap, const std::string& forced) {
+  const long long tiles = ((m + 127) / 128) * ((n + 255) / 256);
+  long long ctas = tiles < num_sms ? tiles : num_sms;
+  if (grid_cap > 0 && ctas > grid_cap) ctas = grid_cap;
+  return {tiles, int(ctas), choose_sm90_streamk(tiles, int(ctas), int((k + block_k - 1) / block_k), forced)};
+}
+
 // Bytes of stream-K workspace for up to `ctas` CTAs: their flags (two ints each, first), then
 // their 128 x 256 fp32 partial tiles (16-byte aligned).
 inline size_t sm90_streamk_flag_bytes(int ctas) { return (size_t(2 * ctas) * 4 + 15) / 16 * 16; }
