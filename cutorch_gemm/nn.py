@@ -9,6 +9,7 @@ from typing import Callable, Iterable, Optional, Union
 import torch
 
 from . import ops
+from ._autograd import _acc
 from .dropin import _ACT_FN, linear, route_linear
 
 _FUSABLE = {torch.nn.ReLU: "relu", torch.nn.SiLU: "silu"}
@@ -109,10 +110,10 @@ class _GatedMLPFunction(torch.autograd.Function):
         dwd = ops.mm(dy.t(), h) if need[3] else None
         dbg = dbu = dbd = None
         if ctx.biases[0] and (need[4] or need[5]):
-            db = dgu.sum(0, dtype=torch.float32).to(dgu.dtype)
+            db = dgu.sum(0, dtype=_acc(dgu.dtype)).to(dgu.dtype)  # (fp64 sums in fp64, like the ops')
             dbg, dbu = db[:f], db[f:]
         if ctx.biases[1] and need[6]:
-            dbd = dy.sum(0, dtype=torch.float32).to(dy.dtype)
+            dbd = dy.sum(0, dtype=_acc(dy.dtype)).to(dy.dtype)
         return dx, dwg, dwu, dwd, dbg, dbu, dbd
 
 

@@ -186,6 +186,17 @@ def test_fused_function_gradcheck(route_cpu):
     x = torch.randn(4, 6, dtype=torch.float64, requires_grad=True)
     w = (m.gate_proj.weight, m.up_proj.weight, m.down_proj.weight, m.gate_proj.bias, m.up_proj.bias, m.down_proj.bias)
     assert torch.autograd.gradcheck(lambda x_, *ps: cgnn._GatedMLPFunction.apply(x_, *ps), (x, *w))
+    # float64 bias gradients are float64 sums: exact against autograd of the block as written
+    x = torch.randn(300, 6, dtype=torch.float64) * 1e3
+    for p in w:
+        p.grad = None
+    cgnn._GatedMLPFunction.apply(x, *w).sum().backward()
+    got = [p.grad.clone() for p in w[3:]]
+    for p in w:
+        p.grad = None
+    m._cg_unfused_forward(x).sum().backward()
+    for g, p in zip(got, w[3:]):
+        torch.testing.assert_close(g, p.grad, rtol=1e-12, atol=1e-9)
 
 
 def test_fallbacks_give_the_blocks_result(route_cpu):
