@@ -301,11 +301,8 @@ SwigluSpec check_swiglu(const char* op, const at::Tensor& gate_up, const at::Ten
   const int64_t w = gate_up.size(-1);
   TORCH_CHECK_VALUE(w % 2 == 0, op, ": gate_up's last dimension must be even ([gate | up], 2F), got shape ",
                     shape_str(gate_up));
-  SwigluSpec s{gate_up.numel() / (w > 0 ? w : 1), w / 2};
-  if (w == 0) {
-    s.rows = 1;
-    for (int64_t i = 0; i + 1 < gate_up.dim(); ++i) s.rows *= gate_up.size(i);
-  }
+  SwigluSpec s{1, w / 2};
+  for (int64_t i = 0; i + 1 < gate_up.dim(); ++i) s.rows *= gate_up.size(i);
   if (grad != nullptr) {
     std::vector<int64_t> want(gate_up.sizes().begin(), gate_up.sizes().end());
     want.back() = s.f;
