@@ -150,12 +150,25 @@ CG_WGMMA_M64N128K16_AT(wgmma_m64n128k16_f16_at, "f16")
                  : OPERANDS(d)                                                                  \
                  : "l"(desc_a), "l"(desc_b), "r"(scale_d));                                     \
   }
+#define CG_WGMMA_D32_REGS "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}"
+#define CG_WGMMA_D32_OPERANDS(d) \
+    "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), \
+    "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), \
+    "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), \
+    "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
 #define CG_WGMMA_N256_KMAJOR(NAME, SHAPE, A, B) \
   CG_WGMMA_KMAJOR(NAME, SHAPE, A, B, 128, CG_WGMMA_D128_REGS, CG_WGMMA_D128_OPERANDS, "128", "129", "130")
 #define CG_WGMMA_N128_KMAJOR(NAME, SHAPE, A, B) \
   CG_WGMMA_KMAJOR(NAME, SHAPE, A, B, 64, CG_WGMMA_D64_REGS, CG_WGMMA_D64_OPERANDS, "64", "65", "66")
 
+#define CG_WGMMA_N64_KMAJOR(NAME, SHAPE, A, B) \
+  CG_WGMMA_KMAJOR(NAME, SHAPE, A, B, 32, CG_WGMMA_D32_REGS, CG_WGMMA_D32_OPERANDS, "32", "33", "34")
+
 CG_WGMMA_N256_KMAJOR(wgmma_m64n256k8_tf32, "m64n256k8", "tf32", "tf32")
+CG_WGMMA_N64_KMAJOR(wgmma_m64n64k32_e4m3_e4m3, "m64n64k32", "e4m3", "e4m3")
+CG_WGMMA_N64_KMAJOR(wgmma_m64n64k32_e4m3_e5m2, "m64n64k32", "e4m3", "e5m2")
+CG_WGMMA_N64_KMAJOR(wgmma_m64n64k32_e5m2_e4m3, "m64n64k32", "e5m2", "e4m3")
+CG_WGMMA_N64_KMAJOR(wgmma_m64n64k32_e5m2_e5m2, "m64n64k32", "e5m2", "e5m2")
 CG_WGMMA_N128_KMAJOR(wgmma_m64n128k32_e4m3_e4m3, "m64n128k32", "e4m3", "e4m3")
 CG_WGMMA_N128_KMAJOR(wgmma_m64n128k32_e4m3_e5m2, "m64n128k32", "e4m3", "e5m2")
 CG_WGMMA_N128_KMAJOR(wgmma_m64n128k32_e5m2_e4m3, "m64n128k32", "e5m2", "e4m3")

@@ -73,6 +73,18 @@ struct Sm90MmaF8 {
   // torch._scaled_mm's default (use_fast_accum=False) does.
   static constexpr bool kPromote = true;
   static constexpr bool kNarrowOk = false;
+  // D[64 x 64] = (A * B[quarter]) for one K step: 32 registers, the m64n64 fragment.
+  static CG_DEVICE void mma_quarter(float (&d)[32], uint64_t desc_a, uint64_t desc_b, int scale_d) {
+    if constexpr (kA == Fp8Kind::kE4M3 && kB == Fp8Kind::kE4M3) {
+      sm90::wgmma_m64n64k32_e4m3_e4m3(d, desc_a, desc_b, scale_d);
+    } else if constexpr (kA == Fp8Kind::kE4M3) {
+      sm90::wgmma_m64n64k32_e4m3_e5m2(d, desc_a, desc_b, scale_d);
+    } else if constexpr (kB == Fp8Kind::kE4M3) {
+      sm90::wgmma_m64n64k32_e5m2_e4m3(d, desc_a, desc_b, scale_d);
+    } else {
+      sm90::wgmma_m64n64k32_e5m2_e5m2(d, desc_a, desc_b, scale_d);
+    }
+  }
   // D[64 x 128] = (A * B[half]) for one K step: 64 registers, the m64n128 fragment.
   static CG_DEVICE void mma_half(float (&d)[64], uint64_t desc_a, uint64_t desc_b, int scale_d) {
     if constexpr (kA == Fp8Kind::kE4M3 && kB == Fp8Kind::kE4M3) {

@@ -294,15 +294,59 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
         constexpr uint64_t kStepA = kAMn ? sm90::kDescStepK16MNMajor : sm90::kDescStepK16KMajor;
         constexpr uint64_t kStepB = kBMn ? sm90::kDescStepK16MNMajor : sm90::kDescStepK16KMajor;
         if constexpr (Mma::kPromote) {
-          // Two halves of N, each: the k-block's instructions into a fresh 64-register tile,
-          // wait, add it to the fp32 accumulator. The wait exposes the latency to this
-          // warpgroup; the other consumer's wgmma keeps the tensor core busy meanwhile.
-          // NOTE: streaming four m64n64 quarters through two 32-register tiles instead (one
-          // group always in flight) ran 0.53-0.60x torch._scaled_mm against these halves'
-          // 0.70-0.75x on the H100: A is re-read from shared memory per quarter, and the
-          // narrow instructions need more operand bandwidth per FLOP than shared memory has.
+          // Cooperative: two halves of N, each: the k-block's instructions into a fresh 64-register
+          // tile, wait, add it to the fp32 accumulator. The wait exposes the latency to this
+          // warpgroup; the other consumer's wgmma keep the tensor core busy meanwhile.
+          // NOTE (tried on the H100, not kept): a handshake so that the two warpgroups' groups
+          // alternate instead of running side by side changed nothing; 128x128 tiles with two
+          // partial tiles per warpgroup, added while the next pair of k-blocks runs, 0.70-0.81x vs
+          // these halves' 0.73-0.88x. An earlier quarter stream that read a tile one loop
+          // iteration after its group was issued was serialized by ptxas (see ping-pong's).
           float part[64];
           constexpr uint64_t kHalfB = uint64_t(128 * 128) >> 4;  // 128 K-major rows of 128 bytes
+          if constexpr (Cfg::kPingpong) {
+            // Ping-pong: one warpgroup issues wgmma at a time, so its own adds must overlap its
+            // wgmma. Four n64 quarters through two 32-register tiles P, Q, straight-line within the
+            // k-block (ptxas serializes every wgmma, warning C7514, when a tile is read in a later
+            // loop iteration than its group's): q0 -> P, q1 -> Q, add P, q2 -> P, add Q, q3 -> Q,
+            // add P, add Q; only the last add waits with nothing queued. H100, 64x8192x8192: 0.75x
+            // torch._scaled_mm vs 0.645x with halves. (Cooperative tiles keep the halves: there
+            // the other warpgroup's wgmma cover the adds, and quarters measured 2-8% slower.)
+            float qp[32], qq[32];
+            constexpr uint64_t kQuarterB = uint64_t(64 * 128) >> 4;
+            auto run = [&](float (&d)[32], auto quarter) {
+              constexpr int q = decltype(quarter)::value;
+              sm90::fence_accumulators(d);
+              sm90::wgmma_fence();
+#pragma unroll
+              for (int kk = 0; kk < Cfg::kBlockK / Mma::kInstrK; ++kk) {
+                Mma::mma_quarter(d, da + kStepA * kk, db + kQuarterB * q + kStepB * kk, kk > 0 ? 1 : 0);
+              }
+              sm90::wgmma_commit();
+            };
+            auto add = [&](float (&d)[32], auto quarter) {
+              constexpr int q = decltype(quarter)::value;
+              sm90::fence_accumulators(d);
+#pragma unroll
+              for (int r = 0; r < 32; ++r) acc[32 * q + r] += d[r];
+            };
+            using Q0 = std::integral_constant<int, 0>;
+            using Q1 = std::integral_constant<int, 1>;
+            using Q2 = std::integral_constant<int, 2>;
+            using Q3 = std::integral_constant<int, 3>;
+            run(qp, Q0{});
+            run(qq, Q1{});
+            sm90::wgmma_wait<1>();
+            add(qp, Q0{});
+            run(qp, Q2{});
+            sm90::wgmma_wait<1>();
+            add(qq, Q1{});
+            run(qq, Q3{});
+            sm90::wgmma_wait<1>();
+            add(qp, Q2{});
+            sm90::wgmma_wait<0>();
+            add(qq, Q3{});
+          } else
 #pragma unroll
           for (int h = 0; h < 2; ++h) {
             sm90::fence_accumulators(part);
