@@ -260,3 +260,29 @@ def _swiglu_backward(ctx, grad):
 
 
 torch.library.register_autograd("gemm::swiglu", _swiglu_backward, setup_context=_swiglu_setup)
+
+
+# ---- moe_combine ----------------------------------------------------------------------------
+
+def _moe_combine_setup(ctx, inputs, output):
+    y, inv, weights, k = inputs
+    ctx.k = k
+    ctx.weights_dtype = None if weights is None else weights.dtype
+    # y is needed only for the weights' gradient.
+    ctx.save_for_backward(y if weights is not None else None, inv, weights)
+    ctx.y_meta = (y.shape, y.dtype)
+
+
+def _moe_combine_backward(ctx, grad):
+    y, inv, weights = ctx.saved_tensors
+    shape, dtype = ctx.y_meta
+    if y is None:  # no weights: y's values do not enter the backward (a stride-0 stand-in)
+        y = grad.new_zeros((), dtype=dtype).expand(shape)
+    grad_y, grad_w = _ops.moe_combine_backward(grad.to(dtype).contiguous(), y, inv, weights, ctx.k)
+    need = ctx.needs_input_grad
+    gw = grad_w.to(ctx.weights_dtype) if weights is not None and need[2] else None
+    return (grad_y if need[0] else None), None, gw, None
+
+
+torch.library.register_autograd("gemm::moe_combine", _moe_combine_backward, setup_context=_moe_combine_setup)
+

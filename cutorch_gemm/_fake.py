@@ -82,3 +82,45 @@ def _swiglu_fake(gate_up):
 def _swiglu_backward_fake(grad, gate_up):
     _swiglu_width("gemm.swiglu_backward", gate_up, grad)
     return gate_up.new_empty(gate_up.shape)
+
+
+def _moe_combine_shape(op: str, y, inv, weights, k, grad=None):
+    """(T, H); the checks of csrc/torch/checks.cpp (check_moe_combine)."""
+    if k < 1:
+        raise ValueError(f"{op}: k (slots per token) must be >= 1, got {k}")
+    if y.dim() != 2:
+        raise ValueError(f"{op}: y must be 2-D (T * k, H), got shape {tuple(y.shape)}")
+    if y.dtype not in (torch.float16, torch.bfloat16, torch.float32, torch.float64):
+        raise TypeError(f"{op}: y has dtype {y.dtype}; expected float16, bfloat16, float32 or float64")
+    if y.shape[0] % k:
+        raise ValueError(f"{op}: y's rows ({y.shape[0]}) must be a multiple of k={k} (T * k pairs)")
+    t, h = y.shape[0] // k, y.shape[1]
+    if inv.dim() != 1 or inv.shape[0] != y.shape[0]:
+        raise ValueError(f"{op}: inv must be 1-D of length T * k = {y.shape[0]}, got shape {tuple(inv.shape)}")
+    if inv.dtype not in (torch.int64, torch.int32):
+        raise TypeError(f"{op}: inv has dtype {inv.dtype}; expected int64 or int32")
+    if weights is not None:
+        if tuple(weights.shape) != (t, k):
+            raise ValueError(f"{op}: weights must have shape (T={t}, k={k}), got {tuple(weights.shape)}")
+        if not weights.dtype.is_floating_point:
+            raise TypeError(f"{op}: weights has dtype {weights.dtype}; expected a floating dtype")
+    if grad is not None:
+        if tuple(grad.shape) != (t, h):
+            raise ValueError(f"{op}: grad must have shape (T={t}, H={h}), got {tuple(grad.shape)}")
+        if grad.dtype != y.dtype:
+            raise TypeError(f"{op}: grad has dtype {grad.dtype} but y has dtype {y.dtype}; expected the same dtype")
+    return t, h
+
+
+@torch.library.register_fake("gemm::moe_combine")
+def _moe_combine_fake(y, inv, weights, k):
+    t, h = _moe_combine_shape("gemm.moe_combine", y, inv, weights, k)
+    return y.new_empty((t, h))
+
+
+@torch.library.register_fake("gemm::moe_combine_backward")
+def _moe_combine_backward_fake(grad, y, inv, weights, k):
+    t, _ = _moe_combine_shape("gemm.moe_combine_backward", y, inv, weights, k, grad)
+    gw = y.new_empty((t, k) if weights is not None else (0,), dtype=torch.float32)
+    return y.new_empty(y.shape), gw
+

@@ -292,6 +292,28 @@ def route_by_expert(expert_idx: torch.Tensor, num_experts: int):
     return order, order // k, torch.cumsum(counts, 0, dtype=torch.int32)
 
 
+def _inverse_permutation(order: torch.Tensor) -> torch.Tensor:
+    """inv with inv[order[p]] = p (on the device, no synchronisation)."""
+    return torch.empty_like(order).index_copy_(0, order, torch.arange(order.numel(), device=order.device))
+
+
+class _GatherRows(torch.autograd.Function):
+    """x[token_of] (each token's row once per slot, in expert order); backward: the k slot
+    gradients of each token summed by moe_combine (deterministic, one pass), where indexing's
+    backward sorts the indices and accumulates."""
+
+    @staticmethod
+    def forward(ctx, x, token_of, inv, k):
+        ctx.save_for_backward(inv)
+        ctx.k = k
+        return x.index_select(0, token_of)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (inv,) = ctx.saved_tensors
+        return ops.moe_combine(grad.contiguous(), inv, None, ctx.k), None, None, None
+
+
 class GroupedExperts(torch.nn.Module):
     """A Mixture-of-Experts feed-forward layer on `grouped_mm`.
 
@@ -302,7 +324,9 @@ class GroupedExperts(torch.nn.Module):
     forward(x (T, H), expert_idx (T, k) integer, expert_weights (T, k)) -> (T, H):
         the T*k (token, expert) pairs are sorted by expert on the device (a stable sort and a
         scatter-add of counts: no host synchronisation), gathered, run through the two grouped
-        GEMMs with SwiGLU between them, weighted and summed back per token.
+        GEMMs with SwiGLU between them, weighted and summed back per token in one pass
+        (ops.moe_combine; its backward also gives the weights' gradient; x's gradient sums
+        each token's k slots the same way).
 
     `validate=True` checks expert_idx's range on the host (one synchronisation on CUDA); pass
     False inside CUDA graph capture or when the router is trusted.
@@ -348,13 +372,14 @@ class GroupedExperts(torch.nn.Module):
         if self.validate and expert_idx.numel() and not (0 <= int(expert_idx.min()) and int(expert_idx.max()) < E):
             raise ValueError(f"GroupedExperts: expert_idx values must be in [0, {E}), got "
                              f"[{int(expert_idx.min())}, {int(expert_idx.max())}]")
-        T = expert_idx.shape[0]
+        k = expert_idx.shape[1]
         order, token_of, offs = route_by_expert(expert_idx, E)
+        inv = _inverse_permutation(order)  # pair t * k + j -> its row in expert order
         if not (torch.is_grad_enabled() and (x.requires_grad or self.w_gate_up.requires_grad)):
-            act = grouped_mm(x[token_of], self.w_gate_up, offs, activation="swiglu")  # (T*k, F)
+            act = grouped_mm(x.index_select(0, token_of), self.w_gate_up, offs, activation="swiglu")  # (T*k, F)
         else:
-            h = grouped_mm(x[token_of], self.w_gate_up, offs)              # (T*k, 2F)
-            act = ops.swiglu(h)                                             # (T*k, F), one pass
-        y = grouped_mm(act, self.w_down, offs)                          # (T*k, H)
-        y = y * expert_weights.reshape(-1)[order].to(y.dtype).unsqueeze(1)
-        return torch.zeros(T, H, dtype=y.dtype, device=y.device).index_add_(0, token_of, y)
+            xs = _GatherRows.apply(x, token_of, inv, k) if x.requires_grad else x.index_select(0, token_of)
+            h = grouped_mm(xs, self.w_gate_up, offs)  # (T*k, 2F)
+            act = ops.swiglu(h)  # (T*k, F), one pass
+        y = grouped_mm(act, self.w_down, offs)  # (T*k, H), expert order
+        return ops.moe_combine(y, inv, expert_weights, k)  # (T, H): weighted sums of each token's k rows

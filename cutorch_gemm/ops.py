@@ -178,3 +178,27 @@ def swiglu(gate_up: torch.Tensor) -> torch.Tensor:
         (..., F) contiguous. Differentiable (backward: ``torch.ops.gemm.swiglu_backward``).
     """
     return _call(torch.ops.gemm.swiglu, (gate_up,), gate_up)
+
+
+def moe_combine(y: torch.Tensor, inv: torch.Tensor, weights: Optional[torch.Tensor], k: int) -> torch.Tensor:
+    """The Mixture-of-Experts combine: ``out[t] = sum_j weights[t, j] * y[inv[t * k + j]]``.
+
+    ``y`` holds each token's k expert outputs as rows in any order (``nn.GroupedExperts`` keeps
+    them sorted by expert); ``inv[t * k + j]`` is the row of token t's j-th slot. One pass, sums
+    in fp32 (fp64 for fp64) in slot order, one rounding: deterministic, where a weighting pass
+    plus ``index_add_`` uses atomics.
+
+    Args:
+        y: (T * k, H), float16, bfloat16, float32 or float64.
+        inv: (T * k,) int64 or int32 row indices (a permutation of the rows; an index outside
+            [0, T * k) contributes nothing).
+        weights: (T, k) floating (used in fp32), or None for a plain sum.
+        k: slots per token.
+
+    Returns:
+        (T, H) of y's dtype. Differentiable in y and weights (backward:
+        ``torch.ops.gemm.moe_combine_backward``).
+    """
+    tensors = (y,) if weights is None else (y, weights)
+    return _call(torch.ops.gemm.moe_combine, tensors, y, inv, weights, int(k))
+

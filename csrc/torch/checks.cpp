@@ -316,4 +316,39 @@ SwigluSpec check_swiglu(const char* op, const at::Tensor& gate_up, const at::Ten
   return s;
 }
 
+MoeCombineSpec check_moe_combine(const char* op, const at::Tensor& y, const at::Tensor& inv,
+                                 const std::optional<at::Tensor>& weights, int64_t k, const at::Tensor* grad) {
+  TORCH_CHECK_VALUE(k >= 1, op, ": k (slots per token) must be >= 1, got ", k);
+  TORCH_CHECK_VALUE(y.dim() == 2, op, ": y must be 2-D (T * k, H), got shape ", shape_str(y));
+  TORCH_CHECK_TYPE(y.scalar_type() == at::kHalf || y.scalar_type() == at::kBFloat16 || y.scalar_type() == at::kFloat ||
+                       y.scalar_type() == at::kDouble,
+                   op, ": y has dtype ", y.scalar_type(), "; expected float16, bfloat16, float32 or float64");
+  TORCH_CHECK_VALUE(y.size(0) % k == 0, op, ": y's rows (", y.size(0), ") must be a multiple of k=", k,
+                    " (T * k pairs)");
+  const MoeCombineSpec s{y.size(0) / k, k, y.size(1)};
+  TORCH_CHECK_VALUE(inv.dim() == 1 && inv.size(0) == y.size(0), op, ": inv must be 1-D of length T * k = ", y.size(0),
+                    ", got shape ", shape_str(inv));
+  TORCH_CHECK_TYPE(inv.scalar_type() == at::kLong || inv.scalar_type() == at::kInt, op, ": inv has dtype ",
+                   inv.scalar_type(), "; expected int64 or int32");
+  TORCH_CHECK_VALUE(inv.device() == y.device(), op, ": inv is on ", inv.device(), " but y is on ", y.device(),
+                    "; expected the same device");
+  if (weights.has_value()) {
+    TORCH_CHECK_VALUE(weights->dim() == 2 && weights->size(0) == s.tokens && weights->size(1) == k, op,
+                      ": weights must have shape (T=", s.tokens, ", k=", k, "), got ", shape_str(*weights));
+    TORCH_CHECK_TYPE(at::isFloatingType(weights->scalar_type()), op, ": weights has dtype ", weights->scalar_type(),
+                     "; expected a floating dtype");
+    TORCH_CHECK_VALUE(weights->device() == y.device(), op, ": weights is on ", weights->device(), " but y is on ",
+                      y.device(), "; expected the same device");
+  }
+  if (grad != nullptr) {
+    TORCH_CHECK_VALUE(grad->dim() == 2 && grad->size(0) == s.tokens && grad->size(1) == s.h, op,
+                      ": grad must have shape (T=", s.tokens, ", H=", s.h, "), got ", shape_str(*grad));
+    TORCH_CHECK_TYPE(grad->scalar_type() == y.scalar_type(), op, ": grad has dtype ", grad->scalar_type(),
+                     " but y has dtype ", y.scalar_type(), "; expected the same dtype");
+    TORCH_CHECK_VALUE(grad->device() == y.device(), op, ": grad is on ", grad->device(), " but y is on ", y.device(),
+                      "; expected the same device");
+  }
+  return s;
+}
+
 }  // namespace cutorch_gemm::binding

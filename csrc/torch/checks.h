@@ -74,6 +74,17 @@ struct SwigluSpec {
 };
 SwigluSpec check_swiglu(const char* op, const at::Tensor& gate_up, const at::Tensor* grad);
 
+// gemm.moe_combine / gemm.moe_combine_backward: y (T * k, H) of fp16, bf16, fp32 or fp64, inv
+// (T * k) int32 / int64, weights (T, k) floating or absent, k >= 1; grad (T, H) of y's dtype; one
+// device for all.
+struct MoeCombineSpec {
+  int64_t tokens;
+  int64_t k;
+  int64_t h;
+};
+MoeCombineSpec check_moe_combine(const char* op, const at::Tensor& y, const at::Tensor& inv,
+                                 const std::optional<at::Tensor>& weights, int64_t k, const at::Tensor* grad);
+
 // Checks every problem (shapes, dtypes, one device for all) before anything runs.
 void check_grouped_gemm_lists(const std::vector<at::Tensor>& a, const std::vector<at::Tensor>& b,
                               const std::optional<std::vector<at::Tensor>>& bias,

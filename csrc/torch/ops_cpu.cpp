@@ -128,6 +128,39 @@ at::Tensor swiglu_backward_cpu(const at::Tensor& grad, const at::Tensor& gate_up
   return at::cat({dgate, d * gu[0] * s}, -1).to(gate_up.scalar_type()).contiguous();
 }
 
+// The combine's definition: rows gathered by inv, weighted and summed over the k slots in the
+// accumulator dtype, one rounding. An inv entry outside [0, T * k) contributes nothing.
+at::Tensor moe_combine_cpu(const at::Tensor& y, const at::Tensor& inv, const std::optional<at::Tensor>& weights,
+                           int64_t k) {
+  const MoeCombineSpec s = check_moe_combine("gemm.moe_combine", y, inv, weights, k, nullptr);
+  const at::Tensor idx = inv.to(at::kLong);
+  const at::Tensor valid = (idx >= 0).logical_and(idx < y.size(0));
+  const at::Tensor rows = up(y).index_select(0, idx.clamp(0, std::max<int64_t>(y.size(0) - 1, 0)));
+  at::Tensor w = valid.to(rows.scalar_type());
+  if (weights.has_value()) w = w * weights->reshape({-1}).to(at::kFloat).to(rows.scalar_type());
+  return (rows * w.unsqueeze(1)).reshape({s.tokens, k, s.h}).sum(1).to(y.scalar_type()).contiguous();
+}
+
+std::tuple<at::Tensor, at::Tensor> moe_combine_backward_cpu(const at::Tensor& grad, const at::Tensor& y,
+                                                            const at::Tensor& inv,
+                                                            const std::optional<at::Tensor>& weights, int64_t k) {
+  const MoeCombineSpec s = check_moe_combine("gemm.moe_combine_backward", y, inv, weights, k, &grad);
+  const at::Tensor idx = inv.to(at::kLong);
+  const at::Tensor valid = (idx >= 0).logical_and(idx < y.size(0));
+  const at::Tensor g = up(grad).repeat_interleave(k, 0);  // (T * k, H): pair q's token row
+  at::Tensor w = valid.to(g.scalar_type());
+  if (weights.has_value()) w = w * weights->reshape({-1}).to(at::kFloat).to(g.scalar_type());
+  at::Tensor grad_y = at::zeros_like(y);
+  const at::Tensor vi = idx.masked_select(valid);
+  grad_y.index_copy_(0, vi, (g * w.unsqueeze(1)).index_select(0, valid.nonzero().reshape({-1})).to(y.scalar_type()));
+  at::Tensor grad_w = at::empty({0}, y.options().dtype(at::kFloat));
+  if (weights.has_value()) {
+    const at::Tensor rows = up(y).index_select(0, idx.clamp(0, std::max<int64_t>(y.size(0) - 1, 0)));
+    grad_w = ((rows * g).sum(1) * valid.to(g.scalar_type())).to(at::kFloat).reshape({s.tokens, k});
+  }
+  return {grad_y, grad_w};
+}
+
 }  // namespace
 }  // namespace cutorch_gemm::binding
 
@@ -141,4 +174,6 @@ TORCH_LIBRARY_IMPL(gemm, CPU, m) {
   m.impl("scaled_mm", &scaled_mm_cpu);
   m.impl("swiglu", &swiglu_cpu);
   m.impl("swiglu_backward", &swiglu_backward_cpu);
+  m.impl("moe_combine", &moe_combine_cpu);
+  m.impl("moe_combine_backward", &moe_combine_backward_cpu);
 }

@@ -25,4 +25,10 @@ TORCH_LIBRARY(gemm, m) {
   // MLP in training, where the GEMM must keep gate and up for the backward (nn.GatedMLP).
   m.def("swiglu(Tensor gate_up) -> Tensor");
   m.def("swiglu_backward(Tensor grad, Tensor gate_up) -> Tensor");
+  // The Mixture-of-Experts combine: y holds T * k rows (each token's k expert outputs, in any
+  // order, e.g. sorted by expert), inv (T * k) integer the row of pair (t, j) at t * k + j;
+  // out[t] = sum_j weights[t, j] * y[inv[t * k + j]] (weights absent: 1). The backward returns
+  // (grad_y, grad_weights (T, k) fp32, empty without weights). nn.GroupedExperts.
+  m.def("moe_combine(Tensor y, Tensor inv, Tensor? weights, int k) -> Tensor");
+  m.def("moe_combine_backward(Tensor grad, Tensor y, Tensor inv, Tensor? weights, int k) -> (Tensor, Tensor)");
 }

@@ -2,7 +2,7 @@
 // The CUDA side of the binding, shared by its files: device facts, environment overrides,
 // tensors -> GemmArgs, and the family dispatch of one GEMM launch (cuda_common.cpp); the ops'
 // CUDA implementations (ops_cuda.cpp: mm / gemm / bmm / grouped_mm; grouped_gemm_cuda.cpp;
-// scaled_mm_cuda.cpp; swiglu_cuda.cpp), registered in ops_cuda.cpp.
+// scaled_mm_cuda.cpp; swiglu_cuda.cpp; moe_combine_cuda.cpp), registered in ops_cuda.cpp.
 // NOTE: only c10/cuda headers (CUDA runtime API): ATen/cuda/CUDAContext.h pulls in cuBLAS and
 // cuSPARSE headers, which a toolkit with just the compiler does not ship.
 #include <ATen/Context.h>
@@ -78,5 +78,10 @@ at::Tensor scaled_mm_cuda(const at::Tensor& a, const at::Tensor& b, const at::Te
                           const at::Tensor& scale_b, const std::optional<at::Tensor>& bias, at::ScalarType out_dtype);
 at::Tensor swiglu_cuda(const at::Tensor& gate_up);                                   // swiglu_cuda.cpp
 at::Tensor swiglu_backward_cuda(const at::Tensor& grad, const at::Tensor& gate_up);
+at::Tensor moe_combine_cuda(const at::Tensor& y, const at::Tensor& inv,  // moe_combine_cuda.cpp
+                            const std::optional<at::Tensor>& weights, int64_t k);
+std::tuple<at::Tensor, at::Tensor> moe_combine_backward_cuda(const at::Tensor& grad, const at::Tensor& y,
+                                                             const at::Tensor& inv,
+                                                             const std::optional<at::Tensor>& weights, int64_t k);
 
 }  // namespace cutorch_gemm::binding

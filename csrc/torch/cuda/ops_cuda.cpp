@@ -161,4 +161,6 @@ TORCH_LIBRARY_IMPL(gemm, CUDA, m) {
   m.impl("scaled_mm", &scaled_mm_cuda);
   m.impl("swiglu", &swiglu_cuda);
   m.impl("swiglu_backward", &swiglu_backward_cuda);
+  m.impl("moe_combine", &moe_combine_cuda);
+  m.impl("moe_combine_backward", &moe_combine_backward_cuda);
 }

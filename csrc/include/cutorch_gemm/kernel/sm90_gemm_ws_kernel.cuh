@@ -142,8 +142,11 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
   // k-block's wgmma run as two m64n128 groups, so the epilogue stores the first half of the
   // tile while the tensor core still computes the second (both warpgroups otherwise leave it
   // idle from their last wait to the end of their epilogue).
+  // NOTE: not for an MN-major A with a K-major B: there ptxas found too few registers for the
+  // split's two groups and serialized every wgmma of the kernel (warning C7511), whether the split
+  // ran or not (H100, x.t() @ w.t(): 0.75x cuBLAS with the split compiled in).
   constexpr bool kTailSplit = !Cfg::kPingpong && !kSwiGlu && !kPtrArray && !Mma::kScaled && !Mma::kPromote &&
-                              Mma::kNarrowOk && Cfg::kBlockN == 256;
+                              Mma::kNarrowOk && Cfg::kBlockN == 256 && !(kAMn && !kBMn);
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using Storage = Sm90SharedStorage<Cfg, E>;
   using State = sm90::PipelineState<Cfg::kStages>;
