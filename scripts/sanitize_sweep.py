@@ -164,9 +164,35 @@ def cases(quick: bool):
 
     out += [("swiglu pointwise 130x64", {}, swiglu_pointwise(130, 64, 0)),
             ("swiglu pointwise 33x13 sliced", {}, swiglu_pointwise(33, 13, 3))]
+
+    # the MoE combine and its backward: 16-byte vectors (H = 64) and single elements (H = 13), and
+    # a broken permutation (one index negative, one past the rows: nothing read or written there)
+    def moe_combine(tokens, k, h, broken):
+        def run():
+            rows = tokens * k
+            y = torch.randn(rows, h, device=dev, dtype=bf16)
+            inv = torch.randperm(rows, device=dev)
+            keep = torch.ones(rows, device=dev)
+            if broken:
+                inv[0], inv[-1] = -1, rows + 7
+                keep[0] = keep[-1] = 0
+            w = torch.rand(tokens, k, device=dev)
+            grad = torch.randn(tokens, h, device=dev, dtype=bf16)
+            out = cg.ops.moe_combine(y, inv, w, k)
+            gy, gw = torch.ops.gemm.moe_combine_backward(grad, y, inv, w, k)
+            safe = inv.clamp(0, rows - 1)
+            wk = (w.reshape(-1) * keep).double()
+            ref = (y.double()[safe] * wk[:, None]).reshape(tokens, k, h).sum(1)
+            ref_gw = (y.double()[safe] * grad.double().repeat_interleave(k, 0)).sum(1) * keep.double()
+            return (torch.cat([out.double().reshape(-1), gw.double().reshape(-1)]),
+                    torch.cat([ref.reshape(-1), ref_gw]), 2e-2)
+        return run
+
+    out += [("moe combine 37x4x64", {}, moe_combine(37, 4, 64, False)),
+            ("moe combine 9x2x13 broken permutation", {}, moe_combine(9, 2, 13, True))]
     if quick:  # racecheck / synccheck are slow: one case per family
         keep = ("sm90 coop bf16", "sm90 pingpong bf16", "sm90 pingpong128 bf16 129", "coop cluster", "fp8", "swiglu", "pointer-array", "split-K 16",
-                "sm80 bf16", "simt", "skinny w8", "swiglu pointwise", "stream-K")
+                "sm80 bf16", "simt", "skinny w8", "swiglu pointwise", "stream-K", "moe combine")
         out = [c for c in out if any(k in c[0] for k in keep)]
     return out
 
