@@ -14,9 +14,9 @@ from . import nn  # noqa: F401  Linear, replace_linear
 from .dropin import linear, matmul
 from .enable import enable
 from .explain import Explanation, explain
-from .ops import ACTIVATIONS, bmm, gemm, grouped_gemm, grouped_mm, mm, scaled_mm, swiglu
+from .ops import ACTIVATIONS, bmm, gemm, grouped_gemm, grouped_mm, mm, moe_combine, scaled_mm, swiglu
 
 __version__ = "0.1.0"
 
-__all__ = ["mm", "gemm", "bmm", "matmul", "linear", "grouped_mm", "grouped_gemm", "scaled_mm", "swiglu", "enable", "nn",
+__all__ = ["mm", "gemm", "bmm", "matmul", "linear", "grouped_mm", "grouped_gemm", "scaled_mm", "swiglu", "moe_combine", "enable", "nn",
            "explain", "Explanation", "ACTIVATIONS", "__version__"]
