@@ -467,3 +467,31 @@ def test_explain_gpu_names_kernel():
     s = str(e)
     assert e.kernel and e.config and e.reason
     assert (e.kernel in s or e.config in s) and e.reason in s
+
+
+@pytest.mark.parametrize("layout", ["2d3d", "3d2d"])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32], ids=dtype_id)
+@pytest.mark.parametrize("offsets", ["short", "past_end", "decreasing", "all_empty"])
+def test_grouped_tail_zero_on_poisoned_memory(layout, dtype, offsets):
+    """Rows (2D x 3D) / columns (3D x 2D) past offs[-1] are zeroed on the device before the GEMM
+    (no memset of the whole output): the output's memory is poisoned with NaN first, and offs[-1]
+    short of the extent, past it (clamped), out of order, or 0."""
+    total, G, K, N = 200, 3, 64, 96
+    offs_list = {"short": [50, 90, 150], "past_end": [50, 90, 400], "decreasing": [120, 30, 160],
+                 "all_empty": [0, 0, 0]}[offsets]
+    offs = torch.tensor(offs_list, dtype=torch.int32, device=DEV)
+    end = min(max(offs_list[-1], 0), total)
+    if layout == "2d3d":
+        a, b = make((total, K), dtype, DEV), make((G, K, N), dtype, DEV)
+        shape = (total, N)
+    else:
+        a, b = make((G, 48, K), dtype, DEV), make((K, total), dtype, DEV)
+        shape = (48, total)
+    poison(shape[0] * shape[1] * torch.empty((), dtype=dtype).element_size())
+    out = cg.grouped_mm(a, b, offs)
+    torch.cuda.synchronize()
+    tail = out[end:] if layout == "2d3d" else out[:, end:]
+    assert torch.all(tail == 0), f"{layout} {offsets}: past offs[-1]={end} not zero"
+    assert torch.isfinite(out).all(), f"{layout} {offsets}: rows inside the groups not all written"
+    if offsets != "decreasing":  # (out-of-order groups overlap: their rows' values are not defined)
+        check(out, ref_grouped_mm(a, b, offs), dtype, what=f"{layout} {offsets}")

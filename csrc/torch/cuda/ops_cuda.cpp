@@ -5,6 +5,7 @@
 
 #include "../epilogue_cpu.h"
 #include "cuda_common.h"
+#include "cutorch_gemm/device/grouped_tail.h"
 
 namespace cutorch_gemm::binding {
 
@@ -133,10 +134,18 @@ at::Tensor grouped_mm_cuda(const at::Tensor& a, const at::Tensor& b, const std::
   const GroupedSpec s = check_grouped(a, b, offs, bias, std::string(activation), out_dtype);
   check_extents("gemm.grouped_mm", {s.m, s.n, s.k, s.groups});
   const c10::cuda::CUDAGuard guard(a.device());
-  // Rows (columns) outside every group stay zero: the grouped-M/N outputs start zeroed.
-  const bool zero_fill = s.mode == GroupMode::kGroupedM || s.mode == GroupMode::kGroupedN;
   const auto opts = a.options().dtype(s.out_dtype);
-  at::Tensor d = zero_fill ? at::zeros(s.out_shape, opts) : at::empty(s.out_shape, opts);
+  at::Tensor d = at::empty(s.out_shape, opts);
+  if ((s.mode == GroupMode::kGroupedM || s.mode == GroupMode::kGroupedN) && d.numel() > 0) {
+    // Rows (columns) past offs[-1] are in no group: zeroed first, on the device (the groups'
+    // tiles then write everything else; out-of-order offsets included, see device/grouped_tail.h).
+    const at::Tensor o = offs->contiguous();
+    const int32_t* last = o.numel() > 0 ? o.data_ptr<int32_t>() + (o.numel() - 1) : nullptr;
+    const cudaError_t err = zero_past_last_offset(d.data_ptr(), d.size(0), d.size(1), d.stride(0), int(d.element_size()),
+                                                  last, s.mode == GroupMode::kGroupedM, device_info().sms,
+                                                  c10::cuda::getCurrentCUDAStream().stream());
+    TORCH_CHECK(err == cudaSuccess, "cutorch_gemm: grouped_mm tail zeroing failed: ", cudaGetErrorString(err));
+  }
   if (s.swiglu) {
     if (sm90_swiglu_ran(s, a, b, d, offs, bias)) return d;
     // Unfused: z = a @ b + bias in fp32 (fp64 for fp64), then silu(gate) * up and one rounding.
