@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "cutorch_gemm/device/float_dispatch.cuh"
 #include "cutorch_gemm/device/moe_combine.h"
 #include "cutorch_gemm/kernel/moe_combine_kernel.cuh"
 
@@ -55,26 +56,21 @@ cudaError_t backward_t(const MoeCombineArgs& a, int num_sms, cudaStream_t stream
   return cudaGetLastError();
 }
 
+// launch(T{}) for the args' element type; nothing for an empty problem.
 template <class Launch>
-cudaError_t by_dtype(const MoeCombineArgs& a, Launch launch) {
+cudaError_t launch_nonempty(const MoeCombineArgs& a, Launch launch) {
   if (a.tokens == 0 || a.k == 0 || a.h == 0) return cudaSuccess;
-  switch (a.dtype) {
-    case DType::kFloat16:  return launch(__half{});
-    case DType::kBFloat16: return launch(__nv_bfloat16{});
-    case DType::kFloat32:  return launch(float{});
-    case DType::kFloat64:  return launch(double{});
-    default:               return cudaErrorInvalidValue;
-  }
+  return launch_for_float_dtype(a.dtype, launch);
 }
 
 }  // namespace
 
 cudaError_t moe_combine(const MoeCombineArgs& a, int num_sms, cudaStream_t stream) {
-  return by_dtype(a, [&](auto t) { return combine_t<decltype(t)>(a, num_sms, stream); });
+  return launch_nonempty(a, [&](auto t) { return combine_t<decltype(t)>(a, num_sms, stream); });
 }
 
 cudaError_t moe_combine_backward(const MoeCombineArgs& a, int num_sms, cudaStream_t stream) {
-  return by_dtype(a, [&](auto t) { return backward_t<decltype(t)>(a, num_sms, stream); });
+  return launch_nonempty(a, [&](auto t) { return backward_t<decltype(t)>(a, num_sms, stream); });
 }
 
 }  // namespace cutorch_gemm

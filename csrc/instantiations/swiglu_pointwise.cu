@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "cutorch_gemm/device/float_dispatch.cuh"
 #include "cutorch_gemm/device/swiglu_pointwise.h"
 #include "cutorch_gemm/kernel/swiglu_pointwise_kernel.cuh"
 
@@ -58,27 +59,21 @@ cudaError_t backward_t(const SwigluArgs& a, int num_sms, cudaStream_t stream) {
   return cudaGetLastError();
 }
 
-}  // namespace
-
-// Calls launch(T{}) for the args' element type.
+// launch(T{}) for the args' element type; nothing for an empty problem.
 template <class Launch>
-cudaError_t by_dtype(const SwigluArgs& a, Launch launch) {
+cudaError_t launch_nonempty(const SwigluArgs& a, Launch launch) {
   if (a.rows == 0 || a.f == 0) return cudaSuccess;
-  switch (a.dtype) {
-    case DType::kFloat16:  return launch(__half{});
-    case DType::kBFloat16: return launch(__nv_bfloat16{});
-    case DType::kFloat32:  return launch(float{});
-    case DType::kFloat64:  return launch(double{});
-    default:               return cudaErrorInvalidValue;
-  }
+  return launch_for_float_dtype(a.dtype, launch);
 }
 
+}  // namespace
+
 cudaError_t swiglu_forward(const SwigluArgs& a, int num_sms, cudaStream_t stream) {
-  return by_dtype(a, [&](auto t) { return forward_t<decltype(t)>(a, num_sms, stream); });
+  return launch_nonempty(a, [&](auto t) { return forward_t<decltype(t)>(a, num_sms, stream); });
 }
 
 cudaError_t swiglu_backward(const SwigluArgs& a, int num_sms, cudaStream_t stream) {
-  return by_dtype(a, [&](auto t) { return backward_t<decltype(t)>(a, num_sms, stream); });
+  return launch_nonempty(a, [&](auto t) { return backward_t<decltype(t)>(a, num_sms, stream); });
 }
 
 }  // namespace cutorch_gemm
