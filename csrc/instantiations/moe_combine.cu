@@ -46,12 +46,13 @@ cudaError_t backward_t(const MoeCombineArgs& a, int num_sms, cudaStream_t stream
   const T* y = static_cast<const T*>(a.y);
   T* gy = static_cast<T*>(a.out);
   const int64_t rows = a.tokens * a.k;
+  moe_invert_kernel<<<grid_for((rows + 255) / 256, num_sms), 256, 0, stream>>>(a.inv, a.order, rows);
   if (a.h % V == 0 && aligned16(a.grad) && aligned16(a.out) && (a.grad_w == nullptr || aligned16(a.y))) {
     moe_combine_backward_kernel<T, V><<<grid_for(rows, num_sms), threads_for<V>(a.h), 0, stream>>>(
-        g, y, a.inv, a.w, gy, a.grad_w, a.tokens, a.k, a.h);
+        g, y, a.order, a.w, gy, a.grad_w, a.tokens, a.k, a.h);
   } else {
     moe_combine_backward_kernel<T, 1><<<grid_for(rows, num_sms), threads_for<1>(a.h), 0, stream>>>(
-        g, y, a.inv, a.w, gy, a.grad_w, a.tokens, a.k, a.h);
+        g, y, a.order, a.w, gy, a.grad_w, a.tokens, a.k, a.h);
   }
   return cudaGetLastError();
 }

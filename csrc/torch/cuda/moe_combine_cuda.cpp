@@ -44,14 +44,13 @@ std::tuple<at::Tensor, at::Tensor> moe_combine_backward_cuda(const at::Tensor& g
                                                              const at::Tensor& inv,
                                                              const std::optional<at::Tensor>& weights, int64_t k) {
   const MoeCombineSpec s = check_moe_combine("gemm.moe_combine_backward", y, inv, weights, k, &grad);
-  // Zeroed: rows that no valid inv entry names stay zero (inv from a routing sort names all).
-  at::Tensor grad_y = at::zeros({s.tokens * s.k, s.h}, y.options());
-  at::Tensor grad_w = weights.has_value() ? at::empty({s.tokens, s.k}, y.options().dtype(at::kFloat))
+  // Every row of grad_y is written (zeros where no valid inv entry names it); grad_w is zeroed
+  // for the pairs whose row is out of range (a broken permutation; T * k floats).
+  at::Tensor grad_y = at::empty({s.tokens * s.k, s.h}, y.options());
+  at::Tensor grad_w = weights.has_value() ? at::zeros({s.tokens, s.k}, y.options().dtype(at::kFloat))
                                           : at::empty({0}, y.options().dtype(at::kFloat));
-  if (grad_y.numel() == 0) {
-    if (grad_w.numel()) grad_w.zero_();
-    return {grad_y, grad_w};
-  }
+  if (grad_y.numel() == 0) return {grad_y, grad_w};
+  at::Tensor order = at::full({s.tokens * s.k}, -1, y.options().dtype(at::kLong));
   const c10::cuda::CUDAGuard guard(y.device());
   // (y is read only for the weights' gradient: without weights it may be a stride-0 stand-in.)
   const at::Tensor yc = weights.has_value() ? y.contiguous() : y;
@@ -61,6 +60,7 @@ std::tuple<at::Tensor, at::Tensor> moe_combine_backward_cuda(const at::Tensor& g
   a.grad = gc.data_ptr();
   a.out = grad_y.data_ptr();
   a.grad_w = weights.has_value() ? grad_w.data_ptr<float>() : nullptr;
+  a.order = order.data_ptr<int64_t>();
   const cudaError_t err = moe_combine_backward(a, device_info().sms, c10::cuda::getCurrentCUDAStream().stream());
   TORCH_CHECK(err == cudaSuccess, "cutorch_gemm: moe_combine_backward launch failed: ", cudaGetErrorString(err));
   return {grad_y, grad_w};

@@ -9,7 +9,9 @@
 //   backward: grad_y[inv[q]] = w[q] * grad[q / k],  grad_w[q] = <y[inv[q]], grad[q / k]>
 //
 // inv maps a (token, slot) pair q = t * k + j to its row in y; a row index outside [0, rows)
-// contributes nothing (and receives nothing).
+// contributes nothing (and receives nothing). The backward first inverts inv into `order`
+// (row -> pair, -1 where no valid entry names the row), then writes every row of grad_y once:
+// rows no pair names get zeros, so grad_y needs no memset of its own.
 
 #include <cuda_runtime_api.h>
 
@@ -28,8 +30,9 @@ struct MoeCombineArgs {
   const int64_t* inv;       // T * k row indices
   const float* w;           // T * k weights (fp32), or null
   const void* grad;         // backward: T x h, contiguous
-  void* out;                // combine: T x h contiguous; backward: grad_y, T * k x h (zeroed by the caller)
-  float* grad_w;            // backward: T * k, or null (no weight gradient)
+  void* out;                // combine: T x h contiguous; backward: grad_y, T * k x h contiguous
+  float* grad_w;            // backward: T * k (zeroed by the caller), or null (no weight gradient)
+  int64_t* order;           // backward: T * k entries of workspace, filled with -1 by the caller
 };
 
 cudaError_t moe_combine(const MoeCombineArgs& args, int num_sms, cudaStream_t stream);

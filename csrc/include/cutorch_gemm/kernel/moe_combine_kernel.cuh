@@ -56,18 +56,34 @@ CG_DEVICE A moe_block_sum(A v, A* scratch) {
   return s;
 }
 
+// order[inv[q]] = q for every pair q whose row is in range (a broken permutation: one of the
+// pairs naming a row wins, the others get no gradient).
+__global__ void moe_invert_kernel(const int64_t* __restrict__ inv, int64_t* __restrict__ order, int64_t rows) {
+  for (int64_t q = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; q < rows; q += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t r = inv[q];
+    if (r >= 0 && r < rows) order[r] = q;
+  }
+}
+
+// One block per row p of grad_y: the pair q = order[p] that reads it (if any) gives
+// grad_y[p] = w[q] * grad[q / k] and grad_w[q] = <y[p], grad[q / k]>; no pair: zeros.
 template <typename T, int V>
 __global__ void moe_combine_backward_kernel(const T* __restrict__ grad, const T* __restrict__ y,
-                                            const int64_t* __restrict__ inv, const float* __restrict__ w,
+                                            const int64_t* __restrict__ order, const float* __restrict__ w,
                                             T* __restrict__ grad_y, float* __restrict__ grad_w, int64_t tokens,
                                             int64_t k, int64_t h) {
   using A = typename AccumulatorFor<T>::type;
   __shared__ A scratch[32];
   const int64_t rows = tokens * k;
-  for (int64_t q = blockIdx.x; q < rows; q += gridDim.x) {
-    const int64_t r = inv[q];
-    if (r < 0 || r >= rows) {  // (uniform in the block)
-      if (grad_w && threadIdx.x == 0) grad_w[q] = 0.0f;
+  for (int64_t p = blockIdx.x; p < rows; p += gridDim.x) {
+    const int64_t q = order[p];  // (uniform in the block)
+    if (q < 0) {
+      MoeVec<T, V> z;
+#pragma unroll
+      for (int e = 0; e < V; ++e) z.v[e] = from_acc<T>(A(0));
+      for (int64_t c = int64_t(threadIdx.x) * V; c < h; c += int64_t(blockDim.x) * V) {
+        *reinterpret_cast<MoeVec<T, V>*>(grad_y + p * h + c) = z;
+      }
       continue;
     }
     const int64_t t = q / k;
@@ -78,9 +94,9 @@ __global__ void moe_combine_backward_kernel(const T* __restrict__ grad, const T*
       MoeVec<T, V> o;
 #pragma unroll
       for (int e = 0; e < V; ++e) o.v[e] = from_acc<T>(wq * to_acc<A>(g.v[e]));
-      *reinterpret_cast<MoeVec<T, V>*>(grad_y + r * h + c) = o;
+      *reinterpret_cast<MoeVec<T, V>*>(grad_y + p * h + c) = o;
       if (grad_w) {
-        const MoeVec<T, V> v = *reinterpret_cast<const MoeVec<T, V>*>(y + r * h + c);
+        const MoeVec<T, V> v = *reinterpret_cast<const MoeVec<T, V>*>(y + p * h + c);
 #pragma unroll
         for (int e = 0; e < V; ++e) dot += to_acc<A>(v.v[e]) * to_acc<A>(g.v[e]);
       }
