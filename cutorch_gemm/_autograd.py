@@ -166,6 +166,7 @@ def _grouped_backward(ctx, grad):
 
 def _scaled_setup(ctx, inputs, keyword_only_inputs, output):
     ctx.save_for_backward(*inputs)
+    ctx.fast = bool(keyword_only_inputs.get("use_fast_accum", False))
 
 
 def _scaled_backward(ctx, grad):
@@ -185,9 +186,11 @@ def _scaled_backward(ctx, grad):
 
     g_sa = g_sb = g_bias = None
     if need[2]:
-        g_sa = scale_grad(scale_a, _ops.scaled_mm(a, b, one, scale_b.detach(), out_dtype=torch.float32), 1)
+        g_sa = scale_grad(scale_a, _ops.scaled_mm(a, b, one, scale_b.detach(), out_dtype=torch.float32,
+                                                  use_fast_accum=ctx.fast), 1)
     if need[3]:
-        g_sb = scale_grad(scale_b, _ops.scaled_mm(a, b, scale_a.detach(), one, out_dtype=torch.float32), 0)
+        g_sb = scale_grad(scale_b, _ops.scaled_mm(a, b, scale_a.detach(), one, out_dtype=torch.float32,
+                                                  use_fast_accum=ctx.fast), 0)
     if bias is not None and need[4]:
         g_bias = g.sum(0).to(bias.dtype)
     return None, None, g_sa, g_sb, g_bias

@@ -46,7 +46,7 @@ def _grouped_gemm_fake(a, b, bias=None, *, activation="none", out_dtype=None):
 
 
 @torch.library.register_fake("gemm::scaled_mm")
-def _scaled_mm_fake(a, b, scale_a, scale_b, bias=None, *, out_dtype=torch.bfloat16):
+def _scaled_mm_fake(a, b, scale_a, scale_b, bias=None, *, out_dtype=torch.bfloat16, use_fast_accum=False):
     m, n, dt, _, _ = _shapes.scaled_mm(a, b, scale_a, scale_b, bias, out_dtype)
     return a.new_empty((m, n), dtype=dt)
 

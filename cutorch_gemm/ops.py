@@ -139,7 +139,8 @@ def grouped_gemm(a: Sequence[torch.Tensor], b: Sequence[torch.Tensor], *,
 
 
 def scaled_mm(a: torch.Tensor, b: torch.Tensor, scale_a: torch.Tensor, scale_b: torch.Tensor, *,
-              bias: Optional[torch.Tensor] = None, out_dtype: torch.dtype = torch.bfloat16) -> torch.Tensor:
+              bias: Optional[torch.Tensor] = None, out_dtype: torch.dtype = torch.bfloat16,
+              use_fast_accum: bool = False) -> torch.Tensor:
     """8-bit float GEMM with scales: ``D = scale_a * scale_b * (a @ b) + bias``, like ``torch._scaled_mm``.
 
     Args:
@@ -151,6 +152,10 @@ def scaled_mm(a: torch.Tensor, b: torch.Tensor, scale_a: torch.Tensor, scale_b: 
         scale_b: float32, one element (per-tensor) or (1, N) (one per column of ``b``).
         bias: optional (N,), bfloat16, float16 or float32.
         out_dtype: bfloat16 (default), float16 or float32.
+        use_fast_accum: ``torch._scaled_mm``'s keyword, accepted so that calls carry over. It
+            permits a less accurate accumulation; the result is the accurate one either way
+            (on Hopper each 128-K block's products are added to an fp32 accumulator,
+            bit-identical to torch's default).
 
     Products and sums are exact-input fp32 (the 8-bit values upcast exactly); the scales and the
     bias are applied to the fp32 sums, then D is rounded once. Gradients flow to the scales and
@@ -160,7 +165,7 @@ def scaled_mm(a: torch.Tensor, b: torch.Tensor, scale_a: torch.Tensor, scale_b: 
         D, (M, N) contiguous.
     """
     return _call(torch.ops.gemm.scaled_mm, (a, b, scale_a, scale_b, bias), a, b, scale_a, scale_b, bias,
-                 out_dtype=out_dtype)
+                 out_dtype=out_dtype, use_fast_accum=bool(use_fast_accum))
 
 
 def swiglu(gate_up: torch.Tensor) -> torch.Tensor:

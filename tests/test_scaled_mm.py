@@ -359,3 +359,26 @@ def test_scaled_mm_under_torch_compile(fresh_dynamo):
 
     got = torch.compile(f, fullgraph=True)(a, b, sa, sb, bias)
     torch.testing.assert_close(got, f(a, b, sa, sb, bias), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_use_fast_accum_is_accepted_and_exact_on_the_reference(device):
+    """use_fast_accum (torch._scaled_mm's keyword) is taken everywhere and changes nothing: the
+    result is the accurate one (on the GPU: the promoted 8-bit kernel, or the upcast path)."""
+    a, b = fp8(33, 96, E4, "cpu"), fp8(40, 96, E4, "cpu").t()
+    sa, sb = scale("tensor", 1, "cpu", True), scale("tensor", 1, "cpu", False)
+    exact = cg.scaled_mm(a, b, sa, sb, out_dtype=torch.float32)
+    fast = cg.scaled_mm(a, b, sa, sb, out_dtype=torch.float32, use_fast_accum=True)
+    assert torch.equal(exact, fast)
+    args = (a.to(device), b.to(device), sa.to(device), sb.to(device))
+    out = torch.ops.gemm.scaled_mm(*args, out_dtype=torch.float32, use_fast_accum=True)
+    assert torch.equal(out, torch.ops.gemm.scaled_mm(*args, out_dtype=torch.float32))
+    check_scaled(out, *args, None, torch.float32, "fast")
+
+
+def test_use_fast_accum_opcheck():
+    a, b = fp8(16, 64, E4, "cpu"), fp8(24, 64, E5, "cpu").t()
+    sa, sb = scale("tensor", 1, "cpu", True), scale("tensor", 1, "cpu", False)
+    utils = ("test_autograd_registration", "test_faketensor", "test_aot_dispatch_dynamic")  # (see above)
+    torch.library.opcheck(torch.ops.gemm.scaled_mm.default, (a, b, sa, sb),
+                          {"out_dtype": torch.bfloat16, "use_fast_accum": True}, test_utils=utils)

@@ -101,7 +101,8 @@ std::vector<at::Tensor> grouped_gemm_cpu(const std::vector<at::Tensor>& a, const
 // Exact fp32 upcasts of the 8-bit operands, fp32 products and sums, then sa * sb * acc + bias in
 // fp32 and one rounding: the definition the GPU kernels implement.
 at::Tensor scaled_mm_cpu(const at::Tensor& a, const at::Tensor& b, const at::Tensor& scale_a,
-                         const at::Tensor& scale_b, const std::optional<at::Tensor>& bias, at::ScalarType out_dtype) {
+                         const at::Tensor& scale_b, const std::optional<at::Tensor>& bias, at::ScalarType out_dtype,
+                         bool /*use_fast_accum: the reference is exact*/) {
   const ScaledSpec s = check_scaled_mm(a, b, scale_a, scale_b, bias, out_dtype);
   at::Tensor acc = at::mm(a.to(at::kFloat), b.to(at::kFloat));
   const at::Tensor sa = s.scale_a_rows ? scale_a.reshape({s.m, 1}) : scale_a.reshape({});

@@ -75,7 +75,8 @@ std::vector<at::Tensor> grouped_gemm_cuda(const std::vector<at::Tensor>& a, cons
                                           const std::optional<std::vector<at::Tensor>>& bias,
                                           c10::string_view activation, std::optional<at::ScalarType> out_dtype);
 at::Tensor scaled_mm_cuda(const at::Tensor& a, const at::Tensor& b, const at::Tensor& scale_a,
-                          const at::Tensor& scale_b, const std::optional<at::Tensor>& bias, at::ScalarType out_dtype);
+                          const at::Tensor& scale_b, const std::optional<at::Tensor>& bias, at::ScalarType out_dtype,
+                          bool use_fast_accum);
 at::Tensor swiglu_cuda(const at::Tensor& gate_up);                                   // swiglu_cuda.cpp
 at::Tensor swiglu_backward_cuda(const at::Tensor& grad, const at::Tensor& gate_up);
 at::Tensor moe_combine_cuda(const at::Tensor& y, const at::Tensor& inv,  // moe_combine_cuda.cpp

@@ -38,7 +38,8 @@ std::string scaled_mm_sm90_refusal(const at::Tensor& a, const at::Tensor& b, con
 }  // namespace
 
 at::Tensor scaled_mm_cuda(const at::Tensor& a, const at::Tensor& b, const at::Tensor& scale_a,
-                          const at::Tensor& scale_b, const std::optional<at::Tensor>& bias, at::ScalarType out_dtype) {
+                          const at::Tensor& scale_b, const std::optional<at::Tensor>& bias, at::ScalarType out_dtype,
+                          bool use_fast_accum) {
   const ScaledSpec s = check_scaled_mm(a, b, scale_a, scale_b, bias, out_dtype);
   check_extents("gemm.scaled_mm", {s.m, s.n, s.k});
   const c10::cuda::CUDAGuard guard(a.device());
@@ -77,6 +78,9 @@ at::Tensor scaled_mm_cuda(const at::Tensor& a, const at::Tensor& b, const at::Te
   g.scale_b_cols = s.scale_b_cols;
   const Sm90ConfigId config = choose_sm90_config(int(s.m), int(s.n), int(s.k), 1, d.sms,
                                                  env_lower("CUTORCH_GEMM_SM90_CONFIG"));
+  // use_fast_accum is accepted (torch._scaled_mm's keyword) and runs the promoted kernel: a result
+  // at least as accurate as asked for.
+  (void)use_fast_accum;
   const cudaError_t err = sm90_scaled_mm(g, s.ka, s.kb, config, d.sms, c10::cuda::getCurrentCUDAStream().stream());
   if (err == cudaErrorNotSupported) return scaled_mm_upcast(a, b, scale_a, scale_b, bias, s);  // maps refused
   TORCH_CHECK(err == cudaSuccess, "cutorch_gemm: sm90 scaled_mm launch failed (", sm90_config_name(config, 1),
