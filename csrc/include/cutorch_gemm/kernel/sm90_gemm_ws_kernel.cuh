@@ -267,15 +267,13 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
       if (Cfg::kPingpong && (consumer == 1 || own > 0)) {
         sm90::mbarrier_wait(&s.order[1 - consumer], consumer == 0 ? uint32_t(own - 1) & 1u : uint32_t(own) & 1u);
       }
-      if (k_blocks == 0) {  // an empty grouped-K problem: the epilogue of a zero product
+      // Zero: an empty grouped-K problem (the epilogue of a zero product), and always for the
+      // promoting 8-bit mainloop, which adds each k-block's partial tile to it.
+      if (Mma::kPromote || k_blocks == 0) {
 #pragma unroll
         for (int r = 0; r < kAccRegs; ++r) acc[r] = 0.0f;
       }
       State prev;
-      if constexpr (Mma::kPromote) {  // the k-blocks' partial tiles are added to it
-#pragma unroll
-        for (int r = 0; r < kAccRegs; ++r) acc[r] = 0.0f;
-      }
       for (int kb = 0; kb < k_blocks; ++kb) {
         pipe.consumer_wait(st);
         if (zero_tail && kb == k_blocks - 1) {
@@ -305,8 +303,6 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
           // partial tiles per warpgroup, added while the next pair of k-blocks runs, 0.70-0.81x vs
           // these halves' 0.73-0.88x. An earlier quarter stream that read a tile one loop
           // iteration after its group was issued was serialized by ptxas (see ping-pong's).
-          float part[64];
-          constexpr uint64_t kHalfB = uint64_t(128 * 128) >> 4;  // 128 K-major rows of 128 bytes
           if constexpr (Cfg::kPingpong) {
             // Ping-pong: one warpgroup issues wgmma at a time, so its own adds must overlap its
             // wgmma. Four n64 quarters through two 32-register tiles P, Q, straight-line within the
@@ -349,26 +345,29 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
             add(qp, Q2{});
             sm90::wgmma_wait<0>();
             add(qq, Q3{});
-          } else
+          } else {
+            float part[64];
+            constexpr uint64_t kHalfB = uint64_t(128 * 128) >> 4;  // 128 K-major rows of 128 bytes
 #pragma unroll
-          for (int h = 0; h < 2; ++h) {
-            sm90::fence_accumulators(part);
-            sm90::wgmma_fence();
+            for (int h = 0; h < 2; ++h) {
+              sm90::fence_accumulators(part);
+              sm90::wgmma_fence();
 #pragma unroll
-            for (int kk = 0; kk < Cfg::kBlockK / Mma::kInstrK; ++kk) {
-              Mma::mma_half(part, da + kStepA * kk, db + kHalfB * h + kStepB * kk, kk > 0 ? 1 : 0);
+              for (int kk = 0; kk < Cfg::kBlockK / Mma::kInstrK; ++kk) {
+                Mma::mma_half(part, da + kStepA * kk, db + kHalfB * h + kStepB * kk, kk > 0 ? 1 : 0);
+              }
+              sm90::wgmma_commit();
+              sm90::wgmma_wait<0>();
+              sm90::fence_accumulators(part);
+              // NOTE: plain adds into the zeroed accumulator. "kb > 0 ? acc + part : part" compiled to
+              // an FSEL per register besides the FADD, which lengthened each warpgroup's turn between
+              // its wait and its next wgmma by 64 instructions: 0.60-0.72x torch._scaled_mm -> 0.73-0.86x
+              // (H100, interleaved, six shapes; results bit-identical to torch's in fp32 out).
+#pragma unroll
+              for (int r = 0; r < 64; ++r) acc[64 * h + r] += part[r];
             }
-            sm90::wgmma_commit();
-            sm90::wgmma_wait<0>();
-            sm90::fence_accumulators(part);
-            // NOTE: plain adds into the zeroed accumulator. "kb > 0 ? acc + part : part" compiled to
-            // an FSEL per register besides the FADD, which lengthened each warpgroup's turn between
-            // its wait and its next wgmma by 64 instructions: 0.60-0.72x torch._scaled_mm -> 0.73-0.86x
-            // (H100, interleaved, six shapes; results bit-identical to torch's in fp32 out).
-#pragma unroll
-            for (int r = 0; r < 64; ++r) acc[64 * h + r] += part[r];
           }
-          pipe.consumer_release(st);  // both halves are done with the stage
+          pipe.consumer_release(st);  // the k-block's groups are all done with the stage
         } else {
           bool split_now = false;  // the tail split's two groups (kTailSplit) for the last k-block
           if constexpr (kTailSplit) {
