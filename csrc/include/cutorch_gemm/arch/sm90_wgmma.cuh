@@ -165,13 +165,15 @@ CG_WGMMA_M64N128K16_AT(wgmma_m64n128k16_f16_at, "f16")
   CG_WGMMA_KMAJOR(NAME, SHAPE, A, B, 32, CG_WGMMA_D32_REGS, CG_WGMMA_D32_OPERANDS, "32", "33", "34")
 
 CG_WGMMA_N256_KMAJOR(wgmma_m64n256k8_tf32, "m64n256k8", "tf32", "tf32")
-CG_WGMMA_N64_KMAJOR(wgmma_m64n64k32_e4m3_e4m3, "m64n64k32", "e4m3", "e4m3")
-CG_WGMMA_N64_KMAJOR(wgmma_m64n64k32_e4m3_e5m2, "m64n64k32", "e4m3", "e5m2")
-CG_WGMMA_N64_KMAJOR(wgmma_m64n64k32_e5m2_e4m3, "m64n64k32", "e5m2", "e4m3")
-CG_WGMMA_N64_KMAJOR(wgmma_m64n64k32_e5m2_e5m2, "m64n64k32", "e5m2", "e5m2")
-CG_WGMMA_N128_KMAJOR(wgmma_m64n128k32_e4m3_e4m3, "m64n128k32", "e4m3", "e4m3")
-CG_WGMMA_N128_KMAJOR(wgmma_m64n128k32_e4m3_e5m2, "m64n128k32", "e4m3", "e5m2")
-CG_WGMMA_N128_KMAJOR(wgmma_m64n128k32_e5m2_e4m3, "m64n128k32", "e5m2", "e4m3")
-CG_WGMMA_N128_KMAJOR(wgmma_m64n128k32_e5m2_e5m2, "m64n128k32", "e5m2", "e5m2")
+// 8-bit k32 atoms, one overload set per kind pair: the fragment's size picks the width
+// (32 registers: m64n64k32, 64: m64n128k32).
+CG_WGMMA_N64_KMAJOR(wgmma_k32_e4m3_e4m3, "m64n64k32", "e4m3", "e4m3")
+CG_WGMMA_N64_KMAJOR(wgmma_k32_e4m3_e5m2, "m64n64k32", "e4m3", "e5m2")
+CG_WGMMA_N64_KMAJOR(wgmma_k32_e5m2_e4m3, "m64n64k32", "e5m2", "e4m3")
+CG_WGMMA_N64_KMAJOR(wgmma_k32_e5m2_e5m2, "m64n64k32", "e5m2", "e5m2")
+CG_WGMMA_N128_KMAJOR(wgmma_k32_e4m3_e4m3, "m64n128k32", "e4m3", "e4m3")
+CG_WGMMA_N128_KMAJOR(wgmma_k32_e4m3_e5m2, "m64n128k32", "e4m3", "e5m2")
+CG_WGMMA_N128_KMAJOR(wgmma_k32_e5m2_e4m3, "m64n128k32", "e5m2", "e4m3")
+CG_WGMMA_N128_KMAJOR(wgmma_k32_e5m2_e5m2, "m64n128k32", "e5m2", "e5m2")
 
 }  // namespace cutorch_gemm::sm90

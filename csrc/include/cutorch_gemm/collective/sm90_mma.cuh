@@ -56,7 +56,7 @@ struct Sm90Mma16 {
   }
 };
 
-// e4m3 / e5m2 (each operand its own kind): two m64n128k32 chains per k-block (mma_half, no
+// e4m3 / e5m2 (each operand its own kind): two m64n128k32 chains per k-block (mma_part, no
 // chained m64n256 form: see kPromote), both tiles K-major; the epilogue is scaled_mm's
 // (GemmArgs::scale_a / scale_b, fp32 bias).
 template <Fp8Kind kA, Fp8Kind kB>
@@ -69,32 +69,23 @@ struct Sm90MmaF8 {
   // (scripts/fp8_accum_probe.py), a chained accumulation is off by ~3e3 eps32 * sum|a*b|,
   // the same as torch._scaled_mm(use_fast_accum=True), and its error relative to |D| grows
   // with K (7e-3 at K = 16384). So each k-block's 4 instructions accumulate into a fresh
-  // half tile (mma_half), which the consumer then adds to the fp32 accumulator, as
+  // half tile (mma_part), which the consumer then adds to the fp32 accumulator, as
   // torch._scaled_mm's default (use_fast_accum=False) does.
   static constexpr bool kPromote = true;
   static constexpr bool kNarrowOk = false;
-  // D[64 x 64] = (A * B[quarter]) for one K step: 32 registers, the m64n64 fragment.
-  static CG_DEVICE void mma_quarter(float (&d)[32], uint64_t desc_a, uint64_t desc_b, int scale_d) {
+  // D[64 x 2 kRegs] = (A * B[columns]) for one K step into a fresh partial tile: kRegs 32 (an n64
+  // quarter, m64n64k32) or 64 (an n128 half, m64n128k32).
+  template <int kRegs>
+  static CG_DEVICE void mma_part(float (&d)[kRegs], uint64_t desc_a, uint64_t desc_b, int scale_d) {
+    static_assert(kRegs == 32 || kRegs == 64, "an n64 or n128 partial tile");
     if constexpr (kA == Fp8Kind::kE4M3 && kB == Fp8Kind::kE4M3) {
-      sm90::wgmma_m64n64k32_e4m3_e4m3(d, desc_a, desc_b, scale_d);
+      sm90::wgmma_k32_e4m3_e4m3(d, desc_a, desc_b, scale_d);
     } else if constexpr (kA == Fp8Kind::kE4M3) {
-      sm90::wgmma_m64n64k32_e4m3_e5m2(d, desc_a, desc_b, scale_d);
+      sm90::wgmma_k32_e4m3_e5m2(d, desc_a, desc_b, scale_d);
     } else if constexpr (kB == Fp8Kind::kE4M3) {
-      sm90::wgmma_m64n64k32_e5m2_e4m3(d, desc_a, desc_b, scale_d);
+      sm90::wgmma_k32_e5m2_e4m3(d, desc_a, desc_b, scale_d);
     } else {
-      sm90::wgmma_m64n64k32_e5m2_e5m2(d, desc_a, desc_b, scale_d);
-    }
-  }
-  // D[64 x 128] = (A * B[half]) for one K step: 64 registers, the m64n128 fragment.
-  static CG_DEVICE void mma_half(float (&d)[64], uint64_t desc_a, uint64_t desc_b, int scale_d) {
-    if constexpr (kA == Fp8Kind::kE4M3 && kB == Fp8Kind::kE4M3) {
-      sm90::wgmma_m64n128k32_e4m3_e4m3(d, desc_a, desc_b, scale_d);
-    } else if constexpr (kA == Fp8Kind::kE4M3) {
-      sm90::wgmma_m64n128k32_e4m3_e5m2(d, desc_a, desc_b, scale_d);
-    } else if constexpr (kB == Fp8Kind::kE4M3) {
-      sm90::wgmma_m64n128k32_e5m2_e4m3(d, desc_a, desc_b, scale_d);
-    } else {
-      sm90::wgmma_m64n128k32_e5m2_e5m2(d, desc_a, desc_b, scale_d);
+      sm90::wgmma_k32_e5m2_e5m2(d, desc_a, desc_b, scale_d);
     }
   }
 };

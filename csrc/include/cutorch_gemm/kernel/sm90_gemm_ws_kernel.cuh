@@ -319,7 +319,7 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
               sm90::wgmma_fence();
 #pragma unroll
               for (int kk = 0; kk < Cfg::kBlockK / Mma::kInstrK; ++kk) {
-                Mma::mma_quarter(d, da + kStepA * kk, db + kQuarterB * q + kStepB * kk, kk > 0 ? 1 : 0);
+                Mma::mma_part(d, da + kStepA * kk, db + kQuarterB * q + kStepB * kk, kk > 0 ? 1 : 0);
               }
               sm90::wgmma_commit();
             };
@@ -354,7 +354,7 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
               sm90::wgmma_fence();
 #pragma unroll
               for (int kk = 0; kk < Cfg::kBlockK / Mma::kInstrK; ++kk) {
-                Mma::mma_half(part, da + kStepA * kk, db + kHalfB * h + kStepB * kk, kk > 0 ? 1 : 0);
+                Mma::mma_part(part, da + kStepA * kk, db + kHalfB * h + kStepB * kk, kk > 0 ? 1 : 0);
               }
               sm90::wgmma_commit();
               sm90::wgmma_wait<0>();
