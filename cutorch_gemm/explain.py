@@ -165,8 +165,11 @@ def _explain_scaled_mm(args, kwargs) -> Explanation:
         forced = os.environ.get("CUTORCH_GEMM_SM90_CONFIG", "").strip().lower()
         config = _C.choose_sm90_config(m, n, k, 1, prop.multi_processor_count, forced, elem_bytes=1)
         kinds = f"{str(a.dtype).replace('torch.float8_', '')} x {str(b.dtype).replace('torch.float8_', '')}"
+        accum = ("products chained over all of K in the tensor core (use_fast_accum)"
+                 if kwargs.get("use_fast_accum", False) else "each 128-K block promoted to the fp32 accumulator")
         return Explanation("scaled_mm", str(a.device), "sm90", config, 1, layouts,
-                           f"sm_{prop.major}{prop.minor}; TMA + 8-bit wgmma ({kinds}), both operands K-major; "
+                           f"sm_{prop.major}{prop.minor}; TMA + 8-bit wgmma ({kinds}), both operands K-major, "
+                           f"{accum}; "
                            f"{scaling} applied to the fp32 accumulators in the epilogue"
                            + _cluster_note(config, True, False, m, a, b))
     inner = explain("gemm", a.to(torch.bfloat16), b.to(torch.bfloat16), out_dtype=torch.float32)

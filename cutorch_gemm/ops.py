@@ -152,10 +152,11 @@ def scaled_mm(a: torch.Tensor, b: torch.Tensor, scale_a: torch.Tensor, scale_b: 
         scale_b: float32, one element (per-tensor) or (1, N) (one per column of ``b``).
         bias: optional (N,), bfloat16, float16 or float32.
         out_dtype: bfloat16 (default), float16 or float32.
-        use_fast_accum: ``torch._scaled_mm``'s keyword, accepted so that calls carry over. It
-            permits a less accurate accumulation; the result is the accurate one either way
-            (on Hopper each 128-K block's products are added to an fp32 accumulator,
-            bit-identical to torch's default).
+        use_fast_accum: as ``torch._scaled_mm``'s. False (default): on Hopper each 128-K block's
+            products are added to an fp32 accumulator (bit-identical to torch's default). True:
+            they are chained over all of K in the tensor core, whose 8-bit accumulation keeps
+            fewer bits, so the error grows with K (as torch's fast mode); faster. The CPU
+            reference and the non-Hopper path are exact either way.
 
     Products and sums are exact-input fp32 (the 8-bit values upcast exactly); the scales and the
     bias are applied to the fp32 sums, then D is rounded once. Gradients flow to the scales and

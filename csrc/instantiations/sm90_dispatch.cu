@@ -1,4 +1,7 @@
 // Hopper (sm_90a) entry points: config id -> the instantiation files sm90_<type>_<config>.cu.
+#include <cstdlib>
+#include <string>
+
 #include "cutorch_gemm/device/sm90_launch.cuh"
 #include "cutorch_gemm/kernel/simt_gemm_kernel.cuh"  // splitk_reduce_kernel (shared by every family)
 
@@ -17,6 +20,11 @@ cudaError_t sm90_f8_bf16_coop(const GemmArgs&, Fp8Kind, Fp8Kind, int, cudaStream
 cudaError_t sm90_f8_bf16_pingpong(const GemmArgs&, Fp8Kind, Fp8Kind, int, cudaStream_t);
 cudaError_t sm90_f8_f16_coop(const GemmArgs&, Fp8Kind, Fp8Kind, int, cudaStream_t);
 cudaError_t sm90_f8_f16_pingpong(const GemmArgs&, Fp8Kind, Fp8Kind, int, cudaStream_t);
+cudaError_t sm90_f8_bf16_coop192(const GemmArgs&, Fp8Kind, Fp8Kind, int, cudaStream_t);
+cudaError_t sm90_f8fast_bf16_coop(const GemmArgs&, Fp8Kind, Fp8Kind, int, cudaStream_t);
+cudaError_t sm90_f8fast_bf16_pingpong(const GemmArgs&, Fp8Kind, Fp8Kind, int, cudaStream_t);
+cudaError_t sm90_f8fast_f16_coop(const GemmArgs&, Fp8Kind, Fp8Kind, int, cudaStream_t);
+cudaError_t sm90_f8fast_f16_pingpong(const GemmArgs&, Fp8Kind, Fp8Kind, int, cudaStream_t);
 
 using Sm90Entry = cudaError_t (*)(const GemmArgs&, bool, bool, int, cudaStream_t);
 
@@ -103,14 +111,21 @@ cudaError_t sm90_ptr_run(const GemmArgs& common, const void* dev_blob, int count
              : sm90_ptr_run_f16(common, dev_blob, count, total_tiles, config, b_mn, num_sms, stream);
 }
 
-cudaError_t sm90_scaled_mm(const GemmArgs& args, Fp8Kind ka, Fp8Kind kb, Sm90ConfigId config, int num_sms,
-                           cudaStream_t stream) {
-  const bool coop = config == Sm90ConfigId::kCoop128x256;
-  if (args.dtype == DType::kBFloat16) {  // bf16 or (out_f32) float D
-    return coop ? sm90_f8_bf16_coop(args, ka, kb, num_sms, stream)
-                : sm90_f8_bf16_pingpong(args, ka, kb, num_sms, stream);
+cudaError_t sm90_scaled_mm(const GemmArgs& args, Fp8Kind ka, Fp8Kind kb, Sm90ConfigId config, bool fast_accum,
+                           int num_sms, cudaStream_t stream) {
+  using Entry = cudaError_t (*)(const GemmArgs&, Fp8Kind, Fp8Kind, int, cudaStream_t);
+  // [fast][bf16 (or float) D][coop]
+  static const Entry entries[2][2][2] = {
+      {{sm90_f8_f16_pingpong, sm90_f8_f16_coop}, {sm90_f8_bf16_pingpong, sm90_f8_bf16_coop}},
+      {{sm90_f8fast_f16_pingpong, sm90_f8fast_f16_coop}, {sm90_f8fast_bf16_pingpong, sm90_f8fast_bf16_coop}}};
+  // EXPERIMENT: CUTORCH_GEMM_SM90_F8_N=192 takes the 192-column cooperative tiles (bf16 / fp32 D).
+  const char* f8_n = std::getenv("CUTORCH_GEMM_SM90_F8_N");
+  if (!fast_accum && f8_n && std::string(f8_n) == "192" && config == Sm90ConfigId::kCoop128x256 &&
+      args.dtype == DType::kBFloat16) {
+    return sm90_f8_bf16_coop192(args, ka, kb, num_sms, stream);
   }
-  return coop ? sm90_f8_f16_coop(args, ka, kb, num_sms, stream) : sm90_f8_f16_pingpong(args, ka, kb, num_sms, stream);
+  return entries[fast_accum][args.dtype == DType::kBFloat16][config == Sm90ConfigId::kCoop128x256](args, ka, kb,
+                                                                                                 num_sms, stream);
 }
 
 bool sm90_kernels_available() {

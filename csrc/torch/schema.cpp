@@ -18,8 +18,8 @@ TORCH_LIBRARY(gemm, m) {
   // fp8 e4m3 / e5m2 operands with per-tensor or per-row (scale_a) / per-column (scale_b) fp32
   // scales: D = scale_a * scale_b * (a @ b) + bias. NOTE: the default 15 is ScalarType::BFloat16
   // (schemas take no dtype names as defaults).
-  // use_fast_accum: torch._scaled_mm's keyword, accepted so calls carry over; it permits a less
-  // accurate accumulation, and every implementation here still gives the accurate one.
+  // use_fast_accum: as torch._scaled_mm's (the GPU kernel may chain the products over all of K in
+  // the tensor core, faster and less accurate); the CPU reference is exact either way.
   m.def("scaled_mm(Tensor a, Tensor b, Tensor scale_a, Tensor scale_b, Tensor? bias=None, *, "
         "ScalarType out_dtype=15, bool use_fast_accum=False) -> Tensor");
   // SwiGLU over a [gate | up] last dimension (the layout of grouped_mm(activation="swiglu")):

@@ -78,10 +78,8 @@ at::Tensor scaled_mm_cuda(const at::Tensor& a, const at::Tensor& b, const at::Te
   g.scale_b_cols = s.scale_b_cols;
   const Sm90ConfigId config = choose_sm90_config(int(s.m), int(s.n), int(s.k), 1, d.sms,
                                                  env_lower("CUTORCH_GEMM_SM90_CONFIG"));
-  // use_fast_accum is accepted (torch._scaled_mm's keyword) and runs the promoted kernel: a result
-  // at least as accurate as asked for.
-  (void)use_fast_accum;
-  const cudaError_t err = sm90_scaled_mm(g, s.ka, s.kb, config, d.sms, c10::cuda::getCurrentCUDAStream().stream());
+  const cudaError_t err =
+      sm90_scaled_mm(g, s.ka, s.kb, config, use_fast_accum, d.sms, c10::cuda::getCurrentCUDAStream().stream());
   if (err == cudaErrorNotSupported) return scaled_mm_upcast(a, b, scale_a, scale_b, bias, s);  // maps refused
   TORCH_CHECK(err == cudaSuccess, "cutorch_gemm: sm90 scaled_mm launch failed (", sm90_config_name(config, 1),
               "): ", cudaGetErrorString(err));

@@ -161,19 +161,39 @@ CG_WGMMA_M64N128K16_AT(wgmma_m64n128k16_f16_at, "f16")
 #define CG_WGMMA_N128_KMAJOR(NAME, SHAPE, A, B) \
   CG_WGMMA_KMAJOR(NAME, SHAPE, A, B, 64, CG_WGMMA_D64_REGS, CG_WGMMA_D64_OPERANDS, "64", "65", "66")
 
+// The 48 registers of a 64x96 fragment (the 8-bit 128x192 config's partial tiles).
+#define CG_WGMMA_D48_REGS "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47}"
+#define CG_WGMMA_D48_OPERANDS(d) \
+    "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), \
+    "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), \
+    "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), \
+    "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), \
+    "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), \
+    "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47])
+#define CG_WGMMA_N96_KMAJOR(NAME, SHAPE, A, B) \
+  CG_WGMMA_KMAJOR(NAME, SHAPE, A, B, 48, CG_WGMMA_D48_REGS, CG_WGMMA_D48_OPERANDS, "48", "49", "50")
+
 #define CG_WGMMA_N64_KMAJOR(NAME, SHAPE, A, B) \
   CG_WGMMA_KMAJOR(NAME, SHAPE, A, B, 32, CG_WGMMA_D32_REGS, CG_WGMMA_D32_OPERANDS, "32", "33", "34")
 
 CG_WGMMA_N256_KMAJOR(wgmma_m64n256k8_tf32, "m64n256k8", "tf32", "tf32")
 // 8-bit k32 atoms, one overload set per kind pair: the fragment's size picks the width
-// (32 registers: m64n64k32, 64: m64n128k32).
+// (32 registers: m64n64k32, 48: m64n96k32, 64: m64n128k32, 128: m64n256k32).
 CG_WGMMA_N64_KMAJOR(wgmma_k32_e4m3_e4m3, "m64n64k32", "e4m3", "e4m3")
 CG_WGMMA_N64_KMAJOR(wgmma_k32_e4m3_e5m2, "m64n64k32", "e4m3", "e5m2")
 CG_WGMMA_N64_KMAJOR(wgmma_k32_e5m2_e4m3, "m64n64k32", "e5m2", "e4m3")
 CG_WGMMA_N64_KMAJOR(wgmma_k32_e5m2_e5m2, "m64n64k32", "e5m2", "e5m2")
+CG_WGMMA_N96_KMAJOR(wgmma_k32_e4m3_e4m3, "m64n96k32", "e4m3", "e4m3")
+CG_WGMMA_N96_KMAJOR(wgmma_k32_e4m3_e5m2, "m64n96k32", "e4m3", "e5m2")
+CG_WGMMA_N96_KMAJOR(wgmma_k32_e5m2_e4m3, "m64n96k32", "e5m2", "e4m3")
+CG_WGMMA_N96_KMAJOR(wgmma_k32_e5m2_e5m2, "m64n96k32", "e5m2", "e5m2")
 CG_WGMMA_N128_KMAJOR(wgmma_k32_e4m3_e4m3, "m64n128k32", "e4m3", "e4m3")
 CG_WGMMA_N128_KMAJOR(wgmma_k32_e4m3_e5m2, "m64n128k32", "e4m3", "e5m2")
 CG_WGMMA_N128_KMAJOR(wgmma_k32_e5m2_e4m3, "m64n128k32", "e5m2", "e4m3")
 CG_WGMMA_N128_KMAJOR(wgmma_k32_e5m2_e5m2, "m64n128k32", "e5m2", "e5m2")
+CG_WGMMA_N256_KMAJOR(wgmma_k32_e4m3_e4m3, "m64n256k32", "e4m3", "e4m3")
+CG_WGMMA_N256_KMAJOR(wgmma_k32_e4m3_e5m2, "m64n256k32", "e4m3", "e5m2")
+CG_WGMMA_N256_KMAJOR(wgmma_k32_e5m2_e4m3, "m64n256k32", "e5m2", "e4m3")
+CG_WGMMA_N256_KMAJOR(wgmma_k32_e5m2_e5m2, "m64n256k32", "e5m2", "e5m2")
 
 }  // namespace cutorch_gemm::sm90

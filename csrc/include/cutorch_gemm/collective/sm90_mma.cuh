@@ -74,10 +74,11 @@ struct Sm90MmaF8 {
   static constexpr bool kPromote = true;
   static constexpr bool kNarrowOk = false;
   // D[64 x 2 kRegs] = (A * B[columns]) for one K step into a fresh partial tile: kRegs 32 (an n64
-  // quarter, m64n64k32) or 64 (an n128 half, m64n128k32).
+  // quarter, m64n64k32), 48 (an n96 half of the 192-column config) or 64 (an n128 half,
+  // m64n128k32); 128 (m64n256k32) is Sm90MmaF8Fast's.
   template <int kRegs>
   static CG_DEVICE void mma_part(float (&d)[kRegs], uint64_t desc_a, uint64_t desc_b, int scale_d) {
-    static_assert(kRegs == 32 || kRegs == 64, "an n64 or n128 partial tile");
+    static_assert(kRegs == 32 || kRegs == 48 || kRegs == 64 || kRegs == 128, "an n64, n96, n128 or n256 tile");
     if constexpr (kA == Fp8Kind::kE4M3 && kB == Fp8Kind::kE4M3) {
       sm90::wgmma_k32_e4m3_e4m3(d, desc_a, desc_b, scale_d);
     } else if constexpr (kA == Fp8Kind::kE4M3) {
@@ -87,6 +88,23 @@ struct Sm90MmaF8 {
     } else {
       sm90::wgmma_k32_e5m2_e5m2(d, desc_a, desc_b, scale_d);
     }
+  }
+};
+
+// The same operands chained over all of K in the tensor core (scaled_mm's use_fast_accum=True,
+// like torch._scaled_mm's): one m64n256k32 per K step into the accumulator, no promotion. Faster,
+// and as torch's fast mode, its error grows with K (see Sm90MmaF8::kPromote).
+template <Fp8Kind kA, Fp8Kind kB>
+struct Sm90MmaF8Fast {
+  using Element = uint8_t;
+  static constexpr int kInstrK = 32;
+  static constexpr bool kMnMajorOk = false;
+  static constexpr bool kScaled = true;
+  static constexpr bool kPromote = false;
+  static constexpr bool kNarrowOk = false;
+  template <bool kAMn, bool kBMn>
+  static CG_DEVICE void mma(float (&d)[128], uint64_t desc_a, uint64_t desc_b, int scale_d) {
+    Sm90MmaF8<kA, kB>::mma_part(d, desc_a, desc_b, scale_d);  // m64n256k32
   }
 };
 

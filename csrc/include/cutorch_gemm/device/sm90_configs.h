@@ -66,6 +66,18 @@ struct Sm90_64x256x128_Pingpong_S5 : Sm90_64x256x64_Pingpong_S5 {
   static constexpr int kBlockK = 128;
 };
 
+// 8-bit cooperative with 192-column tiles: a consumer's 64 x 192 accumulator (96 registers) and
+// two 64 x 96 partial tiles (48 each) for the promotion, so a k-block's two groups are issued
+// back to back and the first half's adds run while the second half's wgmma do. 40 KB stages:
+// five fit beside one 8 KB epilogue buffer per consumer.
+struct Sm90_128x192x128_Coop_S5 : Sm90_128x256x64_Coop_S4 {
+  static constexpr const char* kName = "Sm90_128x192x128_Coop_S5";
+  static constexpr int kBlockN = 192;
+  static constexpr int kBlockK = 128;
+  static constexpr int kStages = 5;
+  static constexpr int kEpiBuffers = 1;
+};
+
 // ... and for tf32 (32 fp32 elements per 128-byte K row).
 struct Sm90_128x256x32_Coop_S4 : Sm90_128x256x64_Coop_S4 {
   static constexpr const char* kName = "Sm90_128x256x32_Coop_S4";

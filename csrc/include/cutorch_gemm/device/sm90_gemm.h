@@ -24,8 +24,9 @@ cudaError_t sm90_gemm_tf32(const GemmArgs& args, Sm90ConfigId config, bool a_mn,
 
 // gemm.scaled_mm: a (M, K) and b (N rows of K) both K-major, 8-bit kinds ka / kb, with the
 // scales and fp32 bias of GemmArgs; D's type: args.dtype (16-bit) or float (args.out_f32).
-cudaError_t sm90_scaled_mm(const GemmArgs& args, Fp8Kind ka, Fp8Kind kb, Sm90ConfigId config, int num_sms,
-                           cudaStream_t stream);
+// fast_accum: the products chained in the tensor core over all of K (torch's use_fast_accum).
+cudaError_t sm90_scaled_mm(const GemmArgs& args, Fp8Kind ka, Fp8Kind kb, Sm90ConfigId config, bool fast_accum,
+                           int num_sms, cudaStream_t stream);
 
 // One dense problem (fp16/bf16, or fp32 as tf32) as split-K partials (choose_sm90_split): fp32
 // partials of each K range into `workspace` (splits x M x N floats), then their sum in split order

@@ -202,16 +202,16 @@ cudaError_t launch_sm90_tf32(const GemmArgs& args, int num_sms, cudaStream_t str
 }
 
 // scaled_mm: the four 8-bit kind combinations of one config (both operands K-major) with D's
-// 16-bit type T (float D: args.out_f32).
-template <class Cfg, typename T>
+// 16-bit type T (float D: args.out_f32). Mma: Sm90MmaF8 (promoted) or Sm90MmaF8Fast.
+template <class Cfg, typename T, template <Fp8Kind, Fp8Kind> class Mma = Sm90MmaF8>
 cudaError_t launch_sm90_f8_kinds(const GemmArgs& args, Fp8Kind a, Fp8Kind b, int num_sms, cudaStream_t stream) {
   constexpr Fp8Kind E4 = Fp8Kind::kE4M3, E5 = Fp8Kind::kE5M2;
   if (a == E4) {
-    return b == E4 ? launch_sm90<Cfg, Sm90MmaF8<E4, E4>, T, false, false>(args, num_sms, stream)
-                   : launch_sm90<Cfg, Sm90MmaF8<E4, E5>, T, false, false>(args, num_sms, stream);
+    return b == E4 ? launch_sm90<Cfg, Mma<E4, E4>, T, false, false>(args, num_sms, stream)
+                   : launch_sm90<Cfg, Mma<E4, E5>, T, false, false>(args, num_sms, stream);
   }
-  return b == E4 ? launch_sm90<Cfg, Sm90MmaF8<E5, E4>, T, false, false>(args, num_sms, stream)
-                 : launch_sm90<Cfg, Sm90MmaF8<E5, E5>, T, false, false>(args, num_sms, stream);
+  return b == E4 ? launch_sm90<Cfg, Mma<E5, E4>, T, false, false>(args, num_sms, stream)
+                 : launch_sm90<Cfg, Mma<E5, E5>, T, false, false>(args, num_sms, stream);
 }
 
 // ---- grouped_gemm's pointer-array launch ------------------------------------------------

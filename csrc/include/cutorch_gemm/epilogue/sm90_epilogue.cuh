@@ -117,8 +117,8 @@ CG_DEVICE float scale_b_of(const GemmArgs& g, int n) { return g.scale_b[g.scale_
 // scaled_mm's epilogue from registers: D = sa * sb * acc + bias[n] (fp32 bias), one rounding.
 // Any D (the TMA-store path takes the aligned ones): column pairs as one store when `pairs`
 // (row-major, even row stride, aligned base: Sm90Params::direct_epilogue), else element-wise.
-template <typename Out>
-CG_DEVICE void sm90_store_tile_scaled(const GemmArgs& g, const Problem& prob, const float (&acc)[128], int row_base,
+template <typename Out, int kRegs>
+CG_DEVICE void sm90_store_tile_scaled(const GemmArgs& g, const Problem& prob, const float (&acc)[kRegs], int row_base,
                                       int col_base, int tid_in_wg, bool pairs) {
   const int warp = tid_in_wg / 32, lane = tid_in_wg % 32;
   const int r0 = row_base + warp * 16 + lane / 4;
@@ -130,7 +130,7 @@ CG_DEVICE void sm90_store_tile_scaled(const GemmArgs& g, const Problem& prob, co
   Out* row0 = static_cast<Out*>(g.d) + prob.d_off + index_t(r0) * g.shape.d_sm;
   Out* row1 = row0 + 8 * g.shape.d_sm;  // D is row-major (a fresh (M, N) tensor)
 #pragma unroll
-  for (int j = 0; j < 32; ++j) {
+  for (int j = 0; j < kRegs / 4; ++j) {
     const int n = c0 + 8 * j;
     if (n >= prob.n) continue;
     const bool has1 = n + 1 < prob.n;

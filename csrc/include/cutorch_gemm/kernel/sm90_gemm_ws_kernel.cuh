@@ -135,8 +135,9 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
   static_assert(Cfg::kBlockK * sizeof(E) == 128, "a tile row of K is one 128-byte swizzle row");
   static_assert(Mma::kInstrK * sizeof(E) == 32, "the descriptors' K step is 32 bytes (K-major)");
   static_assert(Mma::kMnMajorOk || (!kAMn && !kBMn), "this operand type reads K-major tiles only");
-  static_assert(Cfg::kBlockN == 256 || (Cfg::kBlockN == 128 && Mma::kNarrowOk && !kSwiGlu && !kPtrArray),
-                "128-column tiles: 16-bit operands, plain launches");
+  static_assert(Cfg::kBlockN == 256 || (Cfg::kBlockN == 128 && Mma::kNarrowOk && !kSwiGlu && !kPtrArray) ||
+                    (Cfg::kBlockN == 192 && Mma::kPromote && !Cfg::kPingpong),
+                "128-column tiles: 16-bit operands, plain launches; 192: the promoting 8-bit cooperative one");
   constexpr int kAccRegs = Cfg::kBlockN / 2;  // a consumer's 64 x kBlockN fp32 fragment per thread
   // Tail split (cooperative 16-bit launches with the plain TMA-store epilogue): the last
   // k-block's wgmma run as two m64n128 groups, so the epilogue stores the first half of the
@@ -345,6 +346,30 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
             add(qp, Q2{});
             sm90::wgmma_wait<0>();
             add(qq, Q3{});
+          } else if constexpr (Cfg::kBlockN == 192) {
+            // 192 columns: two n96 partial tiles, issued back to back; the first half's adds run
+            // while the tensor core still works on the second half (one drain per k-block, not two).
+            float p0[48], p1[48];
+            constexpr uint64_t kHalfB = uint64_t(96 * 128) >> 4;  // 96 K-major rows of 128 bytes
+            auto run = [&](float (&d)[48], int h) {
+              sm90::fence_accumulators(d);
+              sm90::wgmma_fence();
+#pragma unroll
+              for (int kk = 0; kk < Cfg::kBlockK / Mma::kInstrK; ++kk) {
+                Mma::mma_part(d, da + kStepA * kk, db + kHalfB * h + kStepB * kk, kk > 0 ? 1 : 0);
+              }
+              sm90::wgmma_commit();
+            };
+            run(p0, 0);
+            run(p1, 1);
+            sm90::wgmma_wait<1>();
+            sm90::fence_accumulators(p0);
+#pragma unroll
+            for (int r = 0; r < 48; ++r) acc[r] += p0[r];
+            sm90::wgmma_wait<0>();
+            sm90::fence_accumulators(p1);
+#pragma unroll
+            for (int r = 0; r < 48; ++r) acc[48 + r] += p1[r];
           } else {
             float part[64];
             constexpr uint64_t kHalfB = uint64_t(128 * 128) >> 4;  // 128 K-major rows of 128 bytes
