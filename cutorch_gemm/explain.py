@@ -163,7 +163,8 @@ def _explain_scaled_mm(args, kwargs) -> Explanation:
     prop = torch.cuda.get_device_properties(a.device)
     if not refusal:
         forced = os.environ.get("CUTORCH_GEMM_SM90_CONFIG", "").strip().lower()
-        config = _C.choose_sm90_config(m, n, k, 1, prop.multi_processor_count, forced, elem_bytes=1)
+        config = _C.choose_sm90_config(m, n, k, 1, prop.multi_processor_count, forced, elem_bytes=1,
+                                       fast_accum=bool(kwargs.get("use_fast_accum", False)))
         kinds = f"{str(a.dtype).replace('torch.float8_', '')} x {str(b.dtype).replace('torch.float8_', '')}"
         accum = ("products chained over all of K in the tensor core (use_fast_accum)"
                  if kwargs.get("use_fast_accum", False) else "each 128-K block promoted to the fp32 accumulator")

@@ -1,7 +1,4 @@
 // Hopper (sm_90a) entry points: config id -> the instantiation files sm90_<type>_<config>.cu.
-#include <cstdlib>
-#include <string>
-
 #include "cutorch_gemm/device/sm90_launch.cuh"
 #include "cutorch_gemm/kernel/simt_gemm_kernel.cuh"  // splitk_reduce_kernel (shared by every family)
 
@@ -21,6 +18,7 @@ cudaError_t sm90_f8_bf16_pingpong(const GemmArgs&, Fp8Kind, Fp8Kind, int, cudaSt
 cudaError_t sm90_f8_f16_coop(const GemmArgs&, Fp8Kind, Fp8Kind, int, cudaStream_t);
 cudaError_t sm90_f8_f16_pingpong(const GemmArgs&, Fp8Kind, Fp8Kind, int, cudaStream_t);
 cudaError_t sm90_f8_bf16_coop192(const GemmArgs&, Fp8Kind, Fp8Kind, int, cudaStream_t);
+cudaError_t sm90_f8_f16_coop192(const GemmArgs&, Fp8Kind, Fp8Kind, int, cudaStream_t);
 cudaError_t sm90_f8fast_bf16_coop(const GemmArgs&, Fp8Kind, Fp8Kind, int, cudaStream_t);
 cudaError_t sm90_f8fast_bf16_pingpong(const GemmArgs&, Fp8Kind, Fp8Kind, int, cudaStream_t);
 cudaError_t sm90_f8fast_f16_coop(const GemmArgs&, Fp8Kind, Fp8Kind, int, cudaStream_t);
@@ -118,11 +116,9 @@ cudaError_t sm90_scaled_mm(const GemmArgs& args, Fp8Kind ka, Fp8Kind kb, Sm90Con
   static const Entry entries[2][2][2] = {
       {{sm90_f8_f16_pingpong, sm90_f8_f16_coop}, {sm90_f8_bf16_pingpong, sm90_f8_bf16_coop}},
       {{sm90_f8fast_f16_pingpong, sm90_f8fast_f16_coop}, {sm90_f8fast_bf16_pingpong, sm90_f8fast_bf16_coop}}};
-  // EXPERIMENT: CUTORCH_GEMM_SM90_F8_N=192 takes the 192-column cooperative tiles (bf16 / fp32 D).
-  const char* f8_n = std::getenv("CUTORCH_GEMM_SM90_F8_N");
-  if (!fast_accum && f8_n && std::string(f8_n) == "192" && config == Sm90ConfigId::kCoop128x256 &&
-      args.dtype == DType::kBFloat16) {
-    return sm90_f8_bf16_coop192(args, ka, kb, num_sms, stream);
+  if (config == Sm90ConfigId::kCoop128x192 && !fast_accum) {  // (choose_sm90_f8_config)
+    return args.dtype == DType::kBFloat16 ? sm90_f8_bf16_coop192(args, ka, kb, num_sms, stream)
+                                          : sm90_f8_f16_coop192(args, ka, kb, num_sms, stream);
   }
   return entries[fast_accum][args.dtype == DType::kBFloat16][config == Sm90ConfigId::kCoop128x256](args, ka, kb,
                                                                                                  num_sms, stream);

@@ -147,14 +147,16 @@ PYBIND11_MODULE(_C, m) {
         pybind11::arg("smem_optin"), pybind11::arg("grouped") = false, pybind11::arg("forced_config") = "",
         pybind11::arg("forced_split") = "");
   m.def("choose_sm90_config", [](int64_t m_, int64_t n, int64_t k, int64_t problems, int num_sms,
-                                 const std::string& forced, int elem_bytes, bool narrow) {
-    return std::string(sm90_config_name(
-        choose_sm90_config(int(m_), int(n), int(k), int(problems), num_sms, forced, narrow), elem_bytes));
+                                 const std::string& forced, int elem_bytes, bool narrow, bool fast_accum) {
+    Sm90ConfigId id = choose_sm90_config(int(m_), int(n), int(k), int(problems), num_sms, forced, narrow);
+    if (elem_bytes == 1) id = choose_sm90_f8_config(id, int(m_), int(n), num_sms, fast_accum, forced);
+    return std::string(sm90_config_name(id, elem_bytes));
   }, "The sm90 heuristic's config (m, n: one problem or the average group; forced: CUTORCH_GEMM_SM90_CONFIG), "
-     "named for operands of elem_bytes bytes (2: fp16/bf16, 1: fp8, 4: tf32); narrow: the launch may take the "
-     "64x128 config (fp16 / bf16, not grouped).", pybind11::arg("m"),
+     "named for operands of elem_bytes bytes (2: fp16/bf16, 1: fp8 (scaled_mm; fast_accum: its use_fast_accum), "
+     "4: tf32); narrow: the launch may take the 64x128 config (fp16 / bf16, not grouped).", pybind11::arg("m"),
         pybind11::arg("n"), pybind11::arg("k"), pybind11::arg("problems"), pybind11::arg("num_sms"),
-        pybind11::arg("forced"), pybind11::arg("elem_bytes") = 2, pybind11::arg("narrow") = false);
+        pybind11::arg("forced"), pybind11::arg("elem_bytes") = 2, pybind11::arg("narrow") = false,
+        pybind11::arg("fast_accum") = false);
   m.def("choose_sm90_split", [](int64_t m_, int64_t n, int64_t k, int num_sms, const std::string& config, int fill) {
     TORCH_CHECK_VALUE(config == "coop" || config == "pingpong" || config == "pingpong128",
                       "choose_sm90_split: config must be coop, pingpong or pingpong128");
