@@ -202,6 +202,7 @@ def cases(quick: bool):
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true", help="one case per family (racecheck / synccheck)")
+    p.add_argument("--only", default="", help="run only the cases whose name contains this text")
     args = p.parse_args()
     if not torch.cuda.is_available():
         print("sanitize_sweep: no CUDA GPU; nothing to run")
@@ -209,6 +210,8 @@ def main() -> int:
     failed = 0
     torch.manual_seed(0)
     for name, env, fn in cases(args.quick):
+        if args.only and args.only not in name:
+            continue
         old = {k: os.environ.get(k) for k in env}
         tf32 = torch.backends.cuda.matmul.allow_tf32
         os.environ.update({k: v for k, v in env.items() if k != "TF32"})
