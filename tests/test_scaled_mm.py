@@ -407,7 +407,7 @@ def test_sm90_fast_accum_matches_torch_fast(monkeypatch, config, kinds):
         exact = err(cg.scaled_mm(a, b, one, one, out_dtype=torch.float32))
         try:
             theirs = err(torch._scaled_mm(a, b, one, one, out_dtype=torch.float32, use_fast_accum=True))
-        except RuntimeError:  # a kind pairing torch does not take
+        except (RuntimeError, ValueError):  # a kind pairing torch does not take (e5m2 x e5m2: ValueError)
             theirs = None
         print(f"{config} {kind_id(kinds)} {m}x{n}x{k}: fast {ours:.2e} torch fast {theirs} promoted {exact:.2e}")
         assert ours <= 2e-2, (m, n, k, ours)
