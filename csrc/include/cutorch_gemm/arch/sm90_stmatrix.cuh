@@ -34,4 +34,16 @@ CG_DEVICE uint32_t pack_pair(float x0, float x1) {
   }
 }
 
+// The fp32 value of a 16-bit element given as its bits (bf16: the high half of an fp32; fp16:
+// converted).
+template <typename T>
+CG_DEVICE float half_bits_to_float(uint16_t bits) {
+  static_assert(std::is_same_v<T, __nv_bfloat16> || std::is_same_v<T, __half>, "16-bit element types");
+  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+    return __uint_as_float(uint32_t(bits) << 16);
+  } else {
+    return __half2float(__ushort_as_half(bits));
+  }
+}
+
 }  // namespace cutorch_gemm::sm90
