@@ -226,18 +226,19 @@ def test_sm90_f8_tile_rule():
 
 def test_sm90_cluster_rule():
     """2x1 clusters (B multicast) for cooperative launches with a fixed tile grid and two tile
-    rows or more whose operand rows are not 128-byte multiples (L2-bound); never ping-pong,
-    fused SwiGLU or grouped-M/N; CUTORCH_GEMM_SM90_CLUSTER=1 / 2 force it off / on."""
+    rows or more whose operand rows are not 128-byte multiples (L2-bound); ping-pong only when
+    forced; never fused SwiGLU or grouped-M/N; CUTORCH_GEMM_SM90_CLUSTER=1 / 2 force it off / on."""
     assert _C.choose_sm90_cluster(True, True, False, 2, False) == 2
     assert _C.choose_sm90_cluster(True, True, False, 3, False) == 2    # odd: the last pair has a tile past M
     assert _C.choose_sm90_cluster(True, True, False, 64, True) == 1    # aligned rows: coupling costs 2-5%
     assert _C.choose_sm90_cluster(True, True, False, 1, False) == 1    # one tile row: nothing to share
-    assert _C.choose_sm90_cluster(False, True, False, 64, False) == 1  # ping-pong
+    assert _C.choose_sm90_cluster(False, True, False, 64, False) == 1  # ping-pong: only when forced
+    assert _C.choose_sm90_cluster(False, True, False, 64, True, "2") == 2
     assert _C.choose_sm90_cluster(True, False, False, 64, False) == 1  # grouped-M / grouped-N
     assert _C.choose_sm90_cluster(True, True, True, 64, False) == 1    # fused SwiGLU
     assert _C.choose_sm90_cluster(True, True, False, 64, False, "1") == 1
     assert _C.choose_sm90_cluster(True, True, False, 64, True, "2") == 2
-    assert _C.choose_sm90_cluster(False, True, False, 64, True, "2") == 1  # still needs an eligible launch
+    assert _C.choose_sm90_cluster(True, False, False, 64, True, "2") == 1  # still needs an eligible launch
 
 
 def test_sm90_rows_128b():

@@ -372,16 +372,18 @@ def test_sm90_split_k_not_for_full_grids(monkeypatch):
 CLUSTER_NOTE = "2x1 clusters"
 
 
+@pytest.mark.parametrize("config", ["coop", "pingpong", "pingpong128"])
 @pytest.mark.parametrize("cluster", ["2", "1"])
 @pytest.mark.parametrize("layouts", [("row", "col"), ("row", "row"), ("col", "row"), ("col", "col")],
                          ids=lambda s: "a" + s[0] + "-b" + s[1])
 @pytest.mark.parametrize("mnk", [(256, 512, 128), (304, 520, 200), (136, 8, 64), (1000, 1000, 1000),
                                  (2048, 2048, 1024), (8960, 256, 320)], ids=lambda s: "x".join(map(str, s)))
-def test_sm90_cluster(mnk, layouts, cluster, monkeypatch):
-    # An odd tile-row count (304 -> 3) leaves the last pair's second CTA a tile past M; several
-    # pair tiles per cluster test the shared ring across tiles. (Extents keep every layout's
-    # strides 16-byte aligned: TMA-readable.)
-    monkeypatch.setenv("CUTORCH_GEMM_SM90_CONFIG", "coop")
+def test_sm90_cluster(mnk, layouts, cluster, config, monkeypatch):
+    # An odd tile-row count (304 -> 3 coop / 5 ping-pong tile rows) leaves the last pair's second
+    # CTA a tile past M; several pair tiles per cluster test the shared ring across tiles (ping-pong:
+    # both CTAs' warpgroups alternate over the same pairs). (Extents keep every layout's strides
+    # 16-byte aligned: TMA-readable.)
+    monkeypatch.setenv("CUTORCH_GEMM_SM90_CONFIG", config)
     monkeypatch.setenv("CUTORCH_GEMM_SM90_CLUSTER", cluster)
     m, n, k = mnk
     dt = torch.bfloat16

@@ -214,8 +214,9 @@ inline Sm90Split choose_sm90_split(Sm90ConfigId config, int m, int n, int k, int
 // `forced` is CUTORCH_GEMM_SM90_CLUSTER ("", "1", "2"; "2" still needs an eligible launch).
 inline int choose_sm90_cluster(bool cooperative, bool fixed_grid, bool swiglu, int tiles_m, bool rows_128b,
                                const std::string& forced) {
-  if (!cooperative || !fixed_grid || swiglu || tiles_m < 2 || forced == "1") return 1;
-  if (forced == "2") return 2;
+  if (!fixed_grid || swiglu || tiles_m < 2 || forced == "1") return 1;
+  if (forced == "2") return 2;  // (ping-pong too: its two CTAs walk the same pair tiles in step)
+  if (!cooperative) return 1;
   return rows_128b ? 1 : 2;
 }
 
