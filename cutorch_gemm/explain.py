@@ -264,13 +264,16 @@ def _rows_128b(t: torch.Tensor, k_dim: int, mn_dim: int) -> bool:
     return _C.sm90_rows_128b(st(k_dim), st(mn_dim), t.element_size())
 
 
-def _cluster_note(config: str, fixed_grid: bool, swiglu: bool, m: int, a: torch.Tensor, b: torch.Tensor) -> str:
-    """The launch's cluster, as the binding's rule (choose_sm90_cluster) picks it."""
+def _cluster_note(config: str, fixed_grid: bool, swiglu: bool, m: int, a: torch.Tensor, b: torch.Tensor,
+                  dense16: bool = False, n: int = 0, k: int = 0, sms: int = 0) -> str:
+    """The launch's cluster, as the binding's rule (choose_sm90_cluster) picks it (dense16: one
+    dense 16-bit problem of n columns and depth k, for the short-K rule)."""
     coop = "_Coop_" in config
     tiles_m = -(-m // (128 if coop else 64))
     forced = os.environ.get("CUTORCH_GEMM_SM90_CLUSTER", "").strip()
     rows = _rows_128b(a, a.dim() - 1, a.dim() - 2) and _rows_128b(b, b.dim() - 2, b.dim() - 1)
-    if _C.choose_sm90_cluster(coop, fixed_grid, swiglu, tiles_m, rows, forced) > 1:
+    tiles = tiles_m * -(-n // (256 if coop else 128 if "x128x" in config else 256))
+    if _C.choose_sm90_cluster(coop, fixed_grid, swiglu, tiles_m, rows, forced, dense16, k, tiles, sms) > 1:
         return "; 2x1 clusters: the two CTAs of a cluster share each B tile (TMA multicast)"
     return ""
 
@@ -344,7 +347,9 @@ def _explain_gemm(op: str, args, kwargs, skinny: bool = True) -> Explanation:
             splits, chunk = _C.choose_sm90_split(m, n, k, prop.multi_processor_count, kind, fill)
         split_note = (f"; split-K x{splits} (K ranges of {chunk}: the tiles alone would leave SMs idle), fp32 "
                       "partials summed in split order with the epilogue" if splits > 1 else "")
-        cluster_note = _cluster_note(config, mode in ("none", "k"), swiglu, m_per, a, b)
+        dense16 = mode == "none" and batch == 1 and splits == 1 and a.element_size() == 2
+        cluster_note = _cluster_note(config, mode in ("none", "k"), swiglu, m_per, a, b, dense16, n, k,
+                                     prop.multi_processor_count)
         streamk_note = ""
         if mode == "none" and batch == 1 and splits == 1 and "_Coop_" in config and not cluster_note:
             streamk_note = _streamk_note(m, n, k, a.element_size(), prop.multi_processor_count)

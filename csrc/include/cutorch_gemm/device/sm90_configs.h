@@ -211,13 +211,26 @@ inline Sm90Split choose_sm90_split(Sm90ConfigId config, int m, int n, int k, int
 // limits the kernel. Measured on an H100 (best of 3, ratio to cuBLAS): 3000x5000x1000 (rows of
 // 2000 bytes) 0.668 -> 0.891 with clusters; with 128-byte-aligned rows the coupled CTAs lose
 // 2-5% (4096^3 0.971 -> 0.951, 4096x28672x8192 0.987 -> 0.940, 16384x8192x8192 1.002 -> 0.952).
-// `forced` is CUTORCH_GEMM_SM90_CLUSTER ("", "1", "2"; "2" still needs an eligible launch).
+// Also for one dense 16-bit problem with a short K (at most 32 K slices) and at least 8 rounds of
+// tiles, aligned rows or not: there the pairs won (H100, 5 interleaved rounds, ratio to cuBLAS,
+// without / with): 8192x8192x1024 0.895 / 0.955, 8192x8192x512 0.811 / 0.872, 16384x4096x1024
+// 0.891 / 0.929, 8192x8192x2048 0.950 / 0.965, 8192x14336x2048 0.957 / 0.971; but 4096x4096x1024
+// (2 rounds) 0.957 / 0.927, and grouped-K (dW) launches of the MoE shapes, whose groups are
+// short in K too, were equal or 1-3% slower with pairs.
+// `forced` is CUTORCH_GEMM_SM90_CLUSTER ("", "1", "2"; "2" still needs an eligible launch: fixed
+// tile grid, not SwiGLU, two tile rows; ping-pong then too, but it measured slower everywhere:
+// 1024^3 0.78 / 0.72, 512x4096x4096 0.84 / 0.79, 3072^3 0.77 / 0.71).
+// dense16: one dense problem of 16-bit operands; k, tiles, num_sms: its K, cooperative tiles and
+// the SMs (the short-K rule; 0: not applied).
 inline int choose_sm90_cluster(bool cooperative, bool fixed_grid, bool swiglu, int tiles_m, bool rows_128b,
-                               const std::string& forced) {
+                               const std::string& forced, bool dense16 = false, int k = 0, long long tiles = 0,
+                               int num_sms = 0) {
   if (!fixed_grid || swiglu || tiles_m < 2 || forced == "1") return 1;
   if (forced == "2") return 2;  // (ping-pong too: its two CTAs walk the same pair tiles in step)
   if (!cooperative) return 1;
-  return rows_128b ? 1 : 2;
+  if (!rows_128b) return 2;
+  const bool short_k = dense16 && k > 0 && k <= 32 * 64 && num_sms > 0 && tiles >= 8LL * num_sms;
+  return short_k ? 2 : 1;
 }
 
 // Stream-K for the last round of a dense cooperative launch. The persistent grid runs

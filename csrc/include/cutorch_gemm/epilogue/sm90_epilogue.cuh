@@ -240,7 +240,7 @@ CG_DEVICE void sm90_store_tile_tma(const GemmArgs& g, const Problem& prob, const
   constexpr bool kPreBias = kColAdd && !kScaled && sizeof(T) == 2;
   constexpr int kChunkBeg = kHalf == 2 ? kChunks / 2 : 0;
   constexpr int kChunkEnd = kHalf == 1 ? kChunks / 2 : kChunks;
-  constexpr int kAhead = kHalf == 1 ? 0 : 1;
+  constexpr int kAhead = 0;
   uint32_t bias_pk[kPreBias ? kChunks : 1][kJ];
   const uint16_t* bias16 = reinterpret_cast<const uint16_t*>(bias);
   auto load_bias = [&](int chunk) {
