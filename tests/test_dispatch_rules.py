@@ -242,6 +242,7 @@ def test_sm90_cluster_rule():
     # one dense 16-bit problem, K <= 2048 and 8 rounds of tiles or more: pairs even with aligned rows
     assert _C.choose_sm90_cluster(True, True, False, 64, True, "", True, 1024, 64 * 32, 132) == 2
     assert _C.choose_sm90_cluster(True, True, False, 64, True, "", True, 4096, 64 * 32, 132) == 1  # long K
+    assert _C.choose_sm90_cluster(True, True, False, 8, True, "", True, 256, 8 * 149, 132) == 1  # (stream-K's)
     assert _C.choose_sm90_cluster(True, True, False, 32, True, "", True, 1024, 32 * 16, 132) == 1  # 4 rounds
     assert _C.choose_sm90_cluster(True, True, False, 64, True, "", False, 1024, 64 * 32, 132) == 1  # not dense16
     assert _C.choose_sm90_cluster(False, True, False, 128, True, "", True, 1024, 128 * 64, 132) == 1  # ping-pong

@@ -211,8 +211,8 @@ inline Sm90Split choose_sm90_split(Sm90ConfigId config, int m, int n, int k, int
 // limits the kernel. Measured on an H100 (best of 3, ratio to cuBLAS): 3000x5000x1000 (rows of
 // 2000 bytes) 0.668 -> 0.891 with clusters; with 128-byte-aligned rows the coupled CTAs lose
 // 2-5% (4096^3 0.971 -> 0.951, 4096x28672x8192 0.987 -> 0.940, 16384x8192x8192 1.002 -> 0.952).
-// Also for one dense 16-bit problem with a short K (at most 32 K slices) and at least 8 rounds of
-// tiles, aligned rows or not: there the pairs won (H100, 5 interleaved rounds, ratio to cuBLAS,
+// Also for one dense 16-bit problem with a short K (8 to 32 K slices: shorter ones keep stream-K,
+// see choose_sm90_streamk) and at least 8 rounds of tiles, aligned rows or not: there the pairs won (H100, 5 interleaved rounds, ratio to cuBLAS,
 // without / with): 8192x8192x1024 0.895 / 0.955, 8192x8192x512 0.811 / 0.872, 16384x4096x1024
 // 0.891 / 0.929, 8192x8192x2048 0.950 / 0.965, 8192x14336x2048 0.957 / 0.971; but 4096x4096x1024
 // (2 rounds) 0.957 / 0.927, and grouped-K (dW) launches of the MoE shapes, whose groups are
@@ -229,7 +229,7 @@ inline int choose_sm90_cluster(bool cooperative, bool fixed_grid, bool swiglu, i
   if (forced == "2") return 2;  // (ping-pong too: its two CTAs walk the same pair tiles in step)
   if (!cooperative) return 1;
   if (!rows_128b) return 2;
-  const bool short_k = dense16 && k > 0 && k <= 32 * 64 && num_sms > 0 && tiles >= 8LL * num_sms;
+  const bool short_k = dense16 && k >= 8 * 64 && k <= 32 * 64 && num_sms > 0 && tiles >= 8LL * num_sms;
   return short_k ? 2 : 1;
 }
 
