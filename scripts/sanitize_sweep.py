@@ -132,7 +132,13 @@ def cases(quick: bool):
     out += [("sm90 coop cluster bf16 300x520x200 (odd tile rows)", {"CUTORCH_GEMM_SM90_CONFIG": "coop"},
              mm(300, 520, 200, layout_b="mn")),
             ("sm90 coop no cluster bf16 300x257x72",
-             {"CUTORCH_GEMM_SM90_CONFIG": "coop", "CUTORCH_GEMM_SM90_CLUSTER": "1"}, mm(300, 257, 72))]
+             {"CUTORCH_GEMM_SM90_CONFIG": "coop", "CUTORCH_GEMM_SM90_CLUSTER": "1"}, mm(300, 257, 72)),
+            # ping-pong clusters only when forced; 5 tile rows of 64: the last pair's second CTA past M
+            ("sm90 pingpong128 forced cluster bf16 300x520x200",
+             {"CUTORCH_GEMM_SM90_CONFIG": "pingpong128", "CUTORCH_GEMM_SM90_CLUSTER": "2"}, mm(300, 520, 200)),
+            ("sm90 pingpong forced cluster bf16 gelu 300x520x200 b MN-major",
+             {"CUTORCH_GEMM_SM90_CONFIG": "pingpong", "CUTORCH_GEMM_SM90_CLUSTER": "2"},
+             mm(300, 520, 200, act="gelu", layout_b="mn"))]
     out += [("sm90 grouped-M decreasing / past-the-end offsets", {}, bad_offsets()),
             ("sm80 bf16 129x257x72", {"CUTORCH_GEMM_ARCH": "sm80"}, mm(129, 257, 72)),
             ("sm80 fp64 65x33x129", {"CUTORCH_GEMM_ARCH": "sm80"}, mm(65, 33, 129, dtype=torch.float64)),
