@@ -208,18 +208,16 @@ def test_sm90_config_names_per_element_size():
 
 
 def test_sm90_f8_tile_rule():
-    """8-bit cooperative launches take 192-column tiles where their rounds take less time (rounds x
-    columns, a 192-column tile at 0.96 of its width); never for use_fast_accum (no chained
-    192-column kernel); CUTORCH_GEMM_SM90_CONFIG=coop / coop192 force either."""
+    """8-bit cooperative launches take 128x256 tiles; 128x192 only when forced
+    (CUTORCH_GEMM_SM90_CONFIG=coop192), and never for use_fast_accum (no chained 192-column kernel)."""
     wide, mid = "Sm90_128x256x128_Coop_S4", "Sm90_128x192x128_Coop_S5"
     f8 = dict(elem_bytes=1)
-    assert _C.choose_sm90_config(8192, 8192, 8192, 1, 132, "", **f8) == mid            # 16 rounds vs 21
-    assert _C.choose_sm90_config(8192, 14336, 4096, 1, 132, "", **f8) == mid           # 28 vs 37
-    assert _C.choose_sm90_config(4096, 4096, 4096, 1, 132, "", **f8) == wide           # 4 vs 6
-    assert _C.choose_sm90_config(2048, 2048, 2048, 1, 132, "", **f8) == wide           # 1 vs 2
-    assert _C.choose_sm90_config(8192, 8192, 8192, 1, 132, "", fast_accum=True, **f8) == wide
-    assert _C.choose_sm90_config(8192, 8192, 8192, 1, 132, "coop", **f8) == wide
+    assert _C.choose_sm90_config(8192, 8192, 8192, 1, 132, "", **f8) == wide
+    assert _C.choose_sm90_config(4096, 4096, 4096, 1, 132, "", **f8) == wide
     assert _C.choose_sm90_config(2048, 2048, 2048, 1, 132, "coop192", **f8) == mid
+    assert _C.choose_sm90_config(8192, 8192, 8192, 1, 132, "coop192", fast_accum=True, **f8) == wide
+    assert _C.choose_sm90_config(8192, 8192, 8192, 1, 132, "coop", **f8) == wide
+    assert _C.choose_sm90_config(64, 8192, 8192, 1, 132, "coop192", **f8) == mid  # forced: the cooperative family
     assert _C.choose_sm90_config(64, 8192, 8192, 1, 132, "", **f8) == "Sm90_64x256x128_Pingpong_S5"
     assert _C.choose_sm90_config(8192, 8192, 8192, 1, 132, "coop192") == "Sm90_128x256x64_Coop_S4"  # 16-bit
 

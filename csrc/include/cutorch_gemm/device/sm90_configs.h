@@ -151,23 +151,18 @@ inline Sm90ConfigId choose_sm90_config(int m, int n, int k, int problems, int nu
   return Sm90ConfigId::kCoop128x256;
 }
 
-// 8-bit operands (scaled_mm, promoted accumulation): the cooperative 128x256 tile, or 128x192
-// (Sm90_128x192x128_Coop_S5: one drain per k-block instead of two, five stages) when its rounds
-// of tiles take less time. A 192-column tile runs ~4% faster per column (measured on an H100,
-// interleaved with torch._scaled_mm, 256 vs 192: 8192^3 0.824 vs 0.866, 8192x14336x4096 0.749 vs
-// 0.787, 16384x8192x8192 0.787 vs 0.806, 6144^3 0.815 vs 0.831), but it quantizes differently:
-// 4096^3 (4 rounds of 256-wide tiles, 6 of 192) 0.845 vs 0.767, 2048^3 (1 round vs 2) 0.878 vs
-// 0.629. The rule compares rounds x columns per tile, a 192-column tile's at 0.96 of its width.
-// `forced` (CUTORCH_GEMM_SM90_CONFIG): "coop" keeps 128x256, "coop192" takes 128x192.
+// 8-bit operands (scaled_mm, promoted accumulation): the cooperative 128x256 tile; 128x192
+// (Sm90_128x192x128_Coop_S5: one drain per k-block instead of two, five stages) only when forced
+// (CUTORCH_GEMM_SM90_CONFIG=coop192). Measured on an H100 (ratio of its time to 128x256's, two
+// runs of nine interleaved rounds): 8192^3 0.954 / 1.021, 8192x14336x4096 1.026 / 0.989,
+// 16384x8192x8192 1.002 / 0.983, 6144^3 1.054 / 0.991, 3072x5120x1024 0.992 / 0.997: no gain
+// beyond the noise; 4096^3 (6 rounds of its tiles against 4) 1.118 / 1.129. (A first, shorter
+// A/B had suggested 2-5% on the large shapes.)
 inline Sm90ConfigId choose_sm90_f8_config(Sm90ConfigId config, int m, int n, int num_sms, bool fast_accum,
                                           const std::string& forced) {
+  (void)m, (void)n, (void)num_sms;
   if (config != Sm90ConfigId::kCoop128x256 || fast_accum) return config;  // (no chained 192-column kernel)
-  if (forced == "coop192") return Sm90ConfigId::kCoop128x192;
-  if (forced == "coop" || num_sms <= 0) return config;
-  const long long rows = (m + 127) / 128;
-  const long long r256 = (rows * ((n + 255) / 256) + num_sms - 1) / num_sms;
-  const long long r192 = (rows * ((n + 191) / 192) + num_sms - 1) / num_sms;
-  return double(r192) * 192 * 0.96 < double(r256) * 256 ? Sm90ConfigId::kCoop128x192 : config;
+  return forced == "coop192" ? Sm90ConfigId::kCoop128x192 : config;
 }
 
 // Split-K for one dense problem whose tiles leave SMs idle (small M: decode shapes): K is cut
