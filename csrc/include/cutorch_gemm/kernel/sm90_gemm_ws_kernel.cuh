@@ -304,6 +304,27 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
           // partial tiles per warpgroup, added while the next pair of k-blocks runs, 0.70-0.81x vs
           // these halves' 0.73-0.88x. An earlier quarter stream that read a tile one loop
           // iteration after its group was issued was serialized by ptxas (see ping-pong's).
+          // One k-block's group into a fresh partial tile d (32, 48 or 64 registers: an n64, n96 or
+          // n128 slice of the tile's columns), B from `b_off` (descriptor units: bytes >> 4) on.
+          auto issue_part = [&](auto& d, uint64_t b_off) {
+            sm90::fence_accumulators(d);
+            sm90::wgmma_fence();
+#pragma unroll
+            for (int kk = 0; kk < Cfg::kBlockK / Mma::kInstrK; ++kk) {
+              Mma::mma_part(d, da + kStepA * kk, db + b_off + kStepB * kk, kk > 0 ? 1 : 0);
+            }
+            sm90::wgmma_commit();
+          };
+          // acc[kFirst, kFirst + kRegs) += d, once d's group has completed (the caller waited).
+          auto add_part = [&](auto& d, auto first) {
+            constexpr int kRegs = int(sizeof(d) / sizeof(float));
+            sm90::fence_accumulators(d);
+#pragma unroll
+            for (int r = 0; r < kRegs; ++r) acc[decltype(first)::value + r] += d[r];
+          };
+          // A K-major B row is 128 bytes: a slice of n columns starts n * 128 bytes on.
+          constexpr auto kCols = [](int n) { return uint64_t(n * 128) >> 4; };
+          using sm90_c0 = std::integral_constant<int, 0>;
           if constexpr (Cfg::kPingpong) {
             // Ping-pong: one warpgroup issues wgmma at a time, so its own adds must overlap its
             // wgmma. Four n64 quarters through two 32-register tiles P, Q, straight-line within the
@@ -313,84 +334,40 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
             // torch._scaled_mm vs 0.645x with halves. (Cooperative tiles keep the halves: there
             // the other warpgroup's wgmma cover the adds, and quarters measured 2-8% slower.)
             float qp[32], qq[32];
-            constexpr uint64_t kQuarterB = uint64_t(64 * 128) >> 4;
-            auto run = [&](float (&d)[32], auto quarter) {
-              constexpr int q = decltype(quarter)::value;
-              sm90::fence_accumulators(d);
-              sm90::wgmma_fence();
-#pragma unroll
-              for (int kk = 0; kk < Cfg::kBlockK / Mma::kInstrK; ++kk) {
-                Mma::mma_part(d, da + kStepA * kk, db + kQuarterB * q + kStepB * kk, kk > 0 ? 1 : 0);
-              }
-              sm90::wgmma_commit();
-            };
-            auto add = [&](float (&d)[32], auto quarter) {
-              constexpr int q = decltype(quarter)::value;
-              sm90::fence_accumulators(d);
-#pragma unroll
-              for (int r = 0; r < 32; ++r) acc[32 * q + r] += d[r];
-            };
-            using Q0 = std::integral_constant<int, 0>;
-            using Q1 = std::integral_constant<int, 1>;
-            using Q2 = std::integral_constant<int, 2>;
-            using Q3 = std::integral_constant<int, 3>;
-            run(qp, Q0{});
-            run(qq, Q1{});
+            issue_part(qp, kCols(0));
+            issue_part(qq, kCols(64));
             sm90::wgmma_wait<1>();
-            add(qp, Q0{});
-            run(qp, Q2{});
+            add_part(qp, sm90_c0{});
+            issue_part(qp, kCols(128));
             sm90::wgmma_wait<1>();
-            add(qq, Q1{});
-            run(qq, Q3{});
+            add_part(qq, std::integral_constant<int, 32>{});
+            issue_part(qq, kCols(192));
             sm90::wgmma_wait<1>();
-            add(qp, Q2{});
+            add_part(qp, std::integral_constant<int, 64>{});
             sm90::wgmma_wait<0>();
-            add(qq, Q3{});
+            add_part(qq, std::integral_constant<int, 96>{});
           } else if constexpr (Cfg::kBlockN == 192) {
             // 192 columns: two n96 partial tiles, issued back to back; the first half's adds run
             // while the tensor core still works on the second half (one drain per k-block, not two).
             float p0[48], p1[48];
-            constexpr uint64_t kHalfB = uint64_t(96 * 128) >> 4;  // 96 K-major rows of 128 bytes
-            auto run = [&](float (&d)[48], int h) {
-              sm90::fence_accumulators(d);
-              sm90::wgmma_fence();
-#pragma unroll
-              for (int kk = 0; kk < Cfg::kBlockK / Mma::kInstrK; ++kk) {
-                Mma::mma_part(d, da + kStepA * kk, db + kHalfB * h + kStepB * kk, kk > 0 ? 1 : 0);
-              }
-              sm90::wgmma_commit();
-            };
-            run(p0, 0);
-            run(p1, 1);
+            issue_part(p0, kCols(0));
+            issue_part(p1, kCols(96));
             sm90::wgmma_wait<1>();
-            sm90::fence_accumulators(p0);
-#pragma unroll
-            for (int r = 0; r < 48; ++r) acc[r] += p0[r];
+            add_part(p0, sm90_c0{});
             sm90::wgmma_wait<0>();
-            sm90::fence_accumulators(p1);
-#pragma unroll
-            for (int r = 0; r < 48; ++r) acc[48 + r] += p1[r];
+            add_part(p1, std::integral_constant<int, 48>{});
           } else {
+            // NOTE: plain adds into the zeroed accumulator. "kb > 0 ? acc + part : part" compiled to
+            // an FSEL per register besides the FADD, which lengthened each warpgroup's turn between
+            // its wait and its next wgmma by 64 instructions: 0.60-0.72x torch._scaled_mm -> 0.73-0.86x
+            // (H100, interleaved, six shapes; results bit-identical to torch's in fp32 out).
             float part[64];
-            constexpr uint64_t kHalfB = uint64_t(128 * 128) >> 4;  // 128 K-major rows of 128 bytes
-#pragma unroll
-            for (int h = 0; h < 2; ++h) {
-              sm90::fence_accumulators(part);
-              sm90::wgmma_fence();
-#pragma unroll
-              for (int kk = 0; kk < Cfg::kBlockK / Mma::kInstrK; ++kk) {
-                Mma::mma_part(part, da + kStepA * kk, db + kHalfB * h + kStepB * kk, kk > 0 ? 1 : 0);
-              }
-              sm90::wgmma_commit();
-              sm90::wgmma_wait<0>();
-              sm90::fence_accumulators(part);
-              // NOTE: plain adds into the zeroed accumulator. "kb > 0 ? acc + part : part" compiled to
-              // an FSEL per register besides the FADD, which lengthened each warpgroup's turn between
-              // its wait and its next wgmma by 64 instructions: 0.60-0.72x torch._scaled_mm -> 0.73-0.86x
-              // (H100, interleaved, six shapes; results bit-identical to torch's in fp32 out).
-#pragma unroll
-              for (int r = 0; r < 64; ++r) acc[64 * h + r] += part[r];
-            }
+            issue_part(part, kCols(0));
+            sm90::wgmma_wait<0>();
+            add_part(part, sm90_c0{});
+            issue_part(part, kCols(128));
+            sm90::wgmma_wait<0>();
+            add_part(part, std::integral_constant<int, 64>{});
           }
           pipe.consumer_release(st);  // the k-block's groups are all done with the stage
         } else {
