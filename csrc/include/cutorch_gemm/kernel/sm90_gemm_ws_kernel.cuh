@@ -324,7 +324,7 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
           };
           // A K-major B row is 128 bytes: a slice of n columns starts n * 128 bytes on.
           constexpr auto kCols = [](int n) { return uint64_t(n * 128) >> 4; };
-          using sm90_c0 = std::integral_constant<int, 0>;
+          using At0 = std::integral_constant<int, 0>;  // add_part's first register
           if constexpr (Cfg::kPingpong) {
             // Ping-pong: one warpgroup issues wgmma at a time, so its own adds must overlap its
             // wgmma. Four n64 quarters through two 32-register tiles P, Q, straight-line within the
@@ -337,7 +337,7 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
             issue_part(qp, kCols(0));
             issue_part(qq, kCols(64));
             sm90::wgmma_wait<1>();
-            add_part(qp, sm90_c0{});
+            add_part(qp, At0{});
             issue_part(qp, kCols(128));
             sm90::wgmma_wait<1>();
             add_part(qq, std::integral_constant<int, 32>{});
@@ -353,7 +353,7 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
             issue_part(p0, kCols(0));
             issue_part(p1, kCols(96));
             sm90::wgmma_wait<1>();
-            add_part(p0, sm90_c0{});
+            add_part(p0, At0{});
             sm90::wgmma_wait<0>();
             add_part(p1, std::integral_constant<int, 48>{});
           } else {
@@ -364,7 +364,7 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
             float part[64];
             issue_part(part, kCols(0));
             sm90::wgmma_wait<0>();
-            add_part(part, sm90_c0{});
+            add_part(part, At0{});
             issue_part(part, kCols(128));
             sm90::wgmma_wait<0>();
             add_part(part, std::integral_constant<int, 64>{});
