@@ -56,9 +56,10 @@ struct Sm90Mma16 {
   }
 };
 
-// e4m3 / e5m2 (each operand its own kind): two m64n128k32 chains per k-block (mma_part, no
-// chained m64n256 form: see kPromote), both tiles K-major; the epilogue is scaled_mm's
-// (GemmArgs::scale_a / scale_b, fp32 bias).
+// e4m3 / e5m2 (each operand its own kind): per k-block, partial tiles of the fragment's columns
+// (mma_part: n128 halves, n64 quarters or n96 halves, by config) added to the fp32 accumulator, no
+// chained m64n256 form (see kPromote; Sm90MmaF8Fast below is that form), both tiles K-major; the
+// epilogue is scaled_mm's (GemmArgs::scale_a / scale_b, fp32 bias).
 template <Fp8Kind kA, Fp8Kind kB>
 struct Sm90MmaF8 {
   using Element = uint8_t;  // raw bytes: TMA moves them, wgmma interprets them
