@@ -149,7 +149,7 @@ PYBIND11_MODULE(_C, m) {
   m.def("choose_sm90_config", [](int64_t m_, int64_t n, int64_t k, int64_t problems, int num_sms,
                                  const std::string& forced, int elem_bytes, bool narrow, bool fast_accum) {
     Sm90ConfigId id = choose_sm90_config(int(m_), int(n), int(k), int(problems), num_sms, forced, narrow);
-    if (elem_bytes == 1) id = choose_sm90_f8_config(id, int(m_), int(n), num_sms, fast_accum, forced);
+    if (elem_bytes == 1) id = choose_sm90_f8_config(id, fast_accum, forced);
     return std::string(sm90_config_name(id, elem_bytes));
   }, "The sm90 heuristic's config (m, n: one problem or the average group; forced: CUTORCH_GEMM_SM90_CONFIG), "
      "named for operands of elem_bytes bytes (2: fp16/bf16, 1: fp8 (scaled_mm; fast_accum: its use_fast_accum), "

@@ -77,8 +77,8 @@ at::Tensor scaled_mm_cuda(const at::Tensor& a, const at::Tensor& b, const at::Te
   g.scale_a_rows = s.scale_a_rows;
   g.scale_b_cols = s.scale_b_cols;
   const std::string forced = env_lower("CUTORCH_GEMM_SM90_CONFIG");
-  const Sm90ConfigId config = choose_sm90_f8_config(choose_sm90_config(int(s.m), int(s.n), int(s.k), 1, d.sms, forced),
-                                                    int(s.m), int(s.n), d.sms, use_fast_accum, forced);
+  const Sm90ConfigId config =
+      choose_sm90_f8_config(choose_sm90_config(int(s.m), int(s.n), int(s.k), 1, d.sms, forced), use_fast_accum, forced);
   const cudaError_t err =
       sm90_scaled_mm(g, s.ka, s.kb, config, use_fast_accum, d.sms, c10::cuda::getCurrentCUDAStream().stream());
   if (err == cudaErrorNotSupported) return scaled_mm_upcast(a, b, scale_a, scale_b, bias, s);  // maps refused

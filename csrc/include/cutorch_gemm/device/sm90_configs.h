@@ -158,9 +158,7 @@ inline Sm90ConfigId choose_sm90_config(int m, int n, int k, int problems, int nu
 // 16384x8192x8192 1.002 / 0.983, 6144^3 1.054 / 0.991, 3072x5120x1024 0.992 / 0.997: no gain
 // beyond the noise; 4096^3 (6 rounds of its tiles against 4) 1.118 / 1.129. (A first, shorter
 // A/B had suggested 2-5% on the large shapes.)
-inline Sm90ConfigId choose_sm90_f8_config(Sm90ConfigId config, int m, int n, int num_sms, bool fast_accum,
-                                          const std::string& forced) {
-  (void)m, (void)n, (void)num_sms;
+inline Sm90ConfigId choose_sm90_f8_config(Sm90ConfigId config, bool fast_accum, const std::string& forced) {
   if (config != Sm90ConfigId::kCoop128x256 || fast_accum) return config;  // (no chained 192-column kernel)
   return forced == "coop192" ? Sm90ConfigId::kCoop128x192 : config;
 }
@@ -207,11 +205,12 @@ inline Sm90Split choose_sm90_split(Sm90ConfigId config, int m, int n, int k, int
 // 2000 bytes) 0.668 -> 0.891 with clusters; with 128-byte-aligned rows the coupled CTAs lose
 // 2-5% (4096^3 0.971 -> 0.951, 4096x28672x8192 0.987 -> 0.940, 16384x8192x8192 1.002 -> 0.952).
 // Also for one dense 16-bit problem with a short K (8 to 32 K slices: shorter ones keep stream-K,
-// see choose_sm90_streamk) and at least 8 rounds of tiles, aligned rows or not: there the pairs won (H100, 5 interleaved rounds, ratio to cuBLAS,
-// without / with): 8192x8192x1024 0.895 / 0.955, 8192x8192x512 0.811 / 0.872, 16384x4096x1024
-// 0.891 / 0.929, 8192x8192x2048 0.950 / 0.965, 8192x14336x2048 0.957 / 0.971; but 4096x4096x1024
-// (2 rounds) 0.957 / 0.927, and grouped-K (dW) launches of the MoE shapes, whose groups are
-// short in K too, were equal or 1-3% slower with pairs.
+// see choose_sm90_streamk) and at least 8 rounds of tiles, aligned rows or not: there the pairs
+// won (H100, 5 interleaved rounds, ratio to cuBLAS, without / with; a second run agreed):
+// 8192x8192x1024 0.895 / 0.955, 8192x8192x512 0.811 / 0.872, 16384x4096x1024 0.891 / 0.929,
+// 8192x8192x2048 0.950 / 0.965, 8192x14336x2048 0.957 / 0.971; but 4096x4096x1024 (2 rounds)
+// 0.957 / 0.927, and grouped-K (dW) launches of the MoE shapes, whose groups are short in K too,
+// were equal or 1-3% slower with pairs.
 // `forced` is CUTORCH_GEMM_SM90_CLUSTER ("", "1", "2"; "2" still needs an eligible launch: fixed
 // tile grid, not SwiGLU, two tile rows; ping-pong then too, but it measured slower everywhere:
 // 1024^3 0.78 / 0.72, 512x4096x4096 0.84 / 0.79, 3072^3 0.77 / 0.71).
