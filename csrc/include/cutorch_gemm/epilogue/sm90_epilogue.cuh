@@ -229,36 +229,27 @@ CG_DEVICE void sm90_store_tile_tma(const GemmArgs& g, const Problem& prob, const
   const int sm_row = warp * 16 + lane % 8 + 8 * ((lane / 8) % 2);
   const int sm_blk = lane / 16;
   constexpr int kChunks = Cfg::kBlockN / kCols;
-  // A 16-bit bias (no scaled_mm): this thread's bias pairs (columns n, n + 1 of each n8 block),
-  // packed two per register, loaded kAhead slices ahead of the slice that adds them: the first
-  // slices' at the start, each later slice's while an earlier one is stored (whose accumulator
-  // registers are dead by then: the whole tile's 32 registers at once spilled).
+  // A 16-bit bias (no scaled_mm): each slice's bias pairs for this thread (columns n, n + 1 of
+  // its n8 blocks), loaded in one batch at the slice's start, packed two per register.
   // NOTE: loaded per group of 4 n8 blocks just before use, each group waited for its own round
   // trip to L2 (the stmatrix and barriers in between keep the compiler from hoisting the next
   // group's loads): 8 round trips per tile made bias cost 8% and bias + GELU 13% over plain mm
-  // (ncu at fixed clocks, 8192x14336x4096, H100).
+  // (ncu at fixed clocks, 8192x14336x4096, H100). Loading the next slice's pairs a slice ahead
+  // spilled 8 bytes (the kernel's 168-register cap).
   constexpr bool kPreBias = kColAdd && !kScaled && sizeof(T) == 2;
-  constexpr int kChunkBeg = kHalf == 2 ? kChunks / 2 : 0;
-  constexpr int kChunkEnd = kHalf == 1 ? kChunks / 2 : kChunks;
-  constexpr int kAhead = 0;
-  uint32_t bias_pk[kPreBias ? kChunks : 1][kJ];
   const uint16_t* bias16 = reinterpret_cast<const uint16_t*>(bias);
-  auto load_bias = [&](int chunk) {
-#pragma unroll
-    for (int jj = 0; jj < kJ; ++jj) {
-      const int n = col_base + (chunk * kJ + jj) * 8 + 2 * (lane % 4);
-      const uint32_t lo = bias16 && n < prob.n ? bias16[n] : 0u;
-      const uint32_t hi = bias16 && n + 1 < prob.n ? bias16[n + 1] : 0u;
-      bias_pk[kPreBias ? chunk : 0][jj] = lo | (hi << 16);
-    }
-  };
-  if constexpr (kPreBias && kAhead > 0) {
-#pragma unroll
-    for (int c = kChunkBeg; c < kChunkBeg + kAhead && c < kChunkEnd; ++c) load_bias(c);
-  }
 #pragma unroll
   for (int chunk = kHalf == 2 ? kChunks / 2 : 0; chunk < (kHalf == 1 ? kChunks / 2 : kChunks); ++chunk) {
-    if constexpr (kPreBias && kAhead == 0) load_bias(chunk);
+    uint32_t bias_pk[kPreBias ? kJ : 1];
+    if constexpr (kPreBias) {
+#pragma unroll
+      for (int jj = 0; jj < kJ; ++jj) {
+        const int n = col_base + (chunk * kJ + jj) * 8 + 2 * (lane % 4);
+        const uint32_t lo = bias16 && n < prob.n ? bias16[n] : 0u;
+        const uint32_t hi = bias16 && n + 1 < prob.n ? bias16[n + 1] : 0u;
+        bias_pk[jj] = lo | (hi << 16);
+      }
+    }
     uint8_t* buf = bufs[chunk % Cfg::kEpiBuffers];
     const uint32_t buf_s = sm90::smem_addr(buf) + uint32_t(sm_row * 128);
     // The store that last read this buffer has finished reading it (bulk groups retire in order).
@@ -286,7 +277,7 @@ CG_DEVICE void sm90_store_tile_tma(const GemmArgs& g, const Problem& prob, const
             mul[jj][e] = in ? scale_b_of(g, n + e) : 0.0f;
             if constexpr (kColAdd) add[jj][e] = in ? fbias[n + e] : 0.0f;
           } else if constexpr (kPreBias) {
-            const uint32_t bits = (bias_pk[chunk][j0 + jj] >> (16 * e)) & 0xFFFFu;
+            const uint32_t bits = (bias_pk[j0 + jj] >> (16 * e)) & 0xFFFFu;
             add[jj][e] = sm90::half_bits_to_float<T>(uint16_t(bits));
           } else if constexpr (kColAdd) {
             add[jj][e] = bias && in ? to_acc<float>(bias[n + e]) : 0.0f;
@@ -321,9 +312,6 @@ CG_DEVICE void sm90_store_tile_tma(const GemmArgs& g, const Problem& prob, const
           }
         }
       }
-    }
-    if constexpr (kPreBias && kAhead > 0) {
-      if (chunk + kAhead < kChunkEnd) load_bias(chunk + kAhead);
     }
     sm90::fence_proxy_async_shared();  // the writes above, before TMA (async proxy) reads them
     named_barrier_sync(barrier_id, 128);
