@@ -315,6 +315,19 @@ def _explain_gemm(op: str, args, kwargs, skinny: bool = True) -> Explanation:
         a_k, a_m = _strides(a, -1, -2, k)
         b_k, b_n = _strides(b, -2, -1, k)
         knob = os.environ.get("CUTORCH_GEMM_SKINNY", "").strip().lower()
+        splits_env = os.environ.get("CUTORCH_GEMM_SKINNY_SPLITS", "").strip()
+        forced_splits = int(splits_env) if splits_env.isdigit() else 0
+        sk90 = _C.sm90_skinny_plan(prop.major, sm90_built, dtype, batch, m, n, k, a_m, a_k, b_k, b_n,
+                                   a.data_ptr() % 16 == 0, b.data_ptr() % 16 == 0,
+                                   "" if forced == "auto" else forced, knob, prop.multi_processor_count,
+                                   forced_splits)
+        if sk90["taken"]:
+            return Explanation(op, str(a.device), "sm90", sk90["config"], sk90["splits"], layouts,
+                               f"sm_{prop.major}{prop.minor}; M = {m} against a streamed weight: the Hopper "
+                               "skinny kernel (D^T = W x^T: TMA streams 64-row W boxes into wgmma with the "
+                               f"{sk90['config'].split('T')[-1]} token columns on N; K split over a cluster of "
+                               f"{sk90['splits']} CTA(s) whose partial tiles are summed in distributed shared memory)"
+                               + (f"; CUTORCH_GEMM_SKINNY={knob}" if knob else ""))
         sk = _C.skinny_plan(prop.major, sm80_built, dtype, batch, m, n, k, a_m, a_k, b_k, b_n,
                             a.data_ptr() % 16 == 0, b.data_ptr() % 16 == 0,
                             "" if forced == "auto" else forced, knob, prop.multi_processor_count)

@@ -26,6 +26,12 @@ def _ref(a, b, bias=None, act=None):
         z = z + bias.double()
     if act == "gelu":
         z = torch.nn.functional.gelu(z)
+    elif act == "silu":
+        z = torch.nn.functional.silu(z)
+    elif act == "relu":
+        z = torch.relu(z)
+    else:
+        assert act in (None, "none"), f"no reference for activation {act}"
     return z
 
 
@@ -148,6 +154,13 @@ def cases(quick: bool):
     out += [("skinny w8 bf16 gelu 13x301x392", {"CUTORCH_GEMM_SKINNY": "w8"}, mm(13, 301, 392, act="gelu")),
             ("skinny w16 fp16 7x1000x264", {"CUTORCH_GEMM_SKINNY": "w16"}, mm(7, 1000, 264, dtype=torch.float16)),
             ("skinny T64 40x129x1000", {"CUTORCH_GEMM_SKINNY": "force"}, mm(40, 129, 1000))]
+    # the Hopper skinny kernel: every token config, clusters of 1, 3 and 8 (DSMEM sums), N past
+    # the last CTA's 64 rows, M past x's rows in the box, K past the last block
+    sk90 = lambda s: {"CUTORCH_GEMM_SKINNY": "sm90", "CUTORCH_GEMM_SKINNY_SPLITS": s}  # noqa: E731
+    out += [("sm90 skinny T16 splits 3 gelu 13x301x392", sk90("3"), mm(13, 301, 392, act="gelu")),
+            ("sm90 skinny T32 splits 1 fp16 17x65x72", sk90("1"), mm(17, 65, 72, dtype=torch.float16)),
+            ("sm90 skinny T64 splits 8 40x129x1000", sk90("8"), mm(40, 129, 1000)),
+            ("sm90 skinny T128 splits 2 100x200x136", sk90("2"), mm(100, 200, 136, act="silu"))]
     # sm90 stream-K: a capped grid cuts tiles into pieces (partials, flags, the owner's add)
     out += [("sm90 stream-K wide 640x512x320 grid 7",
              {"CUTORCH_GEMM_SM90_CONFIG": "coop", "CUTORCH_GEMM_SM90_STREAMK": "on", "CUTORCH_GEMM_SM90_GRID": "7"},
@@ -200,7 +213,7 @@ def cases(quick: bool):
             ("moe combine 9x2x13 broken permutation", {}, moe_combine(9, 2, 13, True))]
     if quick:  # racecheck / synccheck are slow: one case per family
         keep = ("sm90 coop bf16", "sm90 pingpong bf16", "sm90 pingpong128 bf16 129", "coop cluster", "fp8", "swiglu", "pointer-array", "split-K 16",
-                "sm80 bf16", "simt", "skinny w8", "swiglu pointwise", "stream-K", "moe combine")
+                "sm80 bf16", "simt", "skinny w8", "sm90 skinny T16", "swiglu pointwise", "stream-K", "moe combine")
         out = [c for c in out if any(k in c[0] for k in keep)]
     return out
 

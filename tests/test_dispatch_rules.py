@@ -331,6 +331,56 @@ def test_skinny_force_knob_skips_only_the_size_rule():
     assert not skinny(m=65, knob="force")["taken"]
 
 
+# The Hopper skinny kernel's rule (device/sm90_skinny.h), checked before the mma.sync one's.
+SKINNY90 = dict(major=9, sm90_built=True, dtype="bfloat16", batch=1, m=32, n=4096, k=4096, a_sm=4096, a_sk=1,
+                b_sk=1, b_sn=4096, a_aligned=True, b_aligned=True, forced="", knob="", num_sms=132)
+
+
+def skinny90(**over):
+    return _C.sm90_skinny_plan(**{**SKINNY90, **over})
+
+
+@pytest.mark.parametrize("m, config", [(17, "T32"), (32, "T32"), (33, "T64"), (64, "T64")])
+def test_sm90_skinny_takes_17_to_64_tokens(m, config):
+    p = skinny90(m=m)
+    assert p["taken"] and p["reason"] == "" and p["config"] == f"Sm90_Skinny_64x{config}", p
+    assert skinny90(m=m, dtype="float16")["taken"]
+
+
+@pytest.mark.parametrize("over, word", [
+    (dict(m=16), "mma.sync skinny"), (dict(m=1), "mma.sync skinny"), (dict(m=65), "M > 64"),
+    (dict(m=129, knob="sm90"), "M outside"), (dict(m=0), "M outside"), (dict(major=8), "sm_90"),
+    (dict(major=10), "sm_90"), (dict(sm90_built=False), "sm_90"), (dict(dtype="float32"), "fp16 / bf16"),
+    (dict(batch=2), "one dense problem"), (dict(a_sk=4096, a_sm=1), "K-contiguous"), (dict(b_sn=4100), "16-byte"),
+    (dict(a_aligned=False), "16-byte"), (dict(forced="sm90"), "CUTORCH_GEMM_ARCH"), (dict(knob="off"), "=off"),
+    (dict(knob="sm80"), "mma.sync"), (dict(knob="force"), "mma.sync"), (dict(knob="w16"), "mma.sync"),
+])
+def test_sm90_skinny_refusals_say_why(over, word):
+    p = skinny90(**over)
+    assert not p["taken"] and word in p["reason"], p
+
+
+def test_sm90_skinny_knob_takes_1_to_128_tokens():
+    for m, t in ((1, 16), (16, 16), (65, 64 * 2), (128, 128)):
+        p = skinny90(m=m, knob="sm90")
+        assert p["taken"] and p["config"] == f"Sm90_Skinny_64xT{t}", p
+
+
+def test_sm90_skinny_splits_keep_one_cta_per_sm():
+    # 64-row CTAs times splits stay within the SMs, each split keeps >= 4 K blocks, at most 8.
+    assert skinny90(n=4096, k=4096)["splits"] == 2          # 64 row tiles
+    assert skinny90(n=8192, k=8192)["splits"] == 1          # 128
+    assert skinny90(n=14336, k=4096)["splits"] == 1         # 224: more than the SMs already
+    assert skinny90(n=1024, k=8192)["splits"] == 8          # 16
+    assert skinny90(n=1024, k=512)["splits"] == 2           # 8 K blocks: two splits of 4
+    assert skinny90(n=64, k=64)["splits"] == 1
+    assert skinny90(n=4096, k=4096, num_sms=256)["splits"] == 4
+    # forced: clamped to 1..8 and to the K blocks
+    assert skinny90(n=4096, k=4096, forced_splits=3)["splits"] == 3
+    assert skinny90(n=4096, k=4096, forced_splits=20)["splits"] == 8
+    assert skinny90(n=4096, k=128, forced_splits=8)["splits"] == 2
+
+
 def test_sm90_streamk_rule():
     """Stream-K: the last round's tiles ("last") or those plus one round ("wide"), where measured."""
     assert _C.choose_sm90_streamk(3584, 132, 64) == 20 + 132        # 8192x14336x4096: wide (4% of the tiles)

@@ -1,6 +1,7 @@
 """The skinny kernel (M <= 64 against a streamed weight: D^T = W x^T on mma.sync with fragments
 loaded from global memory, device/sm80_skinny.h). CUTORCH_GEMM_SKINNY=force sends every launch
-its operand rule accepts to it, so awkward sizes (1, 7, 65, 129, primes, K below one step per
+its operand rule accepts to it (and "sm80", set for every test here, keeps the rule but passes
+over the Hopper skinny kernel), so awkward sizes (1, 7, 65, 129, primes, K below one step per
 warp, N not a multiple of the CTA's 32 rows) run here; the auto rule is checked on the decode
 shapes it exists for. Float64 references, fresh inputs, poisoned outputs."""
 from __future__ import annotations
@@ -22,6 +23,10 @@ pytestmark = [
 def _clean_env(monkeypatch):
     for name in ("CUTORCH_GEMM_ARCH", "CUTORCH_GEMM_SKINNY", "CUTORCH_GEMM_SM90_CONFIG"):
         monkeypatch.delenv(name, raising=False)
+    # This file tests the mma.sync kernel and its rule on every GPU: "sm80" keeps the rule but
+    # passes over the Hopper skinny kernel (tests/test_sm90_skinny.py) that takes these shapes
+    # on sm_90.
+    monkeypatch.setenv("CUTORCH_GEMM_SKINNY", "sm80")
 
 
 def poison(nbytes: int):
@@ -120,7 +125,7 @@ def test_skinny_off_and_forced_family_skip_it(monkeypatch):
     x, b = linear_operands(16, 4096, 4096, torch.bfloat16)
     monkeypatch.setenv("CUTORCH_GEMM_SKINNY", "off")
     expect_not_skinny("mm", x, b)
-    monkeypatch.delenv("CUTORCH_GEMM_SKINNY")
+    monkeypatch.setenv("CUTORCH_GEMM_SKINNY", "sm80")
     monkeypatch.setenv("CUTORCH_GEMM_ARCH", "sm80")
     expect_not_skinny("mm", x, b)
 

@@ -11,6 +11,7 @@
 #include "cutorch_gemm/device/simt_gemm.h"
 #include "cutorch_gemm/device/sm80_gemm.h"
 #include "cutorch_gemm/device/sm80_skinny.h"
+#include "cutorch_gemm/device/sm90_skinny.h"
 
 namespace cutorch_gemm::binding {
 
@@ -79,6 +80,12 @@ int split_fill() {
   return f > 0 ? f : 4;
 }
 
+// CUTORCH_GEMM_SKINNY_SPLITS (experiments, tests): the Hopper skinny kernel's K split; 0: the rule.
+int sm90_skinny_forced_splits() {
+  const std::string v = env_lower("CUTORCH_GEMM_SKINNY_SPLITS");
+  const int s = v.empty() ? 0 : std::atoi(v.c_str());
+  return s > 0 ? s : 0;
+}
 
 bool aligned16(const at::Tensor& t) { return reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 == 0; }
 
@@ -156,7 +163,17 @@ void run_gemm(const GemmArgs& g, const at::Tensor& a, const at::Tensor& b) {
   // Small M against a streamed weight: the skinny kernel (explain() mirrors this rule).
   const SkinnyQuery sq{d.major, d.sm80, g.dtype, g.shape.mode, g.batch, g.shape.m, g.shape.n, g.shape.k,
                        g.shape.a_sm, g.shape.a_sk, g.shape.b_sk, g.shape.b_sn, aligned16(a), aligned16(b), d.sms,
-                       forced_arch(), env_lower("CUTORCH_GEMM_SKINNY")};
+                       forced_arch(), env_lower("CUTORCH_GEMM_SKINNY"), d.sm90};
+  if (sm90_skinny_refusal(sq).empty()) {  // on Hopper: TMA + wgmma (device/sm90_skinny.h)
+    const int tokens = sm90_skinny_tokens(g.shape.m);
+    const int splits = choose_sm90_skinny_splits(g.shape.n, g.shape.k, d.sms, sm90_skinny_forced_splits());
+    const cudaError_t err = sm90_skinny(g, tokens, splits, c10::cuda::getCurrentCUDAStream().stream());
+    if (err != cudaErrorNotSupported) {  // else the driver refused the tensor maps: the rules below
+      TORCH_CHECK(err == cudaSuccess, "cutorch_gemm: skinny kernel launch failed (",
+                  sm90_skinny_config_name(tokens), ", splits ", splits, "): ", cudaGetErrorString(err));
+      return;
+    }
+  }
   if (skinny_refusal(sq).empty()) {
     const SkinnyConfigId config = choose_skinny_config(g.shape.m, g.shape.n, d.sms, sq.knob);
     const cudaError_t err = sm80_skinny(g, config, c10::cuda::getCurrentCUDAStream().stream());

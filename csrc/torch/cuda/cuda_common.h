@@ -41,6 +41,7 @@ const DeviceInfo& device_info();
 std::string env_lower(const char* name);
 std::string forced_arch();
 int split_fill();
+int sm90_skinny_forced_splits();
 
 bool aligned16(const at::Tensor& t);
 

@@ -36,6 +36,18 @@ CG_DEVICE void mbarrier_arrive_cluster(uint64_t* bar, uint32_t cta) {
       : "memory");
 }
 
+// Four floats at `p`'s shared-memory offset (16-byte aligned) in CTA `cta` of the cluster
+// (distributed shared memory; the peer must not exit before the read completes).
+CG_DEVICE float4 ld_shared_cluster_f32x4(const void* p, uint32_t cta) {
+  float4 v;
+  asm volatile(
+      "{\n .reg .b32 remote;\n mapa.shared::cluster.u32 remote, %4, %5;\n"
+      " ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [remote];\n}\n"
+      : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+      : "r"(smem_addr(p)), "r"(cta)
+      : "memory");
+  return v;
+}
 // TMA loads whose box lands at the same shared-memory offset in every CTA of `mask` (bit i: rank
 // i), each completing its bytes on the barrier at `bar`'s offset in that CTA.
 CG_DEVICE void tma_load_2d_multicast(void* smem_dst, const CUtensorMap* map, uint64_t* bar, int c0, int c1,

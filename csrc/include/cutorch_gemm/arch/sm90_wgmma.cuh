@@ -176,6 +176,33 @@ CG_WGMMA_M64N128K16_AT(wgmma_m64n128k16_f16_at, "f16")
 #define CG_WGMMA_N64_KMAJOR(NAME, SHAPE, A, B) \
   CG_WGMMA_KMAJOR(NAME, SHAPE, A, B, 32, CG_WGMMA_D32_REGS, CG_WGMMA_D32_OPERANDS, "32", "33", "34")
 
+// Narrow 16-bit atoms for the skinny kernel (kernel/sm90_skinny_kernel.cuh: W rows on wgmma's
+// 64-row side, the few tokens on N): m64n16k16 (8 registers), m64n32k16 (16), m64n64k16 (32).
+#define CG_WGMMA_D8_REGS "{%0, %1, %2, %3, %4, %5, %6, %7}"
+#define CG_WGMMA_D8_OPERANDS(d) \
+    "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])
+#define CG_WGMMA_D16_REGS "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}"
+#define CG_WGMMA_D16_OPERANDS(d) \
+    "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), \
+    "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
+#define CG_WGMMA_M64N16K16(NAME, PTX_TYPE) \
+  CG_WGMMA_K16(NAME, "m64n16k16", PTX_TYPE, 8, CG_WGMMA_D8_REGS, CG_WGMMA_D8_OPERANDS, "8", "9", "10", "11", "12")
+#define CG_WGMMA_M64N32K16(NAME, PTX_TYPE) \
+  CG_WGMMA_K16(NAME, "m64n32k16", PTX_TYPE, 16, CG_WGMMA_D16_REGS, CG_WGMMA_D16_OPERANDS, "16", "17", "18", "19", "20")
+#define CG_WGMMA_M64N64K16(NAME, PTX_TYPE) \
+  CG_WGMMA_K16(NAME, "m64n64k16", PTX_TYPE, 32, CG_WGMMA_D32_REGS, CG_WGMMA_D32_OPERANDS, "32", "33", "34", "35", "36")
+
+// One overload set per 16-bit type: the fragment's size picks the width (8, 16, 32 or 64
+// registers: N = 16, 32, 64 or 128).
+CG_WGMMA_M64N16K16(wgmma_narrow_k16_bf16, "bf16")
+CG_WGMMA_M64N32K16(wgmma_narrow_k16_bf16, "bf16")
+CG_WGMMA_M64N64K16(wgmma_narrow_k16_bf16, "bf16")
+CG_WGMMA_M64N128K16(wgmma_narrow_k16_bf16, "bf16")
+CG_WGMMA_M64N16K16(wgmma_narrow_k16_f16, "f16")
+CG_WGMMA_M64N32K16(wgmma_narrow_k16_f16, "f16")
+CG_WGMMA_M64N64K16(wgmma_narrow_k16_f16, "f16")
+CG_WGMMA_M64N128K16(wgmma_narrow_k16_f16, "f16")
+
 CG_WGMMA_N256_KMAJOR(wgmma_m64n256k8_tf32, "m64n256k8", "tf32", "tf32")
 // 8-bit k32 atoms, one overload set per kind pair: the fragment's size picks the width
 // (32 registers: m64n64k32, 48: m64n96k32, 64: m64n128k32, 128: m64n256k32).

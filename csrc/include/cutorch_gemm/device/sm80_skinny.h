@@ -52,6 +52,8 @@ constexpr int64_t kSkinnyAutoMaxM = 32;  // the rule's limit (measured: see skin
 
 // The knob's values that send every launch the operand rule accepts to the kernel.
 inline bool skinny_forced(const std::string& knob) { return knob == "force" || knob == "w8" || knob == "w16"; }
+// The knob's values that pick this kernel over the Hopper one (device/sm90_skinny.h).
+inline bool skinny_sm80_named(const std::string& knob) { return skinny_forced(knob) || knob == "sm80"; }
 
 // Tokens from M; warps: 16 when the N / 32 CTAs are at most one per SM (the DRAM bytes in
 // flight per SM set the speed: 8 warps of one CTA keep too few), else 8. T64 has 8 (its registers allow no 16).
@@ -74,21 +76,31 @@ struct SkinnyQuery {
   bool a_aligned, b_aligned;  // 16-byte aligned base pointers
   int num_sms;
   std::string forced_arch;    // CUTORCH_GEMM_ARCH ("", "auto", "simt", "sm80", "sm90")
-  std::string knob;           // CUTORCH_GEMM_SKINNY: "" / "auto" (the rule), "off", "force"
+  std::string knob;           // CUTORCH_GEMM_SKINNY: "" / "auto" (the rules), "off", "force", "w8", "w16",
+                              // "sm80" (this kernel under its rule), "sm90" (device/sm90_skinny.h)
+  bool sm90_built = false;    // this build has sm_90a code the device runs (device/sm90_skinny.h)
 };
+
+// The operands both skinny kernels read: "" when they can, else why not (M up to max_m).
+inline std::string skinny_operand_refusal(const SkinnyQuery& q, int64_t max_m) {
+  if (q.dtype != DType::kFloat16 && q.dtype != DType::kBFloat16) return "fp16 / bf16 only";
+  if (q.mode != GroupMode::kBatched || q.batch != 1) return "one dense problem only";
+  if (q.m < 1 || q.m > max_m) return "M outside 1.." + std::to_string(max_m);
+  if (q.n < 1 || q.k < 1) return "empty problem";
+  if (q.a_sk != 1 || q.b_sk != 1) return "needs K-contiguous a and b (x and the nn.Linear weight W, b = W.t())";
+  if (q.k % 8 != 0 || q.a_sm % 8 != 0 || q.b_sn % 8 != 0 || !q.a_aligned || !q.b_aligned)
+    return "16-byte loads need K, the row strides and the base pointers in 16-byte units";
+  return "";
+}
 
 // "" when the skinny kernel takes the launch, else the reason it does not.
 inline std::string skinny_refusal(const SkinnyQuery& q) {
   if (q.knob == "off") return "CUTORCH_GEMM_SKINNY=off";
   if (!q.forced_arch.empty() && q.forced_arch != "auto") return "CUTORCH_GEMM_ARCH names a family";
+  if (q.knob == "sm90") return "CUTORCH_GEMM_SKINNY=sm90 names the Hopper skinny kernel";
   if (q.sm_major < 8 || !q.sm80_built) return "needs an sm_80+ GPU and sm_80-family code in the build";
-  if (q.dtype != DType::kFloat16 && q.dtype != DType::kBFloat16) return "fp16 / bf16 only";
-  if (q.mode != GroupMode::kBatched || q.batch != 1) return "one dense problem only";
-  if (q.m < 1 || q.m > kSkinnyMaxM) return "M outside 1..64";
-  if (q.n < 1 || q.k < 1) return "empty problem";
-  if (q.a_sk != 1 || q.b_sk != 1) return "needs K-contiguous a and b (x and the nn.Linear weight W, b = W.t())";
-  if (q.k % 8 != 0 || q.a_sm % 8 != 0 || q.b_sn % 8 != 0 || !q.a_aligned || !q.b_aligned)
-    return "16-byte fragment loads need K, the row strides and the base pointers in 16-byte units";
+  const std::string operands = skinny_operand_refusal(q, kSkinnyMaxM);
+  if (!operands.empty()) return operands;
   if (skinny_forced(q.knob)) return "";
   // Measured on an H100 against the tile kernels (benchmarks/RESULTS.md): up to 16 tokens this
   // kernel is faster at every size tried (512^2 to 14336x4096: one launch, no split-K); with

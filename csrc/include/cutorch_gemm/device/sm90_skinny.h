@@ -1,0 +1,86 @@
+#pragma once
+// The Hopper skinny GEMM (kernel/sm90_skinny_kernel.cuh): its named configs, the rule that gives
+// it a launch, the K split, and the host entry points (csrc/instantiations/sm90_skinny_*.cu).
+// The rule is torch-free and CUDA-free (the binding and `explain` share it; CPU-tested).
+//
+// Why on Hopper: a small-M GEMM's time is W's bytes read from DRAM. The mma.sync skinny kernel
+// (device/sm80_skinny.h) keeps bytes in flight with one load instruction per 16 bytes per lane;
+// TMA keeps a whole ring of 8 KB boxes in flight from one thread, and wgmma takes W's 64 rows
+// per instruction with the tokens on its N side (16 to 128).
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <string>
+
+#include "cutorch_gemm/core/types.h"
+#include "cutorch_gemm/device/gemm_args.h"
+#include "cutorch_gemm/device/sm80_skinny.h"
+
+namespace cutorch_gemm {
+
+constexpr int kSm90SkinnyRows = 64;       // W rows (D columns) per CTA: wgmma's M
+constexpr int kSm90SkinnyBlockK = 64;     // K per stage: one 128-byte swizzle row of 16-bit elements
+constexpr int kSm90SkinnyThreads = 160;   // a consumer warpgroup and a producer warp
+constexpr int kSm90SkinnyRedLd = 68;      // floats per token row of the partial tile (64 + 4: no bank conflicts)
+constexpr int64_t kSm90SkinnyMaxM = 128;  // the widest config (CUTORCH_GEMM_SKINNY=sm90)
+// The auto rule's token range (measured on an H100, benchmarks/RESULTS.md): up to 16 tokens the
+// mma.sync kernel has less fixed latency (no TMA ramp, no cluster sums) and was 4-5% faster on
+// W of 32 MB; above 64, x's boxes (read once per CTA from L2) outweigh W's and the tiles win.
+constexpr int64_t kSm90SkinnyAutoMinM = 17;
+constexpr int64_t kSm90SkinnyAutoMaxM = 64;
+constexpr int kSm90SkinnyMaxSplits = 8;   // a portable cluster
+
+// Ring depth per token count: ~100 KB of stages, so two CTAs share an SM.
+constexpr int sm90_skinny_stages(int tokens) { return tokens <= 16 ? 10 : tokens <= 32 ? 8 : tokens <= 64 ? 6 : 4; }
+// Dynamic shared memory of a launch: the stages, their barriers, and 1 KB to align the ring.
+constexpr int sm90_skinny_smem_bytes(int tokens) {
+  return sm90_skinny_stages(tokens) * ((kSm90SkinnyRows + tokens) * kSm90SkinnyBlockK * 2 + 16) + 1024 + 1024;
+}
+
+// Named configs: Sm90_Skinny_64xT<tokens>, tokens (rows of x) = M rounded up to 16, 32, 64, 128.
+inline int sm90_skinny_tokens(int64_t m) { return m <= 16 ? 16 : m <= 32 ? 32 : m <= 64 ? 64 : 128; }
+inline std::string sm90_skinny_config_name(int tokens) { return "Sm90_Skinny_64xT" + std::to_string(tokens); }
+
+// K split (the cluster's CTAs): the most splits, up to 8, that keep the CTAs at one per SM, each
+// with at least 4 K blocks. Measured on an H100: two CTAs per SM (shared memory allows it) ran
+// 10-20% slower than one (16x4096x4096: 4 splits 27.5 us, 2 splits 23.7). `forced` (tests,
+// experiments: CUTORCH_GEMM_SKINNY_SPLITS) fixes it, clamped to 1..8 and to the K blocks.
+inline int choose_sm90_skinny_splits(int64_t n, int64_t k, int num_sms, int forced = 0) {
+  const int64_t row_tiles = (n + kSm90SkinnyRows - 1) / kSm90SkinnyRows;
+  const int64_t k_blocks = (k + kSm90SkinnyBlockK - 1) / kSm90SkinnyBlockK;
+  if (forced > 0) {
+    int s = forced > kSm90SkinnyMaxSplits ? kSm90SkinnyMaxSplits : forced;
+    while (s > 1 && s > k_blocks) --s;
+    return s;
+  }
+  int s = 1;
+  while (2 * s <= kSm90SkinnyMaxSplits && row_tiles * 2 * s <= num_sms && k_blocks / (2 * s) >= 4) s *= 2;
+  return s;
+}
+
+// "" when the Hopper skinny kernel takes the launch, else the reason it does not.
+inline std::string sm90_skinny_refusal(const SkinnyQuery& q) {
+  if (q.knob == "off") return "CUTORCH_GEMM_SKINNY=off";
+  if (skinny_sm80_named(q.knob)) return "CUTORCH_GEMM_SKINNY=" + q.knob + " names the mma.sync skinny kernel";
+  if (!q.forced_arch.empty() && q.forced_arch != "auto") return "CUTORCH_GEMM_ARCH names a family";
+  if (q.sm_major != 9 || !q.sm90_built) return "needs an sm_90 GPU and sm_90a code in the build";
+  const std::string operands = skinny_operand_refusal(q, kSm90SkinnyMaxM);
+  if (!operands.empty()) return operands;
+  if (q.knob == "sm90") return "";
+  if (q.m < kSm90SkinnyAutoMinM) return "M <= 16: the mma.sync skinny kernel serves it";
+  if (q.m > kSm90SkinnyAutoMaxM) return "M > 64: the tile kernels serve it";
+  return "";
+}
+
+// Launches D^T = W x^T with `tokens` (16, 32, 64, 128) and `splits` (1..8). cudaErrorNotSupported:
+// the driver refused a tensor map (nothing launched).
+cudaError_t sm90_skinny_f16(const GemmArgs&, int tokens, int splits, cudaStream_t);
+cudaError_t sm90_skinny_bf16(const GemmArgs&, int tokens, int splits, cudaStream_t);
+
+inline cudaError_t sm90_skinny(const GemmArgs& g, int tokens, int splits, cudaStream_t stream) {
+  return g.dtype == DType::kFloat16 ? sm90_skinny_f16(g, tokens, splits, stream)
+                                    : sm90_skinny_bf16(g, tokens, splits, stream);
+}
+
+}  // namespace cutorch_gemm
