@@ -340,10 +340,10 @@ def skinny90(**over):
     return _C.sm90_skinny_plan(**{**SKINNY90, **over})
 
 
-@pytest.mark.parametrize("m, config", [(17, "T32"), (32, "T32"), (33, "T64"), (64, "T64")])
+@pytest.mark.parametrize("m, config", [(17, "64xT32"), (32, "64xT32"), (33, "64xT64"), (64, "64xT64")])
 def test_sm90_skinny_takes_17_to_64_tokens(m, config):
     p = skinny90(m=m)
-    assert p["taken"] and p["reason"] == "" and p["config"] == f"Sm90_Skinny_64x{config}", p
+    assert p["taken"] and p["reason"] == "" and p["config"] == f"Sm90_Skinny_{config}", p
     assert skinny90(m=m, dtype="float16")["taken"]
 
 
@@ -361,9 +361,9 @@ def test_sm90_skinny_refusals_say_why(over, word):
 
 
 def test_sm90_skinny_knob_takes_1_to_128_tokens():
-    for m, t in ((1, 16), (16, 16), (65, 64 * 2), (128, 128)):
+    for m, config in ((1, "64xT16"), (16, "64xT16"), (65, "64xT128"), (128, "64xT128")):
         p = skinny90(m=m, knob="sm90")
-        assert p["taken"] and p["config"] == f"Sm90_Skinny_64xT{t}", p
+        assert p["taken"] and p["config"] == f"Sm90_Skinny_{config}", p
 
 
 def test_sm90_skinny_splits_keep_one_cta_per_sm():
@@ -371,10 +371,13 @@ def test_sm90_skinny_splits_keep_one_cta_per_sm():
     assert skinny90(n=4096, k=4096)["splits"] == 2          # 64 row tiles
     assert skinny90(n=8192, k=8192)["splits"] == 1          # 128
     assert skinny90(n=14336, k=4096)["splits"] == 1         # 224: more than the SMs already
-    assert skinny90(n=1024, k=8192)["splits"] == 8          # 16
+    assert skinny90(n=1024, k=8192)["splits"] == 4          # 16: clusters of 8 would fill all SMs
+    assert skinny90(n=512, k=8192)["splits"] == 8           # 8 row tiles
     assert skinny90(n=1024, k=512)["splits"] == 2           # 8 K blocks: two splits of 4
     assert skinny90(n=64, k=64)["splits"] == 1
-    assert skinny90(n=4096, k=4096, num_sms=256)["splits"] == 4
+    assert skinny90(n=4096, k=4096, num_sms=264)["splits"] == 2  # 4 splits: 256 CTAs > half the SMs
+    assert skinny90(n=4096, k=4096, num_sms=512)["splits"] == 4
+    assert skinny90(m=128, n=8192, k=8192, knob="sm90")["splits"] == 1
     # forced: clamped to 1..8 and to the K blocks
     assert skinny90(n=4096, k=4096, forced_splits=3)["splits"] == 3
     assert skinny90(n=4096, k=4096, forced_splits=20)["splits"] == 8

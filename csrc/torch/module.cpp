@@ -136,7 +136,7 @@ PYBIND11_MODULE(_C, m) {
     d["taken"] = why.empty();
     d["reason"] = why;
     d["config"] = sm90_skinny_config_name(tokens);
-    d["splits"] = choose_sm90_skinny_splits(n, k, num_sms, forced_splits);
+    d["splits"] = choose_sm90_skinny_splits(n, k, tokens, num_sms, forced_splits);
     return d;
   }, "Whether the Hopper skinny (M <= 128) kernel takes one dense launch (the binding's rule, checked before "
      "skinny_plan's), why not, its config and K split (knob: CUTORCH_GEMM_SKINNY; forced_splits: "

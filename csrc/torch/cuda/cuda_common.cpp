@@ -166,7 +166,7 @@ void run_gemm(const GemmArgs& g, const at::Tensor& a, const at::Tensor& b) {
                        forced_arch(), env_lower("CUTORCH_GEMM_SKINNY"), d.sm90};
   if (sm90_skinny_refusal(sq).empty()) {  // on Hopper: TMA + wgmma (device/sm90_skinny.h)
     const int tokens = sm90_skinny_tokens(g.shape.m);
-    const int splits = choose_sm90_skinny_splits(g.shape.n, g.shape.k, d.sms, sm90_skinny_forced_splits());
+    const int splits = choose_sm90_skinny_splits(g.shape.n, g.shape.k, tokens, d.sms, sm90_skinny_forced_splits());
     const cudaError_t err = sm90_skinny(g, tokens, splits, c10::cuda::getCurrentCUDAStream().stream());
     if (err != cudaErrorNotSupported) {  // else the driver refused the tensor maps: the rules below
       TORCH_CHECK(err == cudaSuccess, "cutorch_gemm: skinny kernel launch failed (",

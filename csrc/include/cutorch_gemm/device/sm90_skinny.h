@@ -19,10 +19,7 @@
 
 namespace cutorch_gemm {
 
-constexpr int kSm90SkinnyRows = 64;       // W rows (D columns) per CTA: wgmma's M
 constexpr int kSm90SkinnyBlockK = 64;     // K per stage: one 128-byte swizzle row of 16-bit elements
-constexpr int kSm90SkinnyThreads = 160;   // a consumer warpgroup and a producer warp
-constexpr int kSm90SkinnyRedLd = 68;      // floats per token row of the partial tile (64 + 4: no bank conflicts)
 constexpr int64_t kSm90SkinnyMaxM = 128;  // the widest config (CUTORCH_GEMM_SKINNY=sm90)
 // The auto rule's token range (measured on an H100, benchmarks/RESULTS.md): up to 16 tokens the
 // mma.sync kernel has less fixed latency (no TMA ramp, no cluster sums) and was 4-5% faster on
@@ -31,23 +28,36 @@ constexpr int64_t kSm90SkinnyAutoMinM = 17;
 constexpr int64_t kSm90SkinnyAutoMaxM = 64;
 constexpr int kSm90SkinnyMaxSplits = 8;   // a portable cluster
 
-// Ring depth per token count: ~100 KB of stages, so two CTAs share an SM.
+// One consumer warpgroup per CTA, 64 W rows (wgmma's M). NOTE (tried on an H100, not kept): two
+// warpgroups sharing each x box over 128 W rows halved the CTAs and lost (64x4096x14336 64.9 us
+// vs 59.9; 96x4096x4096 with 128 tokens 33.0 vs 29.7).
+constexpr int sm90_skinny_consumers(int) { return 1; }
+constexpr int sm90_skinny_rows(int tokens) { return 64 * sm90_skinny_consumers(tokens); }  // W rows per CTA
+constexpr int sm90_skinny_threads(int tokens) { return 128 * sm90_skinny_consumers(tokens) + 32; }  // + a producer warp
+// Floats per token row of the partial tile: the rows plus 4 (conflict-free fragment stores).
+constexpr int sm90_skinny_red_ld(int tokens) { return sm90_skinny_rows(tokens) + 4; }
+// Ring depth per token count: ~100-130 KB of stages.
 constexpr int sm90_skinny_stages(int tokens) { return tokens <= 16 ? 10 : tokens <= 32 ? 8 : tokens <= 64 ? 6 : 4; }
 // Dynamic shared memory of a launch: the stages, their barriers, and 1 KB to align the ring.
 constexpr int sm90_skinny_smem_bytes(int tokens) {
-  return sm90_skinny_stages(tokens) * ((kSm90SkinnyRows + tokens) * kSm90SkinnyBlockK * 2 + 16) + 1024 + 1024;
+  return sm90_skinny_stages(tokens) * ((sm90_skinny_rows(tokens) + tokens) * kSm90SkinnyBlockK * 2 + 16) + 1024 + 1024;
 }
 
 // Named configs: Sm90_Skinny_64xT<tokens>, tokens (rows of x) = M rounded up to 16, 32, 64, 128.
 inline int sm90_skinny_tokens(int64_t m) { return m <= 16 ? 16 : m <= 32 ? 32 : m <= 64 ? 64 : 128; }
-inline std::string sm90_skinny_config_name(int tokens) { return "Sm90_Skinny_64xT" + std::to_string(tokens); }
+inline std::string sm90_skinny_config_name(int tokens) {
+  return "Sm90_Skinny_" + std::to_string(sm90_skinny_rows(tokens)) + "xT" + std::to_string(tokens);
+}
 
 // K split (the cluster's CTAs): the most splits, up to 8, that keep the CTAs at one per SM, each
-// with at least 4 K blocks. Measured on an H100: two CTAs per SM (shared memory allows it) ran
-// 10-20% slower than one (16x4096x4096: 4 splits 27.5 us, 2 splits 23.7). `forced` (tests,
-// experiments: CUTORCH_GEMM_SKINNY_SPLITS) fixes it, clamped to 1..8 and to the K blocks.
-inline int choose_sm90_skinny_splits(int64_t n, int64_t k, int num_sms, int forced = 0) {
-  const int64_t row_tiles = (n + kSm90SkinnyRows - 1) / kSm90SkinnyRows;
+// with at least 4 K blocks; clusters of 4 or 8 only while they fill at most half the SMs. Measured
+// on an H100: two CTAs per SM (shared memory allows it) ran 10-20% slower than one (16x4096x4096:
+// 4 splits 27.5 us, 2 splits 23.7); 32 clusters of 4 (128 CTAs) ran slower than 32 of 2
+// (64x4096x14336, 128-row CTAs: 74.4 us vs 64.9): a cluster's CTAs share a GPC, and GPCs of 16-18
+// SMs do not hold 33 clusters of 4 at once. `forced` (tests, experiments:
+// CUTORCH_GEMM_SKINNY_SPLITS) fixes it, clamped to 1..8 and to the K blocks.
+inline int choose_sm90_skinny_splits(int64_t n, int64_t k, int tokens, int num_sms, int forced = 0) {
+  const int64_t row_tiles = (n + sm90_skinny_rows(tokens) - 1) / sm90_skinny_rows(tokens);
   const int64_t k_blocks = (k + kSm90SkinnyBlockK - 1) / kSm90SkinnyBlockK;
   if (forced > 0) {
     int s = forced > kSm90SkinnyMaxSplits ? kSm90SkinnyMaxSplits : forced;
@@ -55,7 +65,10 @@ inline int choose_sm90_skinny_splits(int64_t n, int64_t k, int num_sms, int forc
     return s;
   }
   int s = 1;
-  while (2 * s <= kSm90SkinnyMaxSplits && row_tiles * 2 * s <= num_sms && k_blocks / (2 * s) >= 4) s *= 2;
+  while (2 * s <= kSm90SkinnyMaxSplits && k_blocks / (2 * s) >= 4 &&
+         row_tiles * 2 * s <= (2 * s == 2 ? num_sms : num_sms / 2)) {
+    s *= 2;
+  }
   return s;
 }
 

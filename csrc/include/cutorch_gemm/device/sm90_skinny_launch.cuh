@@ -19,14 +19,15 @@ cudaError_t launch_sm90_skinny(const GemmArgs& g, int splits, cudaStream_t strea
   constexpr int smem = int(sizeof(Smem)) + 1024;  // + the 1024-byte alignment of the ring
   static_assert(smem <= sm90_skinny_smem_bytes(kTok), "the rule's shared-memory size covers the kernel's");
   const ProblemShape& s = g.shape;
-  const int64_t row_tiles = ceil_div(int64_t(s.n), int64_t(kSm90SkinnyRows));
+  constexpr int kRows = sm90_skinny_rows(kTok);
+  const int64_t row_tiles = ceil_div(int64_t(s.n), int64_t(kRows));
   if (row_tiles > 65535 || splits < 1 || splits > kSm90SkinnyMaxSplits) return cudaErrorInvalidValue;
   constexpr CUtensorMapDataType type =
       std::is_same_v<T, __nv_bfloat16> ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
   // W: N rows of K (b = W^T, K contiguous, row stride b_sn); x: M rows of K (row stride a_sm).
   // Boxes past N, M or K arrive as zeros.
   CUtensorMap tma_w, tma_x;
-  if (!encode_sw128(&tma_w, type, g.b, uint64_t(s.n), uint64_t(s.k), uint64_t(s.b_sn), kSm90SkinnyRows,
+  if (!encode_sw128(&tma_w, type, g.b, uint64_t(s.n), uint64_t(s.k), uint64_t(s.b_sn), kRows,
                     kSm90SkinnyBlockK) ||
       !encode_sw128(&tma_x, type, g.a, uint64_t(s.m), uint64_t(s.k), uint64_t(s.a_sm), kTok, kSm90SkinnyBlockK)) {
     return cudaErrorNotSupported;
@@ -36,7 +37,7 @@ cudaError_t launch_sm90_skinny(const GemmArgs& g, int splits, cudaStream_t strea
   if (err != cudaSuccess) return err;
   cudaLaunchConfig_t config{};
   config.gridDim = dim3(unsigned(splits), unsigned(row_tiles));
-  config.blockDim = dim3(kSm90SkinnyThreads);
+  config.blockDim = dim3(sm90_skinny_threads(kTok));
   config.dynamicSmemBytes = size_t(smem);
   config.stream = stream;
   cudaLaunchAttribute attr[1];

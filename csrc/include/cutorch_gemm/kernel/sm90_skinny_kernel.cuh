@@ -8,14 +8,15 @@
 // tens of kilobytes of W in flight per CTA with a handful of instructions, where the mma.sync
 // skinny kernel (kernel/sm80_skinny_kernel.cuh) spends a load instruction per 16 bytes.
 //
-// Work split: CTA (blockIdx.y) = 64 rows of W (64 columns of D); the `splits` CTAs of one
+// Work split: CTA (blockIdx.y) = 64 or 128 rows of W (columns of D: one consumer warpgroup per
+// 64, sharing the CTA's x boxes); the `splits` CTAs of one
 // cluster (blockIdx.x = cluster rank) take consecutive ranges of K's 64-wide blocks, so that
 // even N / 64 < SMs fills the GPU. Each CTA leaves its fp32 partial tile in its own shared
 // memory; after a cluster barrier, CTA r sums the r-th share of the tile's elements over the
 // cluster's partials in rank order through distributed shared memory (deterministic, one
 // launch, no workspace) and applies the epilogue.
 //
-// Threads: warps 0-3 are the consumer warpgroup (wgmma), warp 4 the producer (TMA).
+// Threads: the consumer warpgroups first (wgmma), then the producer warp (TMA).
 
 #include <cuda.h>
 #include <cuda_bf16.h>
@@ -37,11 +38,11 @@ namespace cutorch_gemm {
 
 // Shared memory of one CTA: the ring (W and x stages, 128-byte swizzled by TMA) and its
 // barriers. After the mainloop the ring's bytes hold the fp32 partial tile, [token][W row],
-// rows padded to kSm90SkinnyRedLd floats (conflict-free fragment stores).
+// rows padded to sm90_skinny_red_ld floats (conflict-free fragment stores).
 template <typename T, int kTok>
 struct Sm90SkinnySmem {
   static constexpr int kStages = sm90_skinny_stages(kTok);
-  alignas(1024) T w[kStages][kSm90SkinnyRows * kSm90SkinnyBlockK];
+  alignas(1024) T w[kStages][sm90_skinny_rows(kTok) * kSm90SkinnyBlockK];
   alignas(1024) T x[kStages][kTok * kSm90SkinnyBlockK];
   alignas(8) uint64_t full[kStages];
   alignas(8) uint64_t empty[kStages];
@@ -59,15 +60,18 @@ CG_DEVICE void skinny_wgmma(float (&acc)[kRegs], uint64_t desc_w, uint64_t desc_
 }
 
 template <typename T, typename Out, int kTok>
-__global__ void __launch_bounds__(kSm90SkinnyThreads, 1)
+__global__ void __launch_bounds__(sm90_skinny_threads(kTok), 1)
     sm90_skinny_kernel(const __grid_constant__ CUtensorMap tma_w, const __grid_constant__ CUtensorMap tma_x,
                        const GemmArgs g) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using Smem = Sm90SkinnySmem<T, kTok>;
   constexpr int kStages = Smem::kStages;
   constexpr int kRegs = kTok / 2;  // the 64 x kTok fp32 fragment per consumer thread
-  constexpr uint32_t kStageBytes = (kSm90SkinnyRows + kTok) * kSm90SkinnyBlockK * sizeof(T);
-  constexpr int kLd = kSm90SkinnyRedLd;
+  constexpr int kRows = sm90_skinny_rows(kTok);
+  constexpr int kConsumerThreads = 128 * sm90_skinny_consumers(kTok);
+  constexpr int kThreads = sm90_skinny_threads(kTok);
+  constexpr uint32_t kStageBytes = (kRows + kTok) * kSm90SkinnyBlockK * sizeof(T);
+  constexpr int kLd = sm90_skinny_red_ld(kTok);
   static_assert(kTok * kLd * sizeof(float) <= sizeof(Smem::w) + sizeof(Smem::x), "the partial tile fits the ring");
   extern __shared__ uint8_t smem_raw[];
   // NOTE: the 128-byte swizzle pattern repeats every 1024 bytes; stages must start on it.
@@ -76,7 +80,7 @@ __global__ void __launch_bounds__(kSm90SkinnyThreads, 1)
 
   const int splits = int(gridDim.x);
   const int rank = int(blockIdx.x);  // the cluster spans gridDim.x: rank == cluster_ctarank
-  const int row0 = int(blockIdx.y) * kSm90SkinnyRows;
+  const int row0 = int(blockIdx.y) * kRows;
   const int k_blocks = ceil_div(g.shape.k, kSm90SkinnyBlockK);
   const int kb_begin = int((long long)k_blocks * rank / splits);
   const int kb_end = int((long long)k_blocks * (rank + 1) / splits);
@@ -84,7 +88,7 @@ __global__ void __launch_bounds__(kSm90SkinnyThreads, 1)
   if (threadIdx.x == 0) {
     for (int i = 0; i < kStages; ++i) {
       sm90::mbarrier_init(&s.full[i], 1);
-      sm90::mbarrier_init(&s.empty[i], 4);  // one arrive per consumer warp
+      sm90::mbarrier_init(&s.empty[i], kConsumerThreads / 32);  // one arrive per consumer warp
     }
     sm90::mbarrier_init_fence();
     sm90::tma_prefetch_descriptor(&tma_w);
@@ -93,9 +97,9 @@ __global__ void __launch_bounds__(kSm90SkinnyThreads, 1)
   __syncthreads();
 
   using State = sm90::PipelineState<kStages>;
-  if (threadIdx.x >= 128) {
+  if (threadIdx.x >= kConsumerThreads) {
     // Producer: one thread issues every load of the CTA's K range.
-    if (threadIdx.x == 128) {
+    if (threadIdx.x == kConsumerThreads) {
       State st;
       for (int kb = kb_begin; kb < kb_end; ++kb) {
         const int k0 = kb * kSm90SkinnyBlockK;
@@ -107,7 +111,7 @@ __global__ void __launch_bounds__(kSm90SkinnyThreads, 1)
       }
     }
   } else {
-    // Consumer warpgroup: 4 k16 steps per stage; a stage goes back to the producer once the
+    // Consumer warpgroups (64 W rows each): 4 k16 steps per stage; a stage goes back to the producer once the
     // next stage's wgmma are issued (wait_group 1: the previous group has read its operands).
     // The first k16 step overwrites the fragment (scale_d = 0); an empty K range (more splits
     // than K blocks) is zeroed after the loop.
@@ -117,7 +121,7 @@ __global__ void __launch_bounds__(kSm90SkinnyThreads, 1)
     bool have_prev = false;
     for (int kb = kb_begin; kb < kb_end; ++kb) {
       sm90::mbarrier_wait(&s.full[st.index], st.phase);
-      const uint64_t dw = sm90::make_desc_k_major_sw128(s.w[st.index]);
+      const uint64_t dw = sm90::make_desc_k_major_sw128(s.w[st.index] + (threadIdx.x / 128) * 64 * kSm90SkinnyBlockK);
       const uint64_t dx = sm90::make_desc_k_major_sw128(s.x[st.index]);
       sm90::wgmma_fence();
 #pragma unroll
@@ -142,10 +146,11 @@ __global__ void __launch_bounds__(kSm90SkinnyThreads, 1)
     }
     sm90::fence_accumulators(acc);
     // Every consumer warp's wgmma are done before any warp overwrites the ring with the
-    // partial tile (named barrier 1: the four consumer warps).
-    asm volatile("bar.sync 1, 128;\n" ::: "memory");
-    // Fragment -> [token][row]: register i of thread (warp w, lane l) is W row
-    // 16 w + l / 4 + 8 ((i / 2) % 2), token 8 (i / 4) + 2 (l % 4) + i % 2.
+    // partial tile (named barrier 1: the consumer warps).
+    asm volatile("bar.sync 1, %0;\n" ::"n"(kConsumerThreads) : "memory");
+    // Fragment -> [token][row]: register i of thread (warp w of the CTA, lane l) is W row
+    // 16 w + l / 4 + 8 ((i / 2) % 2) (warpgroup c's warps 4c..4c+3 cover rows 64c..64c+63),
+    // token 8 (i / 4) + 2 (l % 4) + i % 2.
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
 #pragma unroll
     for (int i = 0; i < kRegs; ++i) {
@@ -158,18 +163,19 @@ __global__ void __launch_bounds__(kSm90SkinnyThreads, 1)
   if (splits > 1) sm90::cluster_sync();
   else __syncthreads();
 
-  // Epilogue: quads of 4 D columns; CTA `rank` takes the rank-th share of the M x 16 quads.
+  // Epilogue: quads of 4 D columns; CTA `rank` takes the rank-th share of the M x kRows / 4 quads.
   // Consecutive threads take consecutive quads of one D row (coalesced stores).
+  constexpr int kQuads = kRows / 4;  // per token
   const int m = g.shape.m, n = g.shape.n;
-  const int quads = min(m, kTok) * (kSm90SkinnyRows / 4);
+  const int quads = min(m, kTok) * kQuads;
   const int per = ceil_div(quads, splits);
   const int q_end = min(quads, (rank + 1) * per);
   const float alpha = float(g.alpha), beta = float(g.beta);
   const T* bias = static_cast<const T*>(g.bias);
   const T* c_ptr = static_cast<const T*>(g.c);
   Out* d = static_cast<Out*>(g.d);
-  for (int e = rank * per + int(threadIdx.x); e < q_end; e += kSm90SkinnyThreads) {
-    const int t = e / (kSm90SkinnyRows / 4), c4 = 4 * (e % (kSm90SkinnyRows / 4));
+  for (int e = rank * per + int(threadIdx.x); e < q_end; e += kThreads) {
+    const int t = e / kQuads, c4 = 4 * (e % kQuads);
     const float* src = red + t * kLd + c4;
     float4 sum = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
     if (splits > 1) {
