@@ -1,0 +1,55 @@
+"""One launch of ours and one of PyTorch's for a case, inside the profiler range, so that ncu (which
+locks the clocks at base by default) compares the kernels per clock, away from the 700 W power cap
+that decides the timed benchmarks (benchmarks/RESULTS.md, eleventh session). Run on a GPU machine:
+
+    ncu --profile-from-start off --metrics gpu__time_duration.sum,sm__cycles_elapsed.max,\
+sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_elapsed,lts__t_bytes.sum,\
+dram__bytes_read.sum,smsp__inst_executed.sum python benchmarks/experiments/ncu_locked_clock.py \
+        mm:8192x14336x4096 dw:8x16384x4096x14336 fp8:4096x4096x4096
+
+Cases: mm:MxNxK (bf16, b = W.t()), dw:ExTxKxN (grouped_mm x^T @ dy, uniform groups),
+fp8:MxNxK (scaled_mm, per-tensor scales, bf16 out).
+"""
+import sys
+
+import torch
+
+import cutorch_gemm as cg
+
+
+def case(spec):
+    kind, dims = spec.split(":")
+    d = [int(v) for v in dims.split("x")]
+    bf16 = torch.bfloat16
+    if kind == "mm":
+        m, n, k = d
+        x, w = torch.randn(m, k, device="cuda", dtype=bf16), torch.randn(n, k, device="cuda", dtype=bf16)
+        return (lambda: cg.mm(x, w.t())), (lambda: torch.mm(x, w.t()))
+    if kind == "dw":
+        e, t, k, n = d
+        offs = (torch.arange(1, e + 1, device="cuda") * (t // e)).to(torch.int32)
+        a = torch.randn(t, k, device="cuda", dtype=bf16).t()
+        b = torch.randn(t, n, device="cuda", dtype=bf16)
+        return (lambda: cg.grouped_mm(a, b, offs)), (lambda: torch._grouped_mm(a, b, offs=offs))
+    if kind == "fp8":
+        m, n, k = d
+        x = torch.randn(m, k, device="cuda").to(torch.float8_e4m3fn)
+        w = torch.randn(n, k, device="cuda").to(torch.float8_e4m3fn)
+        sa, sb = torch.tensor(0.5, device="cuda"), torch.tensor(2.0, device="cuda")
+        return (lambda: cg.scaled_mm(x, w.t(), sa, sb, out_dtype=bf16)), \
+            (lambda: torch._scaled_mm(x, w.t(), sa, sb, out_dtype=bf16))
+    raise SystemExit(f"unknown case {spec!r}")
+
+
+for spec in sys.argv[1:]:
+    ours, theirs = case(spec)
+    for _ in range(3):
+        ours()
+        theirs()
+    torch.cuda.synchronize()
+    torch.cuda.profiler.start()
+    ours()
+    theirs()
+    torch.cuda.synchronize()
+    torch.cuda.profiler.stop()
+    print("CASE", spec, flush=True)
