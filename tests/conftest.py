@@ -139,6 +139,43 @@ def make(shape: Sequence[int], dtype=torch.float32, device="cpu", layout: str = 
     return t
 
 
+def poison(nbytes: int, device="cuda") -> None:
+    """A freed 0xFF block (NaN in every float dtype) that the next output of about that size is
+    likely to reuse from the caching allocator: elements a kernel forgets to write then fail the
+    comparison. Best effort."""
+    if nbytes > 0:
+        torch.full((nbytes,), 255, dtype=torch.uint8, device=device)  # freed at once, back to the cache
+
+
+def linear_operands(m, n, k, dtype, x_layout="row", device="cuda"):
+    """x (m, k) in ``x_layout`` and b = W.t() for a contiguous W (n, k): the nn.Linear layout the
+    skinny kernels read."""
+    x = make((m, k), dtype, device, x_layout, pad=8)
+    w = torch.randn(n, k, device=device).to(dtype)
+    return x, w.t()
+
+
+def check_repeatable_and_graph_replay(x, b, dtype, what):
+    """mm(x, b) gives identical bits when repeated, and a CUDA graph captured once replays it
+    correctly after x changes in place."""
+    mm = cutorch_gemm.mm
+    first = mm(x, b)
+    for _ in range(3):
+        assert torch.equal(first, mm(x, b)), f"{what}: a fixed-order K sum gives identical bits"
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        mm(x, b)  # warm-up outside the capture
+    torch.cuda.current_stream().wait_stream(stream)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        out = mm(x, b)
+    x.copy_(torch.randn_like(x))
+    graph.replay()
+    torch.cuda.synchronize()
+    check(out, ref_gemm(x, b), dtype, what=f"{what}: graph replay with new x")
+
+
 def offs_from_sizes(sizes: Sequence[int], device="cpu") -> torch.Tensor:
     """int32 cumulative group ends from group sizes."""
     ends, acc = [], 0

@@ -10,7 +10,8 @@ import pytest
 import torch
 
 import cutorch_gemm as cg
-from conftest import ACTIVATIONS, HALF_DTYPES, check, dtype_id, make, ref_gemm
+from conftest import (ACTIVATIONS, HALF_DTYPES, check, check_repeatable_and_graph_replay, dtype_id, linear_operands,
+                      make, poison, ref_gemm)
 
 pytestmark = [
     pytest.mark.gpu,
@@ -27,20 +28,6 @@ def _clean_env(monkeypatch):
     # passes over the Hopper skinny kernel (tests/test_sm90_skinny.py) that takes these shapes
     # on sm_90.
     monkeypatch.setenv("CUTORCH_GEMM_SKINNY", "sm80")
-
-
-def poison(nbytes: int):
-    """A freed 0xFF block (NaN) the next output of about that size is likely to reuse."""
-    if nbytes > 0:
-        block = torch.full((nbytes,), 255, dtype=torch.uint8, device="cuda")
-        del block
-
-
-def linear_operands(m, n, k, dtype, x_layout="row"):
-    """x (m, k) and b = W.t() for W (n, k) contiguous: the nn.Linear layout the kernel reads."""
-    x = make((m, k), dtype, "cuda", x_layout, pad=8)
-    w = torch.randn(n, k, device="cuda").to(dtype)
-    return x, w.t()
 
 
 def expect_skinny(op, *args, **kwargs):
@@ -133,20 +120,7 @@ def test_skinny_off_and_forced_family_skip_it(monkeypatch):
 def test_skinny_is_deterministic_and_graph_replayable():
     x, b = linear_operands(16, 4096, 4096, torch.bfloat16)
     expect_skinny("mm", x, b)
-    first = cg.mm(x, b)
-    assert torch.equal(first, cg.mm(x, b)), "the fixed warp order of the K sum gives identical bits"
-    stream = torch.cuda.Stream()
-    stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream):
-        cg.mm(x, b)  # warm-up outside the capture
-    torch.cuda.current_stream().wait_stream(stream)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        out = cg.mm(x, b)
-    x.copy_(torch.randn_like(x))
-    graph.replay()
-    torch.cuda.synchronize()
-    check(out, ref_gemm(x, b), torch.bfloat16, what="graph replay with new x")
+    check_repeatable_and_graph_replay(x, b, torch.bfloat16, "skinny (warp-ordered K sum)")
 
 
 def test_skinny_bmm_single_batch_and_3d_linear():

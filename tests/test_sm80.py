@@ -9,7 +9,7 @@ import pytest
 import torch
 
 import cutorch_gemm as cg
-from conftest import (ACTIVATIONS, HALF_DTYPES, check, dtype_id, make, offs_from_sizes, ref_bmm, ref_gemm,
+from conftest import (ACTIVATIONS, HALF_DTYPES, check, dtype_id, make, offs_from_sizes, poison, ref_bmm, ref_gemm,
                       ref_grouped_mm, rel_err)
 
 pytestmark = [
@@ -43,13 +43,6 @@ def use(monkeypatch, config=None, split=None):
         monkeypatch.setenv("CUTORCH_GEMM_SM80_CONFIG", config)
     if split is not None:
         monkeypatch.setenv("CUTORCH_GEMM_SPLIT_K", split)
-
-
-def poison(nbytes: int):
-    """A freed 0xFF block (NaN) the next output of about that size is likely to reuse."""
-    if nbytes > 0:
-        block = torch.full((nbytes,), 255, dtype=torch.uint8, device="cuda")
-        del block
 
 
 def expect_sm80(op, *args, config=None, **kwargs):

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import cutorch_gemm as cg
-from conftest import (ACTIVATIONS, HALF_DTYPES, check, dtype_id, make, offs_from_sizes, ref_bmm, ref_gemm,
+from conftest import (ACTIVATIONS, HALF_DTYPES, check, dtype_id, make, offs_from_sizes, poison, ref_bmm, ref_gemm,
                       ref_grouped_mm)
 
 pytestmark = [
@@ -18,7 +18,6 @@ pytestmark = [
     pytest.mark.skipif(not torch.cuda.is_available() or torch.cuda.get_device_capability()[0] != 9
                        or not cg._C.sm90_available(), reason="needs an sm_90 GPU and sm_90a kernels"),
 ]
-
 
 
 @pytest.fixture(autouse=True)
@@ -105,13 +104,6 @@ def test_sm90_agrees_with_simt(dtype, monkeypatch):
     slow = cg.mm(a, b, out_dtype=torch.float32)
     # Both accumulate in fp32 from the same 16-bit inputs; only the summation order differs.
     assert torch.allclose(fast, slow, rtol=1e-4, atol=1e-3 * fast.abs().max().item())
-
-
-def poison(nbytes: int):
-    """A freed 0xFF block (NaN) the next output of about that size is likely to reuse."""
-    if nbytes > 0:
-        block = torch.full((nbytes,), 255, dtype=torch.uint8, device="cuda")
-        del block
 
 
 def test_sm90_falls_back_to_sm80_when_not_eligible():

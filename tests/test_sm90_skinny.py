@@ -10,7 +10,8 @@ import pytest
 import torch
 
 import cutorch_gemm as cg
-from conftest import ACTIVATIONS, HALF_DTYPES, check, dtype_id, make, ref_gemm
+from conftest import (ACTIVATIONS, HALF_DTYPES, check, check_repeatable_and_graph_replay, dtype_id, linear_operands,
+                      make, poison, ref_gemm)
 
 pytestmark = [
     pytest.mark.gpu,
@@ -23,20 +24,6 @@ pytestmark = [
 def _clean_env(monkeypatch):
     for name in ("CUTORCH_GEMM_ARCH", "CUTORCH_GEMM_SKINNY", "CUTORCH_GEMM_SKINNY_SPLITS", "CUTORCH_GEMM_SM90_CONFIG"):
         monkeypatch.delenv(name, raising=False)
-
-
-def poison(nbytes: int):
-    """A freed 0xFF block (NaN) the next output of about that size is likely to reuse."""
-    if nbytes > 0:
-        block = torch.full((nbytes,), 255, dtype=torch.uint8, device="cuda")
-        del block
-
-
-def linear_operands(m, n, k, dtype, x_layout="row"):
-    """x (m, k) and b = W.t() for W (n, k) contiguous: the nn.Linear layout the kernel reads."""
-    x = make((m, k), dtype, "cuda", x_layout, pad=8)
-    w = torch.randn(n, k, device="cuda").to(dtype)
-    return x, w.t()
 
 
 def expect_sm90_skinny(op, *args, splits=None, **kwargs):
@@ -139,21 +126,7 @@ def test_sm90_skinny_is_deterministic_and_graph_replayable(monkeypatch, splits):
     monkeypatch.setenv("CUTORCH_GEMM_SKINNY_SPLITS", str(splits))
     x, b = linear_operands(16, 4096, 4096, torch.bfloat16)
     expect_sm90_skinny("mm", x, b, splits=splits)
-    first = cg.mm(x, b)
-    for _ in range(3):
-        assert torch.equal(first, cg.mm(x, b)), "the rank-ordered cluster sum gives identical bits"
-    stream = torch.cuda.Stream()
-    stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream):
-        cg.mm(x, b)  # warm-up outside the capture
-    torch.cuda.current_stream().wait_stream(stream)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        out = cg.mm(x, b)
-    x.copy_(torch.randn_like(x))
-    graph.replay()
-    torch.cuda.synchronize()
-    check(out, ref_gemm(x, b), torch.bfloat16, what="graph replay with new x")
+    check_repeatable_and_graph_replay(x, b, torch.bfloat16, f"sm90 skinny (rank-ordered cluster sum), {splits} splits")
 
 
 def test_sm90_skinny_strided_weight_and_3d_linear():
