@@ -18,7 +18,7 @@ if len(sys.argv) > 1 and "x" in sys.argv[1]:
     shapes = [tuple(map(int, s.split("x"))) for s in sys.argv[1:]]
 dt = torch.bfloat16
 VARS = os.environ.get("VARS", "torch,w8,w16,auto,off").split(",")
-print(f"{'M':>4} {'N':>6} {'K':>6} " + " ".join(f"{v:>7}" for v in VARS) + "  | torch/x: " + " ".join(f"{v:>6}" for v in VARS[1:]) + "  GB/s(auto)  auto-cfg  err")
+print(f"{'M':>4} {'N':>6} {'K':>6} " + " ".join(f"{v:>7}" for v in VARS) + "  | torch/x: " + " ".join(f"{v:>6}" for v in VARS[1:]) + f"  GB/s({VARS[1]})  auto-cfg  err")
 def setenv(name):
     os.environ.pop("CUTORCH_GEMM_SKINNY_SPLITS", None)
     os.environ["CUTORCH_GEMM_SKINNY"] = ""
