@@ -254,7 +254,9 @@ def test_sm90_grouped_cuda_graph_new_offsets():
 # epilogue paths: TMA store (default when D allows it), direct register stores, staged functor
 # --------------------------------------------------------------------------------------
 
-EPILOGUES = ["tma", "direct", "staged"]
+# "tma": plain ping-pong launches take the compact kernel variant (kPlainTma); "general": the
+# general kernel's TMA store for them.
+EPILOGUES = ["tma", "general", "direct", "staged"]
 
 
 @pytest.mark.parametrize("config", list(CONFIGS))

@@ -99,7 +99,8 @@ cudaError_t launch_sm90(const GemmArgs& args, int num_sms, cudaStream_t stream) 
   // aligned (row-major, even row / batch strides, aligned base; grouped-N columns start at
   // arbitrary offsets, so that mode keeps the staged path).
   const size_t pair_bytes = args.out_f32 ? 8 : 2 * sizeof(T);
-  // CUTORCH_GEMM_SM90_EPILOGUE=staged|direct|fused forces a slower epilogue path (tests run them all).
+  // CUTORCH_GEMM_SM90_EPILOGUE=staged|direct|fused forces a slower epilogue path, general the
+  // general kernel's TMA store for plain launches (tests run them all).
   const char* forced_epi = std::getenv("CUTORCH_GEMM_SM90_EPILOGUE");
   const std::string epi = forced_epi ? forced_epi : "";
   const bool plain = args.act == Activation::kNone && args.c == nullptr;  // always, for scaled launches
@@ -165,7 +166,21 @@ cudaError_t launch_sm90(const GemmArgs& args, int num_sms, cudaStream_t stream) 
     p.sk_kb = ceil_div(s.k, Cfg::kBlockK);
     p.sk_tiles = choose_sm90_streamk(items, int(config.gridDim.x), p.sk_kb, forced_sk ? forced_sk : "");
   }
-  err = cudaLaunchKernelEx(&config, kernel, tma_a, tma_b, tma_d, p);
+  // Plain ping-pong launches with the TMA store take the compact variant (kPlainTma: that
+  // epilogue only; same shared memory and threads, so the occupancy above holds). The ping-pong
+  // configs serve the small problems, where a launch's fixed cost shows. NOTE: not the
+  // cooperative config: its compact variant lost the wgmma pipeline to ptxas's register
+  // allocation (C7511, every wgmma serialized: 4096^3 0.97x -> 0.80x cuBLAS on an H100).
+  // CUTORCH_GEMM_SM90_EPILOGUE=general keeps the general kernel (tests, A/B).
+  auto launched = kernel;
+  if constexpr (Cfg::kPingpong && !kSwiGlu && !Mma::kScaled) {
+    if (p.tma_store && s.mode != GroupMode::kGroupedM && epi != "general") {
+      launched = sm90_gemm_ws_kernel<Cfg, Mma, T, kAMn, kBMn, false, false, true>;
+      err = ensure_dynamic_smem(reinterpret_cast<const void*>(launched), smem);
+      if (err != cudaSuccess) return err;
+    }
+  }
+  err = cudaLaunchKernelEx(&config, launched, tma_a, tma_b, tma_d, p);
   if (err != cudaSuccess) return err;
   return cudaGetLastError();
 }

@@ -128,7 +128,13 @@ CG_DEVICE void sm90_zero_k_tail(T* tile, int rows, int valid_k, int part, int pa
 // (p.ptr_problems, p.ptr_maps: global memory, not the tma_a / tma_b parameters); tiles are
 // found by the scheduler's scan over host-computed tile counts; D is written from registers
 // (direct or staged, per problem).
-template <class Cfg, class Mma, typename T, bool kAMn, bool kBMn, bool kSwiGlu = false, bool kPtrArray = false>
+// kPlainTma: the compact variant for plain ping-pong launches whose D takes the TMA store
+// (launch_sm90 picks it): that epilogue is the only one compiled in. Why: the general kernel inlines every
+// epilogue path (direct, staged, fused C, activations, scaled), ~3x the code, and a launch on
+// cold caches stalled on instruction fetch (H100, 128x128x64: 11.1 us -> 7.6 us with caches
+// flushed; benchmarks/RESULTS.md, eleventh session).
+template <class Cfg, class Mma, typename T, bool kAMn, bool kBMn, bool kSwiGlu = false, bool kPtrArray = false,
+          bool kPlainTma = false>
 __global__ void __launch_bounds__(Cfg::kThreads, 1)
 sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_constant__ CUtensorMap tma_b,
                     const __grid_constant__ CUtensorMap tma_d, const Sm90Params p) {
@@ -136,6 +142,8 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
   static_assert(Cfg::kBlockK * sizeof(E) == 128, "a tile row of K is one 128-byte swizzle row");
   static_assert(Mma::kInstrK * sizeof(E) == 32, "the descriptors' K step is 32 bytes (K-major)");
   static_assert(Mma::kMnMajorOk || (!kAMn && !kBMn), "this operand type reads K-major tiles only");
+  static_assert(!kPlainTma || (Cfg::kPingpong && !kSwiGlu && !kPtrArray && !Mma::kScaled),
+                "the compact variant: plain ping-pong launches");
   static_assert(Cfg::kBlockN == 256 || (Cfg::kBlockN == 128 && Mma::kNarrowOk && !kSwiGlu && !kPtrArray) ||
                     (Cfg::kBlockN == 192 && Mma::kPromote && !Cfg::kPingpong),
                 "128-column tiles: 16-bit operands, plain launches; 192: the promoting 8-bit cooperative one");
@@ -458,6 +466,16 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
           sm90_store_tile<T>(pr.args, prob, acc, s.epi_slot[consumer].u.epi, w.m0 + row_in_tile, w.n0, tid_in_wg,
                              1 + consumer);
         }
+        continue;
+      }
+      if constexpr (kPlainTma) {  // (launched only with p.tma_store, never grouped-M: whole tiles)
+        const Problem prob = resolve_problem(g.shape, w.group);
+        if (g.out_f32)
+          sm90_store_tma_plain<Cfg, T, float, false>(g, prob, acc, s.epi_slot[consumer].u.out, &tma_d, p.d_3d,
+                                                     w.group, w.a_row + row_in_tile, w.n0, tid_in_wg, 1 + consumer);
+        else
+          sm90_store_tma_plain<Cfg, T, T, false>(g, prob, acc, s.epi_slot[consumer].u.out, &tma_d, p.d_3d, w.group,
+                                                 w.a_row + row_in_tile, w.n0, tid_in_wg, 1 + consumer);
         continue;
       }
       const Problem prob = resolve_problem(g.shape, w.group);
