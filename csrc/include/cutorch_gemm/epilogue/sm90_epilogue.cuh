@@ -341,6 +341,19 @@ CG_DEVICE void sm90_store_tma_plain(const GemmArgs& g, const Problem& prob, cons
                                                                                barrier_id);
 }
 
+// A whole plain TMA-store tile (not scaled_mm's), D of type T or fp32.
+template <class Cfg, typename T>
+CG_DEVICE void sm90_store_tma_whole(const GemmArgs& g, const Problem& prob, const float (&acc)[Cfg::kBlockN / 2],
+                                    uint8_t (*bufs)[64 * 128], const CUtensorMap* map_d, bool d_3d, int group,
+                                    int row_abs, int col_base, int tid_in_wg, int barrier_id) {
+  if (g.out_f32)
+    sm90_store_tma_plain<Cfg, T, float, false>(g, prob, acc, bufs, map_d, d_3d, group, row_abs, col_base, tid_in_wg,
+                                               barrier_id);
+  else
+    sm90_store_tma_plain<Cfg, T, T, false>(g, prob, acc, bufs, map_d, d_3d, group, row_abs, col_base, tid_in_wg,
+                                           barrier_id);
+}
+
 // One half (kHalf 1 / 2) of a plain TMA-store tile, D of type T or fp32 (the kernel's tail split).
 template <class Cfg, typename T, int kHalf>
 CG_DEVICE void sm90_store_tma_half(const GemmArgs& g, const Problem& prob, const float (&acc)[Cfg::kBlockN / 2],

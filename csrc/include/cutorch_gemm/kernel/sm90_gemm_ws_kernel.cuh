@@ -469,13 +469,8 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
         continue;
       }
       if constexpr (kPlainTma) {  // (launched only with p.tma_store, never grouped-M: whole tiles)
-        const Problem prob = resolve_problem(g.shape, w.group);
-        if (g.out_f32)
-          sm90_store_tma_plain<Cfg, T, float, false>(g, prob, acc, s.epi_slot[consumer].u.out, &tma_d, p.d_3d,
-                                                     w.group, w.a_row + row_in_tile, w.n0, tid_in_wg, 1 + consumer);
-        else
-          sm90_store_tma_plain<Cfg, T, T, false>(g, prob, acc, s.epi_slot[consumer].u.out, &tma_d, p.d_3d, w.group,
-                                                 w.a_row + row_in_tile, w.n0, tid_in_wg, 1 + consumer);
+        sm90_store_tma_whole<Cfg, T>(g, resolve_problem(g.shape, w.group), acc, s.epi_slot[consumer].u.out, &tma_d,
+                                     p.d_3d, w.group, w.a_row + row_in_tile, w.n0, tid_in_wg, 1 + consumer);
         continue;
       }
       const Problem prob = resolve_problem(g.shape, w.group);
@@ -523,12 +518,8 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
         }
       }
       if (p.tma_store && tma_rows) {
-        if (g.out_f32)
-          sm90_store_tma_plain<Cfg, T, float, false>(g, prob, acc, s.epi_slot[consumer].u.out, &tma_d, p.d_3d,
-                                                     w.group, w.a_row + row_in_tile, w.n0, tid_in_wg, 1 + consumer);
-        else
-          sm90_store_tma_plain<Cfg, T, T, false>(g, prob, acc, s.epi_slot[consumer].u.out, &tma_d, p.d_3d, w.group,
-                                                 w.a_row + row_in_tile, w.n0, tid_in_wg, 1 + consumer);
+        sm90_store_tma_whole<Cfg, T>(g, prob, acc, s.epi_slot[consumer].u.out, &tma_d, p.d_3d, w.group,
+                                     w.a_row + row_in_tile, w.n0, tid_in_wg, 1 + consumer);
       } else if (p.direct_epilogue) {
         if (g.out_f32) sm90_store_tile_direct<T, float>(g, prob, acc, w.m0 + row_in_tile, w.n0, tid_in_wg);
         else sm90_store_tile_direct<T, T>(g, prob, acc, w.m0 + row_in_tile, w.n0, tid_in_wg);
