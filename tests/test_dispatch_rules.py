@@ -354,10 +354,16 @@ def test_sm90_skinny_takes_17_to_64_tokens(m, config):
     (dict(batch=2), "one dense problem"), (dict(a_sk=4096, a_sm=1), "K-contiguous"), (dict(b_sn=4100), "16-byte"),
     (dict(a_aligned=False), "16-byte"), (dict(forced="sm90"), "CUTORCH_GEMM_ARCH"), (dict(knob="off"), "=off"),
     (dict(knob="sm80"), "mma.sync"), (dict(knob="force"), "mma.sync"), (dict(knob="w16"), "mma.sync"),
+    (dict(n=65535 * 64 + 1, knob="sm90"), "65535"),
 ])
 def test_sm90_skinny_refusals_say_why(over, word):
     p = skinny90(**over)
     assert not p["taken"] and word in p["reason"], p
+
+
+def test_sm90_skinny_takes_n_up_to_the_grid_limit():
+    assert skinny90(n=65535 * 64, knob="sm90")["taken"]
+    assert skinny90(n=65535 * 64)["taken"]
 
 
 def test_sm90_skinny_knob_takes_1_to_128_tokens():

@@ -80,6 +80,9 @@ inline std::string sm90_skinny_refusal(const SkinnyQuery& q) {
   if (q.sm_major != 9 || !q.sm90_built) return "needs an sm_90 GPU and sm_90a code in the build";
   const std::string operands = skinny_operand_refusal(q, kSm90SkinnyMaxM);
   if (!operands.empty()) return operands;
+  // The CTAs' row tiles go on the grid's y dimension (at most 65535 of them).
+  const int64_t rows = sm90_skinny_rows(sm90_skinny_tokens(q.m));
+  if ((q.n + rows - 1) / rows > 65535) return "N above 65535 row tiles (the grid's y limit)";
   if (q.knob == "sm90") return "";
   if (q.m < kSm90SkinnyAutoMinM) return "M <= 16: the mma.sync skinny kernel serves it";
   if (q.m > kSm90SkinnyAutoMaxM) return "M > 64: the tile kernels serve it";
