@@ -46,13 +46,14 @@ def cases(quick: bool):
     dev = "cuda"
     bf16 = torch.bfloat16
 
-    def mm(m, n, k, dtype=bf16, act=None, layout_b="k"):
+    def mm(m, n, k, dtype=bf16, act=None, layout_b="k", plain=False):
         def run():
             a = torch.randn(m, k, device=dev, dtype=dtype)
             b = torch.randn(n, k, device=dev, dtype=dtype).t() if layout_b == "k" else \
                 torch.randn(k, n, device=dev, dtype=dtype)
-            bias = torch.randn(n, device=dev, dtype=dtype)
-            out = cg.gemm(a, b, bias=bias, activation=act or "none")
+            # plain: no bias, no activation (the register-direct / compact TMA-store epilogues)
+            bias = None if plain else torch.randn(n, device=dev, dtype=dtype)
+            out = cg.mm(a, b) if plain else cg.gemm(a, b, bias=bias, activation=act or "none")
             return out, _ref(a, b, bias, act), 2e-2 if dtype != torch.float64 else 1e-10
         return run
 
@@ -133,6 +134,13 @@ def cases(quick: bool):
             ("sm90 pingpong128 bf16 gelu 700x300x400 b MN-major", narrow,
              mm(700, 300, 400, act="gelu", layout_b="mn")),
             ("sm90 pingpong128 split-K 16x1024x4096", narrow, mm(16, 1024, 4096))]
+    # plain ping-pong launches with a 16-byte aligned D take the compact kernel (kPlainTma)
+    out += [("sm90 pingpong compact bf16 200x264x136", {"CUTORCH_GEMM_SM90_CONFIG": "pingpong"},
+             mm(200, 264, 136, plain=True)),
+            ("sm90 pingpong128 compact bf16 130x136x520 b MN-major", narrow,
+             mm(130, 136, 520, layout_b="mn", plain=True)),
+            ("sm90 coop plain bf16 200x264x136", {"CUTORCH_GEMM_SM90_CONFIG": "coop"},
+             mm(200, 264, 136, plain=True))]
     # coop launches take 2x1 clusters by default (B multicast); 300 rows: the last pair's second
     # CTA is past M. The same without clusters:
     out += [("sm90 coop cluster bf16 300x520x200 (odd tile rows)", {"CUTORCH_GEMM_SM90_CONFIG": "coop"},
@@ -212,7 +220,7 @@ def cases(quick: bool):
     out += [("moe combine 37x4x64", {}, moe_combine(37, 4, 64, False)),
             ("moe combine 9x2x13 broken permutation", {}, moe_combine(9, 2, 13, True))]
     if quick:  # racecheck / synccheck are slow: one case per family
-        keep = ("sm90 coop bf16", "sm90 pingpong bf16", "sm90 pingpong128 bf16 129", "coop cluster", "fp8", "swiglu", "pointer-array", "split-K 16",
+        keep = ("sm90 coop bf16", "sm90 pingpong bf16", "sm90 pingpong128 bf16 129", "compact", "coop cluster", "fp8", "swiglu", "pointer-array", "split-K 16",
                 "sm80 bf16", "simt", "skinny w8", "sm90 skinny T16", "swiglu pointwise", "stream-K", "moe combine")
         out = [c for c in out if any(k in c[0] for k in keep)]
     return out
