@@ -157,6 +157,13 @@ def cases(quick: bool):
             ("sm80 bf16 129x257x72", {"CUTORCH_GEMM_ARCH": "sm80"}, mm(129, 257, 72)),
             ("sm80 fp64 65x33x129", {"CUTORCH_GEMM_ARCH": "sm80"}, mm(65, 33, 129, dtype=torch.float64)),
             ("sm80 split-K 64x64x8192", {"CUTORCH_GEMM_ARCH": "sm80"}, mm(64, 64, 8192)),
+            # rows of eight (no C, 16-byte aligned D rows): full-width tiles, then the general
+            # path for the last tile column
+            ("sm80 bf16 rows8 plain 200x264x136", {"CUTORCH_GEMM_ARCH": "sm80"}, mm(200, 264, 136, plain=True)),
+            ("sm80 bf16 rows8 gelu 300x520x200 128x256",
+             {"CUTORCH_GEMM_ARCH": "sm80", "CUTORCH_GEMM_SM80_CONFIG": "128x256x64"}, mm(300, 520, 200, act="gelu")),
+            ("sm80 tf32 rows8 130x264x72", {"CUTORCH_GEMM_ARCH": "sm80", "TF32": "1"},
+             mm(130, 264, 72, dtype=torch.float32, plain=True)),
             ("simt fp32 65x33x129", {"CUTORCH_GEMM_ARCH": "simt"}, mm(65, 33, 129, dtype=torch.float32))]
     # the skinny kernel (M <= 64), both warp counts, N past the last CTA's 32 rows, a short K step
     out += [("skinny w8 bf16 gelu 13x301x392", {"CUTORCH_GEMM_SKINNY": "w8"}, mm(13, 301, 392, act="gelu")),
@@ -221,7 +228,7 @@ def cases(quick: bool):
             ("moe combine 9x2x13 broken permutation", {}, moe_combine(9, 2, 13, True))]
     if quick:  # racecheck / synccheck are slow: one case per family
         keep = ("sm90 coop bf16", "sm90 pingpong bf16", "sm90 pingpong128 bf16 129", "compact", "coop cluster", "fp8", "swiglu", "pointer-array", "split-K 16",
-                "sm80 bf16", "simt", "skinny w8", "sm90 skinny T16", "swiglu pointwise", "stream-K", "moe combine")
+                "sm80 bf16", "sm80 tf32 rows8", "simt", "skinny w8", "sm90 skinny T16", "swiglu pointwise", "stream-K", "moe combine")
         out = [c for c in out if any(k in c[0] for k in keep)]
     return out
 

@@ -120,6 +120,31 @@ def test_sm80_gemm_epilogue(monkeypatch, dtype, activation):
               what=f"sm80 gemm {activation} out={out_dtype}")
 
 
+@pytest.mark.parametrize("config", CONFIGS_16)
+@pytest.mark.parametrize("dtype", HALF_DTYPES, ids=dtype_id)
+@pytest.mark.parametrize("activation", ACTIVATIONS)
+def test_sm80_epilogue_rows_of_eight(monkeypatch, config, dtype, activation):
+    """Without C, whole-width tiles of a row-major D with 16-byte aligned rows take the
+    eight-column store path; N = 264 leaves a partial last tile column (the general path) and
+    M = 257 a partial last tile row, both in the same launch."""
+    use(monkeypatch, config)
+    m, n, k = 257, 264, 200
+    a, b = make((m, k), dtype, "cuda"), make((k, n), dtype, "cuda", "col")
+    bias = torch.randn(n, device="cuda").to(dtype)
+    for out_dtype in (None, torch.float32):
+        expect_sm80("gemm", a, b, bias=bias, alpha=0.75, activation=activation, config=config)
+        poison(m * n * 4)
+        out = cg.gemm(a, b, bias=bias, alpha=0.75, activation=activation, out_dtype=out_dtype)
+        check(out, ref_gemm(a, b, bias, None, 0.75, 0.0, activation), dtype, out_dtype,
+              what=f"sm80 {config} rows of eight {activation} out={out_dtype}")
+    poison(m * n * 4)
+    check(cg.mm(a, b), ref_gemm(a, b), dtype, what=f"sm80 {config} rows of eight plain")
+    # batched: every batch entry's D starts 16-byte aligned (d_off = z * M * N)
+    a3, b3 = make((3, 65, 72), dtype, "cuda"), make((3, 72, 136), dtype, "cuda")
+    poison(3 * 65 * 136 * 4)
+    check(cg.bmm(a3, b3), ref_bmm(a3, b3), dtype, what=f"sm80 {config} rows of eight bmm")
+
+
 # --------------------------------------------------------------------------------------
 # split-K
 # --------------------------------------------------------------------------------------
@@ -193,7 +218,8 @@ def test_sm80_grouped_mm_forms(sizes, a_layout):
 
 @pytest.mark.parametrize("config", CONFIGS_TF32)
 @pytest.mark.parametrize("layouts", MAJORS, ids="-".join)
-@pytest.mark.parametrize("mnk", [(129, 257, 72), (1, 65, 1000), (300, 7, 33)], ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("mnk", [(129, 257, 72), (1, 65, 1000), (300, 7, 33), (300, 264, 100)],
+                         ids=lambda s: "x".join(map(str, s)))
 def test_sm80_tf32(monkeypatch, config, layouts, mnk):
     use(monkeypatch, config)
     torch.backends.cuda.matmul.allow_tf32 = True  # the autouse fixture restores it

@@ -102,13 +102,79 @@ struct Epilogue {
       if (n + e < prob.n) d[e * g.shape.d_sn] = v[e];
   }
 
+  // Rows of eight columns: the fast path for whole-width tiles of a row-major D whose rows
+  // are 16-byte aligned, without C (the common mm / linear case). A thread keeps the same
+  // eight columns on every pass, so bias is read once, the functor runs on registers with
+  // no per-element bounds or layout checks, and each pass stores one 16-byte vector of a
+  // 16-bit D (two of an fp32 D). The general path below spent ~4400 instructions per warp
+  // on a 128x256 tile, 15% of the kernel's time at 4096^3 (ncu source counters, H100).
+  static constexpr int kGroups8 = Cfg::kBlockN / 8;
+  static constexpr int kRowsPerPass8 = Cfg::kThreads / kGroups8;
+  static constexpr bool kRows8 = (sizeof(T) == 2 || std::is_same_v<T, float>) && Cfg::kThreads % kGroups8 == 0;
+
+  template <typename Out>
+  CG_DEVICE static bool rows8_ok(const GemmArgs& g, const Problem& prob, int m0, int n0) {
+    const Out* d = static_cast<const Out*>(g.d) + prob.d_off + index_t(m0) * g.shape.d_sm + n0;
+    return g.c == nullptr && g.shape.d_sn == 1 && n0 + Cfg::kBlockN <= prob.n &&
+           (g.shape.d_sm * index_t(sizeof(Out))) % 16 == 0 && reinterpret_cast<uintptr_t>(d) % 16 == 0;
+  }
+
+  template <typename Out>
+  CG_DEVICE static void store_rows8(char* smem, const GemmArgs& g, const Problem& prob, int m0, int n0) {
+    const int lane = threadIdx.x & 31;
+    const int col = (threadIdx.x % kGroups8) * 8;
+    // Lanes of odd quads read their second 16-byte half first: a quad's four lanes sit 32
+    // bytes apart, so this puts the two quads of 8 lanes on all 32 banks (no 2-way conflict).
+    const bool swap = (lane >> 2) & 1;
+    const LinearCombinationBiasAct<Acc> f{Acc(g.alpha), Acc(g.beta), Activation::kNone};
+    Acc bias[8];
+#pragma unroll
+    for (int e = 0; e < 8; ++e)
+      bias[e] = g.bias ? to_acc<Acc>(static_cast<const T*>(g.bias)[prob.bias_off + n0 + col + e]) : Acc(0);
+    Out* d = static_cast<Out*>(g.d) + prob.d_off + n0 + col;
+    for (int row = threadIdx.x / kGroups8; row < Cfg::kBlockM; row += kRowsPerPass8) {
+      const int m = m0 + row;
+      if (m >= prob.m) break;
+      const Vec4 first = at(smem, row, col + (swap ? 4 : 0));
+      const Vec4 second = at(smem, row, col + (swap ? 0 : 4));
+      Acc v[8];
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        v[e] = f(swap ? second.v[e] : first.v[e], bias[e]);
+        v[e + 4] = f(swap ? first.v[e] : second.v[e], bias[e + 4]);
+      }
+      if (g.act != Activation::kNone) {
+#pragma unroll
+        for (int e = 0; e < 8; ++e) v[e] = apply_activation(g.act, v[e]);
+      }
+      // 16-byte vectors only (a 32-byte Vec would claim 32-byte alignment).
+      constexpr int kV = 16 / int(sizeof(Out));
+#pragma unroll
+      for (int h = 0; h < 8 / kV; ++h) {
+        Vec<Out, kV> x;
+#pragma unroll
+        for (int e = 0; e < kV; ++e) x.v[e] = from_acc<Out>(v[h * kV + e]);
+        *reinterpret_cast<Vec<Out, kV>*>(d + index_t(m) * g.shape.d_sm + h * kV) = x;
+      }
+    }
+  }
+
   // Staged tile -> D through the fusion functor (or raw partials for parallel split-K).
   CG_DEVICE static void store(char* smem, const Sm80Params& p, const Problem& prob, int z, int m0, int n0) {
     const GemmArgs& g = p.args;
+    const bool partial = p.split_mode == SplitKMode::kParallel && p.splits > 1;
+    if constexpr (kRows8) {
+      if (!partial) {
+        if (g.out_f32) {
+          if (rows8_ok<float>(g, prob, m0, n0)) return store_rows8<float>(smem, g, prob, m0, n0);
+        } else if (rows8_ok<T>(g, prob, m0, n0)) {
+          return store_rows8<T>(smem, g, prob, m0, n0);
+        }
+      }
+    }
     const int col = (threadIdx.x % kColGroups) * 4;
     const int n = n0 + col;
     if (n >= prob.n) return;
-    const bool partial = p.split_mode == SplitKMode::kParallel && p.splits > 1;
     for (int row = threadIdx.x / kColGroups; row < Cfg::kBlockM; row += kRowsPerPass) {
       const int m = m0 + row;
       if (m >= prob.m) break;
