@@ -61,6 +61,26 @@ def _sm90_operands(a: torch.Tensor, b: torch.Tensor, k: int, batch: int):
     return out
 
 
+def _sm80_mn_major(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Whether the sm80 launcher reads a or b MN-major: the binding's strides (set_2d: a size-1
+    dim has stride 1; a single row / column, or K = 1, gets a padded stride) and launch_sm80's rule
+    (the M or N stride is 1 and the K stride is not)."""
+    def st(t, d):
+        return 1 if t.size(d) == 1 else t.stride(d)
+    a_sm, a_sk, b_sk, b_sn = st(a, -2), st(a, -1), st(b, -2), st(b, -1)
+    m, k, n = a.size(-2), a.size(-1), b.size(-1)
+    k_padded = (k + 7) // 8 * 8
+    if m == 1 and a_sk == 1:
+        a_sm = k_padded
+    if n == 1 and b_sk == 1:
+        b_sn = k_padded
+    if k == 1 and a_sm == 1 and m > 1:
+        a_sk = (m + 7) // 8 * 8
+    if k == 1 and b_sn == 1 and n > 1:
+        b_sk = (n + 7) // 8 * 8
+    return (a_sk != 1 and a_sm == 1) or (b_sk != 1 and b_sn == 1)
+
+
 def _sm80_operand_note(name: str, t: torch.Tensor, k_dim: int, mn_dim: int) -> str:
     """How the sm80 loaders read an operand: which shared-memory slice and how wide a copy."""
     k_s = t.stride(k_dim) if t.size(k_dim) > 1 else 1
@@ -375,7 +395,8 @@ def _explain_gemm(op: str, args, kwargs, skinny: bool = True) -> Explanation:
                for name in ("CUTORCH_GEMM_SM80_CONFIG", "CUTORCH_GEMM_SPLIT_K")}
         smem = torch.cuda.get_device_properties(a.device).shared_memory_per_block_optin
         plan = _C.choose_sm80_plan(dtype, m_per, n_per, k, batch, prop.multi_processor_count, smem,
-                                   mode != "none", env["CUTORCH_GEMM_SM80_CONFIG"], env["CUTORCH_GEMM_SPLIT_K"])
+                                   mode != "none", env["CUTORCH_GEMM_SM80_CONFIG"], env["CUTORCH_GEMM_SPLIT_K"],
+                                   _sm80_mn_major(a, b))
         why = [f"sm_{prop.major}{prop.minor}", fam["reason"], plan["reason"]]
         if plan["splits"] > 1:
             why.append(f"{plan['split_mode']} split-K x{plan['splits']}")

@@ -164,6 +164,9 @@ def cases(quick: bool):
              {"CUTORCH_GEMM_ARCH": "sm80", "CUTORCH_GEMM_SM80_CONFIG": "128x256x64"}, mm(300, 520, 200, act="gelu")),
             ("sm80 tf32 rows8 130x264x72", {"CUTORCH_GEMM_ARCH": "sm80", "TF32": "1"},
              mm(130, 264, 72, dtype=torch.float32, plain=True)),
+            ("sm80 tf32 128x256x32 gelu 300x520x200",
+             {"CUTORCH_GEMM_ARCH": "sm80", "CUTORCH_GEMM_SM80_CONFIG": "128x256x32", "TF32": "1"},
+             mm(300, 520, 200, dtype=torch.float32, act="gelu")),
             ("simt fp32 65x33x129", {"CUTORCH_GEMM_ARCH": "simt"}, mm(65, 33, 129, dtype=torch.float32))]
     # the skinny kernel (M <= 64), both warp counts, N past the last CTA's 32 rows, a short K step
     out += [("skinny w8 bf16 gelu 13x301x392", {"CUTORCH_GEMM_SKINNY": "w8"}, mm(13, 301, 392, act="gelu")),

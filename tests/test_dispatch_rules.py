@@ -59,8 +59,8 @@ def test_simt_with_a_reason(over, word):
 
 
 def _plan(dtype="bfloat16", m=4096, n=4096, k=4096, batch=1, sms=132, smem=227 * 1024, grouped=False,
-          config="", split=""):
-    return _C.choose_sm80_plan(dtype, m, n, k, batch, sms, smem, grouped, config, split)
+          config="", split="", mn_major=False):
+    return _C.choose_sm80_plan(dtype, m, n, k, batch, sms, smem, grouped, config, split, mn_major)
 
 
 @pytest.mark.parametrize("args, config", [
@@ -68,7 +68,9 @@ def _plan(dtype="bfloat16", m=4096, n=4096, k=4096, batch=1, sms=132, smem=227 *
     (dict(smem=99 * 1024), "Sm80_128x128x64_S3"),          # sm_86/89: 144 KB ring does not fit
     (dict(m=64), "Sm80_64x128x64_S4"),                     # narrow M
     (dict(m=512, n=512), "Sm80_64x64x64_S5"),              # few tiles
-    (dict(dtype="float32"), "Sm80_128x128x32_S3"),
+    (dict(dtype="float32"), "Sm80_128x256x32_S4"),                   # 64x64 warp tiles
+    (dict(dtype="float32", mn_major=True), "Sm80_128x128x32_S3"),    # 128x256x32 is K-major only
+    (dict(dtype="float32", smem=99 * 1024), "Sm80_128x128x32_S3"),   # its 192 KB ring does not fit
     (dict(dtype="float32", m=256, n=256), "Sm80_64x64x32_S5"),
     (dict(dtype="float64"), "Sm80_128x64x16_S4"),
     (dict(dtype="float64", m=128, n=128), "Sm80_64x64x16_S4"),
@@ -108,6 +110,12 @@ def test_sm80_overrides():
     p = _plan(split="parallel:5", m=64)
     assert (p["split_mode"], p["splits"]) == ("parallel", 5)
     assert _plan(m=128, n=128, k=16384, split="none")["splits"] == 1
+    # a K-major-only config forced on an MN-major operand gives way to the heuristic's choice
+    p = _plan(dtype="float32", config="128x256x32", mn_major=True)
+    assert p["config"] == "Sm80_128x128x32_S3" and "K-major operands only" in p["reason"], p
+    assert _plan(dtype="float32", config="128x256x32")["config"] == "Sm80_128x256x32_S4"
+    p = _plan(dtype="float32", m=512, n=512, k=16384)  # tf32 split-K slices 128x128 tiles, like 16-bit
+    assert p["config"] == "Sm80_128x128x32_S3" and p["splits"] > 1, p
     for bad in (dict(config="64x64x32"), dict(config="nonsense"), dict(split="serial"), dict(split="parallel:99"),
                 dict(split="fast:2"), dict(config="128x256x64", smem=99 * 1024)):
         with pytest.raises(ValueError, match="CUTORCH_GEMM_SM80_CONFIG"):

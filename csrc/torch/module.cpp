@@ -148,10 +148,10 @@ PYBIND11_MODULE(_C, m) {
         pybind11::arg("forced_splits") = 0);
   m.def("choose_sm80_plan", [](const std::string& dtype, int64_t m_, int64_t n, int64_t k, int64_t batch, int num_sms,
                                int smem_optin, bool grouped, const std::string& forced_config,
-                               const std::string& forced_split) {
+                               const std::string& forced_split, bool mn_major) {
     bool ok = true;
     const Sm80Plan p = choose_sm80_plan(parse_dtype(dtype), int(m_), int(n), int(k), int(batch), num_sms, smem_optin,
-                                        grouped, forced_config, forced_split, &ok);
+                                        grouped, forced_config, forced_split, &ok, mn_major);
     TORCH_CHECK_VALUE(ok, "CUTORCH_GEMM_SM80_CONFIG='", forced_config, "' / CUTORCH_GEMM_SPLIT_K='", forced_split,
                       "' name nothing ", dtype, " has on this GPU (configs: see cutorch_gemm.explain; split-K: "
                       "none, serial:N or parallel:N with 1 <= N <= ", kSm80MaxSplits, ")");
@@ -165,10 +165,11 @@ PYBIND11_MODULE(_C, m) {
     d["smem_bytes"] = sm80_smem_bytes(p.config);
     d["reason"] = p.reason;
     return d;
-  }, "The sm80 heuristic's plan (m, n: one problem or the average group).", pybind11::arg("dtype"),
+  }, "The sm80 heuristic's plan (m, n: one problem or the average group; mn_major: an operand is read "
+     "MN-major).", pybind11::arg("dtype"),
         pybind11::arg("m"), pybind11::arg("n"), pybind11::arg("k"), pybind11::arg("batch"), pybind11::arg("num_sms"),
         pybind11::arg("smem_optin"), pybind11::arg("grouped") = false, pybind11::arg("forced_config") = "",
-        pybind11::arg("forced_split") = "");
+        pybind11::arg("forced_split") = "", pybind11::arg("mn_major") = false);
   m.def("choose_sm90_config", [](int64_t m_, int64_t n, int64_t k, int64_t problems, int num_sms,
                                  const std::string& forced, int elem_bytes, bool narrow, bool fast_accum) {
     Sm90ConfigId id = choose_sm90_config(int(m_), int(n), int(k), int(problems), num_sms, forced, narrow);

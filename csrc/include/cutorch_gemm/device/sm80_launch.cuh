@@ -4,6 +4,8 @@
 
 #include <cuda_runtime.h>
 
+#include <cstdlib>
+#include <string>
 #include <type_traits>
 
 #include "cutorch_gemm/device/simt_params.h"
@@ -23,6 +25,9 @@ cudaError_t launch_sm80(const GemmArgs& args, const Sm80Plan& plan, void* worksp
   if (tiles > 0x7fffffffLL) return cudaErrorInvalidConfiguration;
   const int splits = plan.split_mode == SplitKMode::kNone ? 1 : plan.splits;
   Sm80Params p{args, plan.tiles_m, plan.tiles_n, plan.raster_group, splits, plan.split_mode, workspace, semaphores, 0};
+  // CUTORCH_GEMM_SM80_EPILOGUE=general keeps every tile on the general store (tests, A/B).
+  const char* epi = std::getenv("CUTORCH_GEMM_SM80_EPILOGUE");
+  p.rows8 = !(epi && std::string(epi) == "general");
 
   // An operand is read MN-major when its M (N) stride is 1 and its K stride is not; K-major
   // otherwise (K stride 1, or fully strided: element-wise copies into the K-major slice).
@@ -43,10 +48,15 @@ cudaError_t launch_sm80(const GemmArgs& args, const Sm80Plan& plan, void* worksp
     return cudaSuccess;
   };
   cudaError_t err;
-  if (!a_mn && !b_mn)     err = launch(sm80_gemm_kernel<Cfg, T, false, false>);
-  else if (!a_mn)         err = launch(sm80_gemm_kernel<Cfg, T, false, true>);
-  else if (!b_mn)         err = launch(sm80_gemm_kernel<Cfg, T, true, false>);
-  else                    err = launch(sm80_gemm_kernel<Cfg, T, true, true>);
+  if constexpr (Cfg::kKMajorOnly) {
+    if (a_mn || b_mn) return cudaErrorNotSupported;  // the plan never sends these here
+    err = launch(sm80_gemm_kernel<Cfg, T, false, false>);
+  } else {
+    if (!a_mn && !b_mn)     err = launch(sm80_gemm_kernel<Cfg, T, false, false>);
+    else if (!a_mn)         err = launch(sm80_gemm_kernel<Cfg, T, false, true>);
+    else if (!b_mn)         err = launch(sm80_gemm_kernel<Cfg, T, true, false>);
+    else                    err = launch(sm80_gemm_kernel<Cfg, T, true, true>);
+  }
   if (err != cudaSuccess || plan.split_mode != SplitKMode::kParallel || splits <= 1) return err;
   if constexpr (std::is_same_v<T, int8_t>) {
     return cudaErrorInvalidValue;  // int8 plans never split (choose_sm80_plan)

@@ -16,6 +16,7 @@ struct Sm80Params {
   void* workspace;     // parallel: splits x batch x M x N partials; serial: batch x tiles partial tiles
   int* semaphores;     // serial: one zero-initialised turn counter per (batch entry, tile)
   int z_base;          // first batch entry / group of this launch (grid z is limited to 65535)
+  bool rows8;          // the epilogue's rows-of-eight path may run (CUTORCH_GEMM_SM80_EPILOGUE=general: never)
 };
 
 }  // namespace cutorch_gemm
