@@ -116,6 +116,8 @@ def test_sm80_overrides():
     assert _plan(dtype="float32", config="128x256x32")["config"] == "Sm80_128x256x32_S4"
     p = _plan(dtype="float32", m=512, n=512, k=16384)  # tf32 split-K slices 128x128 tiles, like 16-bit
     assert p["config"] == "Sm80_128x128x32_S3" and p["splits"] > 1, p
+    p = _plan(dtype="float32", m=1, n=65, k=1000, config="128x256x32", mn_major=True)  # the note survives split-K
+    assert p["splits"] > 1 and "K-major operands only" in p["reason"], p
     for bad in (dict(config="64x64x32"), dict(config="nonsense"), dict(split="serial"), dict(split="parallel:99"),
                 dict(split="fast:2"), dict(config="128x256x64", smem=99 * 1024)):
         with pytest.raises(ValueError, match="CUTORCH_GEMM_SM80_CONFIG"):

@@ -278,7 +278,7 @@ inline Sm80Plan choose_sm80_plan(DType dtype, int m, int n, int k, int batch, in
   plan.split_mode = parallel_bytes > kSm80MaxParallelBytes ? SplitKMode::kSerial : SplitKMode::kParallel;
   plan.reason = std::to_string(t) + " tiles leave SMs idle and K=" + std::to_string(k) + ": " +
                 splitk_mode_name(plan.split_mode) + " split-K x" + std::to_string(splits) + " of " + sc.name +
-                " tiles (about one wave of " + std::to_string(wave) + " CTAs)";
+                " tiles (about one wave of " + std::to_string(wave) + " CTAs)" + note;
   return plan;
 }
 

@@ -125,7 +125,9 @@ template <typename T>
 cudaError_t launch_splitk_reduce(const SimtParams& p, cudaStream_t stream) {
   const long long total = (long long)p.args.batch * p.args.shape.m * p.args.shape.n;
   const int threads = 256;
-  const unsigned blocks = unsigned(min_of<long long>(ceil_div<long long>(total, threads), 65535LL * 8));
+  const long long per_thread = p.args.shape.n % 4 == 0 ? 4 : 1;  // the kernel's vector path
+  const unsigned blocks =
+      unsigned(min_of<long long>(ceil_div<long long>(ceil_div<long long>(total, per_thread), threads), 65535LL * 8));
   splitk_reduce_kernel<T><<<blocks, threads, 0, stream>>>(p);
   return cudaGetLastError();
 }
