@@ -87,7 +87,18 @@ __global__ void splitk_reduce_kernel(const SimtParams p) {
     for (index_t idx = (blockIdx.x * index_t(blockDim.x) + threadIdx.x) * 4; idx < total;
          idx += index_t(gridDim.x) * blockDim.x * 4) {
       Acc sum[4] = {Acc(0), Acc(0), Acc(0), Acc(0)};
-      for (int s = 0; s < p.splits; ++s) {
+      int s = 0;
+      // Four splits' loads in flight before their adds (still added in split order).
+      for (; s + 4 <= p.splits; s += 4) {
+        Vec<Acc, 4> v[4];
+#pragma unroll
+        for (int u = 0; u < 4; ++u) v[u] = *reinterpret_cast<const Vec<Acc, 4>*>(ws + index_t(s + u) * total + idx);
+#pragma unroll
+        for (int u = 0; u < 4; ++u)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) sum[e] += v[u].v[e];
+      }
+      for (; s < p.splits; ++s) {
         const Vec<Acc, 4> v = *reinterpret_cast<const Vec<Acc, 4>*>(ws + index_t(s) * total + idx);
 #pragma unroll
         for (int e = 0; e < 4; ++e) sum[e] += v.v[e];
