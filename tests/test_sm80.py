@@ -29,7 +29,7 @@ TF32_BOUND = 4e-3  # tf32 keeps 10 mantissa bits (inputs truncated): ~1e-3 relat
 @pytest.fixture(autouse=True)
 def _force_sm80(monkeypatch):
     monkeypatch.setenv("CUTORCH_GEMM_ARCH", "sm80")
-    for name in ("CUTORCH_GEMM_SM80_CONFIG", "CUTORCH_GEMM_SPLIT_K"):
+    for name in ("CUTORCH_GEMM_SM80_CONFIG", "CUTORCH_GEMM_SPLIT_K", "CUTORCH_GEMM_SM80_EPILOGUE"):
         monkeypatch.delenv(name, raising=False)
 
 
@@ -140,6 +140,11 @@ def test_sm80_epilogue_rows_of_eight(monkeypatch, config, dtype, activation):
         out = cg.gemm(a, b, bias=bias, alpha=0.75, activation=activation, out_dtype=out_dtype)
         check(out, ref_gemm(a, b, bias, None, 0.75, 0.0, activation), dtype, out_dtype,
               what=f"sm80 {config} rows of eight {activation} out={out_dtype}")
+        # the same functor on the same accumulators: bit-identical to the general store
+        monkeypatch.setenv("CUTORCH_GEMM_SM80_EPILOGUE", "general")
+        general = cg.gemm(a, b, bias=bias, alpha=0.75, activation=activation, out_dtype=out_dtype)
+        monkeypatch.delenv("CUTORCH_GEMM_SM80_EPILOGUE")
+        assert torch.equal(out, general), f"sm80 {config} {activation} out={out_dtype}: rows of eight != general"
     poison(m * n * 4)
     check(cg.mm(a, b), ref_gemm(a, b), dtype, what=f"sm80 {config} rows of eight plain")
     # batched: every batch entry's D starts 16-byte aligned (d_off = z * M * N)
