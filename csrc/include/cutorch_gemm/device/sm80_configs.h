@@ -224,8 +224,9 @@ inline Sm80Plan choose_sm80_plan(DType dtype, int m, int n, int k, int batch, in
       plan.reason = "the largest tiles fill all " + std::to_string(num_sms) + " SMs";
     } else if (tiles(ids[1]) >= num_sms && fits(ids[1])) {
       plan.config = ids[1];
-      plan.reason = "128x128 tiles fill the SMs (128x256 would not, does not fit in shared memory, or needs "
-                    "K-major operands)";
+      plan.reason = std::string(sm80_config_name(ids[1])) +
+                    " tiles fill the SMs (the largest would not, do not fit in shared memory, or need K-major "
+                    "operands)";
     } else {
       plan.config = small;
       plan.reason = "small output: the smallest tiles give the most CTAs";
