@@ -113,8 +113,7 @@ static void run_sm80(const GemmArgs& g) {
   const std::string forced_config = env_lower("CUTORCH_GEMM_SM80_CONFIG");
   const std::string forced_split = env_lower("CUTORCH_GEMM_SPLIT_K");
   bool ok = true;
-  // launch_sm80's operand majors: MN-major when the M (N) stride is 1 and the K stride is not
-  const bool mn_major = (g.shape.a_sk != 1 && g.shape.a_sm == 1) || (g.shape.b_sk != 1 && g.shape.b_sn == 1);
+  const bool mn_major = sm80_mn_major(g.shape.a_sk, g.shape.a_sm) || sm80_mn_major(g.shape.b_sk, g.shape.b_sn);
   Sm80Plan plan = choose_sm80_plan(g.dtype, e.m, e.n, g.shape.k, g.batch, d.sms, d.smem_optin, grouped,
                                    forced_config, forced_split, &ok, mn_major);
   TORCH_CHECK_VALUE(ok, "cutorch_gemm: CUTORCH_GEMM_SM80_CONFIG='", forced_config, "' / CUTORCH_GEMM_SPLIT_K='",

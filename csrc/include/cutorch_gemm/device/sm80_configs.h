@@ -130,6 +130,11 @@ inline int sm80_configs_for(DType dtype, const Sm80ConfigId** out) {
   return 0;
 }
 
+// How the sm80 loaders read an operand: MN-major when its M (N) stride is 1 and its K stride is
+// not; K-major otherwise (K stride 1, or fully strided: element-wise copies into the K-major
+// slice). The launcher picks the kernel variant by it and the plan its configs.
+constexpr bool sm80_mn_major(index_t k_stride, index_t mn_stride) { return k_stride != 1 && mn_stride == 1; }
+
 enum class SplitKMode : int { kNone = 0, kSerial = 1, kParallel = 2 };
 
 inline const char* splitk_mode_name(SplitKMode s) {

@@ -29,10 +29,8 @@ cudaError_t launch_sm80(const GemmArgs& args, const Sm80Plan& plan, void* worksp
   const char* epi = std::getenv("CUTORCH_GEMM_SM80_EPILOGUE");
   p.rows8 = !(epi && std::string(epi) == "general");
 
-  // An operand is read MN-major when its M (N) stride is 1 and its K stride is not; K-major
-  // otherwise (K stride 1, or fully strided: element-wise copies into the K-major slice).
-  const bool a_mn = s.a_sk != 1 && s.a_sm == 1;
-  const bool b_mn = s.b_sk != 1 && s.b_sn == 1;
+  const bool a_mn = sm80_mn_major(s.a_sk, s.a_sm);
+  const bool b_mn = sm80_mn_major(s.b_sk, s.b_sn);
   const int smem = sm80_smem_bytes(Cfg::kId);
   constexpr int kMaxGridZ = 65535;  // larger batches are launched in chunks
   const auto launch = [&](auto kernel) {
