@@ -157,6 +157,19 @@ def cases(quick: bool):
             ("sm80 bf16 129x257x72", {"CUTORCH_GEMM_ARCH": "sm80"}, mm(129, 257, 72)),
             ("sm80 fp64 65x33x129", {"CUTORCH_GEMM_ARCH": "sm80"}, mm(65, 33, 129, dtype=torch.float64)),
             ("sm80 split-K 64x64x8192", {"CUTORCH_GEMM_ARCH": "sm80"}, mm(64, 64, 8192)),
+            # parallel split-K summed in the kernel (arrival counters, uneven row bands, N % 4 != 0)
+            # and by the reduction kernel
+            ("sm80 split-K fused x7 fp16 silu 129x135x2048",
+             {"CUTORCH_GEMM_ARCH": "sm80", "CUTORCH_GEMM_SPLIT_K": "parallel:7"},
+             mm(129, 135, 2048, dtype=torch.float16, act="silu")),
+            ("sm80 split-K fused sliced-K x5 gelu 200x136x3000",
+             {"CUTORCH_GEMM_ARCH": "sm80", "CUTORCH_GEMM_SPLIT_K": "parallel:5",
+              "CUTORCH_GEMM_SM80_CONFIG": "Sm80_128x128x64_S3_K2"}, mm(200, 136, 3000, act="gelu")),
+            ("sm80 sliced-K fp16 129x257x72", {"CUTORCH_GEMM_ARCH": "sm80", "CUTORCH_GEMM_SM80_CONFIG": "Sm80_128x128x64_S3_K2"},
+             mm(129, 257, 72, dtype=torch.float16)),
+            ("sm80 split-K reduction kernel x7 129x135x2048",
+             {"CUTORCH_GEMM_ARCH": "sm80", "CUTORCH_GEMM_SPLIT_K": "parallel:7", "CUTORCH_GEMM_SM80_SPLIT_REDUCE": "kernel"},
+             mm(129, 135, 2048)),
             # rows of eight (no C, 16-byte aligned D rows): full-width tiles, then the general
             # path for the last tile column
             ("sm80 bf16 rows8 plain 200x264x136", {"CUTORCH_GEMM_ARCH": "sm80"}, mm(200, 264, 136, plain=True)),
@@ -231,7 +244,7 @@ def cases(quick: bool):
             ("moe combine 9x2x13 broken permutation", {}, moe_combine(9, 2, 13, True))]
     if quick:  # racecheck / synccheck are slow: one case per family
         keep = ("sm90 coop bf16", "sm90 pingpong bf16", "sm90 pingpong128 bf16 129", "compact", "coop cluster", "fp8", "swiglu", "pointer-array", "split-K 16",
-                "sm80 bf16", "sm80 tf32 rows8", "simt", "skinny w8", "sm90 skinny T16", "swiglu pointwise", "stream-K", "moe combine")
+                "sm80 bf16", "sm80 tf32 rows8", "sm80 split-K fused", "sm80 sliced-K", "simt", "skinny w8", "sm90 skinny T16", "swiglu pointwise", "stream-K", "moe combine")
         out = [c for c in out if any(k in c[0] for k in keep)]
     return out
 

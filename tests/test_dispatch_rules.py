@@ -83,17 +83,22 @@ def test_sm80_config_heuristic(args, config):
 
 def test_sm80_split_k_for_small_outputs_with_long_k():
     p = _plan(m=512, n=512, k=16384)         # 64 tiles of 64x64 on 132 SMs, 256 k-tiles
-    # the split launch uses 128x128 tiles (16) and slices for one wave of 2 x 132 CTAs
-    assert (p["config"], p["splits"], p["split_mode"]) == ("Sm80_128x128x64_S3", 16, "parallel"), p
-    p = _plan(m=512, n=512, k=4096)          # 64 k-tiles: at most 8 slices of 8
+    # the split launch uses sliced-K 128x128 tiles (16, one 192 KB CTA per SM) and slices for at
+    # most one wave of 132 CTAs
+    assert (p["config"], p["splits"], p["split_mode"]) == ("Sm80_128x128x64_S3_K2", 8, "parallel"), p
+    assert p["smem_bytes"] == 192 * 1024, p
+    # where 192 KB do not fit (A100: 163 KB), plain 128x128 tiles, one 96 KB CTA per SM there
+    p = _plan(m=512, n=512, k=16384, smem=163 * 1024)
+    assert (p["config"], p["splits"], p["split_mode"]) == ("Sm80_128x128x64_S3", 8, "parallel"), p
+    p = _plan(m=512, n=512, k=4096, smem=163 * 1024)  # 64 k-tiles: at most 8 slices of 8
     assert p["splits"] == 8, p
     assert _plan(m=512, n=512, k=768)["splits"] == 1             # too little K per slice
     assert _plan(m=128, n=128, k=16384, grouped=True)["splits"] == 1  # grouped launches never split
     assert _plan(m=8192, n=8192, k=16384)["splits"] == 1          # the GPU is already full
-    assert _plan(m=512, n=512, k=16384, smem=99 * 1024)["splits"] == 9  # sm_86: one 128x128 CTA per SM
+    assert _plan(m=512, n=512, k=16384, smem=99 * 1024)["splits"] == 8  # sm_86: one 128x128 CTA per SM
     # parallel partials above 64 MB: serial split-K (one partial tile per output tile)
     p = _plan(dtype="float32", m=4096, n=4096, k=1 << 16, sms=10000)  # (a hypothetical 10000-SM GPU)
-    assert p["split_mode"] == "serial" and p["splits"] == 10, p
+    assert p["split_mode"] == "serial" and p["splits"] == 9, p  # at most one wave: 10000 // 1024
     p = _plan(dtype="float64", m=256, n=256, k=16384)
     assert p["split_mode"] == "parallel" and p["config"] == "Sm80_128x64x16_S4", p
 

@@ -1,8 +1,9 @@
 """The Ampere-class family (cp.async multistage + ldmatrix + mma.sync), forced on any GPU of
 sm_80 or newer with CUTORCH_GEMM_ARCH=sm80: every named config, every operand-major
 combination, misaligned and strided operands (narrow copies), every epilogue, serial and
-parallel split-K, bmm and grouped launches, tf32 and fp64 (DMMA), empty extents, CUDA-graph
-replay, all against float64 references with poisoned outputs. Skipped below sm_80."""
+parallel split-K (summed in the kernel or by a reduction kernel), bmm and grouped launches,
+tf32 and fp64 (DMMA), empty extents, CUDA-graph replay, all against float64 references with
+poisoned outputs. Skipped below sm_80."""
 from __future__ import annotations
 
 import pytest
@@ -19,7 +20,7 @@ pytestmark = [
                        or not cg._C.sm80_available(), reason="needs an sm_80+ GPU and sm_80-family kernels"),
 ]
 
-CONFIGS_16 = ["128x256x64", "128x128x64", "64x128x64", "64x64x64"]
+CONFIGS_16 = ["128x256x64", "128x128x64", "64x128x64", "64x64x64", "Sm80_128x128x64_S3_K2"]
 CONFIGS_TF32 = ["128x256x32", "128x128x32", "64x64x32"]
 K_MAJOR_ONLY = {"128x256x32"}  # configs that read K-major a and b only
 CONFIGS_F64 = ["128x64x16", "64x64x16"]
@@ -29,13 +30,14 @@ TF32_BOUND = 4e-3  # tf32 keeps 10 mantissa bits (inputs truncated): ~1e-3 relat
 @pytest.fixture(autouse=True)
 def _force_sm80(monkeypatch):
     monkeypatch.setenv("CUTORCH_GEMM_ARCH", "sm80")
-    for name in ("CUTORCH_GEMM_SM80_CONFIG", "CUTORCH_GEMM_SPLIT_K", "CUTORCH_GEMM_SM80_EPILOGUE"):
+    for name in ("CUTORCH_GEMM_SM80_CONFIG", "CUTORCH_GEMM_SPLIT_K", "CUTORCH_GEMM_SM80_EPILOGUE",
+                 "CUTORCH_GEMM_SM80_SPLIT_REDUCE"):
         monkeypatch.delenv(name, raising=False)
 
 
 def _fits(config: str) -> bool:
     smem = torch.cuda.get_device_properties(0).shared_memory_per_block_optin
-    need = {"128x256x64": 144 * 1024, "128x256x32": 192 * 1024}.get(config, 0)
+    need = {"128x256x64": 144 * 1024, "128x256x32": 192 * 1024, "Sm80_128x128x64_S3_K2": 192 * 1024}.get(config, 0)
     return smem >= need + 1024
 
 
@@ -52,7 +54,7 @@ def expect_sm80(op, *args, config=None, **kwargs):
     e = cg.explain(op, *args, **kwargs)
     assert e.kernel == "sm80", str(e)
     if config is not None:
-        assert f"_{config}_" in e.config, str(e)
+        assert e.config == config or f"_{config}_" in e.config, str(e)  # a full name or a tile
     return e
 
 
@@ -178,11 +180,145 @@ def test_sm80_split_k_forced(monkeypatch, split, dtype):
     assert torch.equal(out, out2), "split-K is not deterministic"
 
 
+def _kernel_names(fn) -> list:
+    """Names of the CUDA kernels ``fn`` launches (torch.profiler)."""
+    from torch.profiler import ProfilerActivity, profile
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        fn()
+        torch.cuda.synchronize()
+    return [e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+
+
+# (dtype, M, N, K, splits): N % 4 != 0 takes the scalar partial loads; 7 splits give uneven row bands
+FUSED_CASES = [(torch.bfloat16, 200, 136, 3000, 16), (torch.float16, 129, 135, 2048, 7),
+               (torch.float32, 300, 260, 1500, 3), (torch.float64, 65, 72, 4096, 5)]
+
+
+@pytest.mark.parametrize("case", FUSED_CASES, ids=lambda c: f"{dtype_id(c[0])}-{c[1]}x{c[2]}x{c[3]}-s{c[4]}")
+def test_sm80_parallel_split_k_sums_in_kernel(monkeypatch, case):
+    """Parallel split-K sums its partials inside the GEMM kernel when the grid is resident at once:
+    one launch, no reduction kernel, and the same bits as the reduction kernel (same order)."""
+    dtype, m, n, k, splits = case
+    use(monkeypatch, split=f"parallel:{splits}")
+    tf32 = dtype == torch.float32
+    torch.backends.cuda.matmul.allow_tf32 = tf32  # fp32 runs on this path as tf32; the fixture restores it
+    verify = (lambda out, ref, what: check_tf32(out, ref, what)) if tf32 else \
+        (lambda out, ref, what: check(out, ref, dtype, what=what))
+    a, b = make((m, k), dtype, "cuda"), make((k, n), dtype, "cuda", "col")
+    bias = torch.randn(n, device="cuda").to(dtype)
+    c = torch.randn(m, n, device="cuda").to(dtype)
+    kw = dict(bias=bias, c=c, beta=0.5, activation="silu")
+    poison(m * n * 8)
+    names = _kernel_names(lambda: cg.gemm(a, b, **kw))
+    assert not any("splitk_reduce" in x for x in names) and sum("sm80_gemm_kernel" in x for x in names) == 1, names
+    fused = cg.gemm(a, b, **kw)
+    verify(fused, ref_gemm(a, b, bias, c, 1.0, 0.5, "silu"), f"fused split-K x{splits}")
+    out_f32 = cg.gemm(a, b, bias=bias, out_dtype=torch.float32) if dtype in HALF_DTYPES else None
+    a3, b3 = make((3, 64, k), dtype, "cuda"), make((3, k, 72), dtype, "cuda")
+    bmm = cg.bmm(a3, b3)
+    verify(bmm, ref_bmm(a3, b3), f"fused split-K bmm x{splits}")
+
+    monkeypatch.setenv("CUTORCH_GEMM_SM80_SPLIT_REDUCE", "kernel")
+    names = _kernel_names(lambda: cg.gemm(a, b, **kw))
+    assert any("splitk_reduce" in x for x in names), names
+    assert torch.equal(fused, cg.gemm(a, b, **kw)), "in-kernel and reduction-kernel sums differ"
+    if out_f32 is not None:
+        assert torch.equal(out_f32, cg.gemm(a, b, bias=bias, out_dtype=torch.float32))
+    assert torch.equal(bmm, cg.bmm(a3, b3))
+
+
+def test_sm80_fused_split_k_counters_reset_between_launches(monkeypatch):
+    """The arrival counters return to zero after every launch: alternating slice counts and
+    shapes on one stream (a counter left over would make a later launch sum too early or hang)."""
+    dt = torch.float16
+    a, b = make((256, 4096), dt, "cuda"), make((4096, 384), dt, "cuda", "col")
+    ref = ref_gemm(a, b)
+    outs = {}
+    for splits in (16, 3, 7, 16, 2, 5, 16):
+        monkeypatch.setenv("CUTORCH_GEMM_SPLIT_K", f"parallel:{splits}")
+        out = cg.mm(a, b)
+        check(out, ref, dt, what=f"x{splits} after other slice counts")
+        if splits in outs:
+            assert torch.equal(out, outs[splits])
+        outs[splits] = out
+        small = make((100, 1024), dt, "cuda")
+        check(cg.mm(small, b[:1024]), ref_gemm(small, b[:1024]), dt, what=f"small x{splits}")
+
+
+def test_sm80_fused_split_k_on_two_streams(monkeypatch):
+    """Each stream has its own counters: fused launches on two streams at once stay correct."""
+    use(monkeypatch, split="parallel:8")
+    dt = torch.bfloat16
+    xs = [(make((256, 8192), dt, "cuda"), make((8192, 256), dt, "cuda", "col")) for _ in range(2)]
+    refs = [cg.mm(a, b) for a, b in xs]
+    streams = [torch.cuda.Stream(), torch.cuda.Stream()]
+    torch.cuda.synchronize()
+    outs = [[], []]
+    for _ in range(20):
+        for i, s in enumerate(streams):
+            with torch.cuda.stream(s):
+                outs[i].append(cg.mm(*xs[i]))
+    torch.cuda.synchronize()
+    for i in range(2):
+        check(refs[i], ref_gemm(*xs[i]), dt, what="stream reference")
+        for o in outs[i]:
+            assert torch.equal(o, refs[i]), f"stream {i}: a fused split-K result differs"
+
+
+def test_sm80_cuda_graph_replay_with_parallel_split_k(monkeypatch):
+    """A captured parallel split-K keeps the reduction kernel (a graph may replay on any stream)
+    and replays correctly with new inputs; eager launches after the capture still fuse."""
+    use(monkeypatch, split="parallel:6")
+    dt = torch.bfloat16
+    a, b = make((192, 4096), dt, "cuda"), make((4096, 200), dt, "cuda", "col")
+    eager = cg.mm(a, b)
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        out = cg.mm(a, b)
+    g.replay()
+    torch.cuda.synchronize()
+    assert torch.equal(out, eager)
+    for _ in range(3):
+        a.copy_(torch.randn_like(a))
+        g.replay()
+        torch.cuda.synchronize()
+        check(out, ref_gemm(a, b), dt, what="graph replay, parallel split-K")
+        assert torch.equal(out, cg.mm(a, b))
+
+
+@pytest.mark.parametrize("split", ["none", "serial:3", "parallel:5", "parallel:16"])
+def test_sm80_sliced_k_config_with_split_k(monkeypatch, split):
+    """The sliced-K config (two warp groups per tile, each half of the CTA's K range, summed in
+    shared memory) under every split form; K = 3000 leaves the groups unequal k-tile counts and
+    some slices' second group none (x16)."""
+    use(monkeypatch, config="Sm80_128x128x64_S3_K2", split=split)
+    dt = torch.bfloat16
+    m, n, k = 200, 136, 3000
+    a, b = make((m, k), dt, "cuda"), make((k, n), dt, "cuda", "col")
+    bias = torch.randn(n, device="cuda").to(dt)
+    c = torch.randn(m, n, device="cuda").to(dt)
+    kw = dict(bias=bias, c=c, beta=0.5, activation="gelu")
+    expect_sm80("gemm", a, b, config="Sm80_128x128x64_S3_K2", **kw)
+    poison(m * n * 8)
+    out = cg.gemm(a, b, **kw)
+    check(out, ref_gemm(a, b, bias, c, 1.0, 0.5, "gelu"), dt, what=f"sliced K, split {split}")
+    assert torch.equal(out, cg.gemm(a, b, **kw)), "sliced K is not deterministic"
+    if split.startswith("parallel"):
+        monkeypatch.setenv("CUTORCH_GEMM_SM80_SPLIT_REDUCE", "kernel")
+        assert torch.equal(out, cg.gemm(a, b, **kw)), "in-kernel and reduction-kernel sums differ"
+
+
 def test_sm80_split_k_heuristic_small_output_long_k():
     a = make((512, 16384), torch.float16, "cuda")
     b = make((16384, 512), torch.float16, "cuda", "col")
     e = expect_sm80("mm", a, b)
     assert e.splits > 1, str(e)
+    if _fits("Sm80_128x128x64_S3_K2"):
+        assert e.config == "Sm80_128x128x64_S3_K2", str(e)
+    names = _kernel_names(lambda: cg.mm(a, b))
+    assert not any("splitk_reduce" in x for x in names), names  # one wave: summed in the kernel
     check(cg.mm(a, b), ref_gemm(a, b), torch.float16, what="heuristic split-K")
 
 

@@ -6,7 +6,9 @@
 #include <cctype>
 #include <cstdlib>
 #include <limits>
+#include <map>
 #include <mutex>
+#include <utility>
 
 #include "cutorch_gemm/device/simt_gemm.h"
 #include "cutorch_gemm/device/sm80_gemm.h"
@@ -103,6 +105,29 @@ HeuristicExtents heuristic_extents(const GemmArgs& g) {
           g.shape.mode == GroupMode::kGroupedN ? ceil_div(g.shape.n, groups) : g.shape.n};
 }
 
+// The arrival counters parallel split-K sums its partials with inside the sm80 kernel
+// (kSm80ArrivalCounters zeroed ints per (device, stream), allocated on first use and kept: the
+// kernel leaves them zero, and launches on one stream never overlap). nullptr while the stream
+// is being captured: a graph may be replayed on another stream, concurrently with this one's
+// launches, so captured launches keep the reduction kernel.
+static int* sm80_arrival_counters(cudaStream_t stream) {
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  if (cudaStreamIsCapturing(stream, &capture) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return nullptr;
+  }
+  if (capture != cudaStreamCaptureStatusNone) return nullptr;
+  int device = 0;
+  C10_CUDA_CHECK(cudaGetDevice(&device));
+  static std::mutex mu;
+  // NOTE: never freed (one small buffer per stream used; PyTorch's streams are pooled).
+  static auto* buffers = new std::map<std::pair<int, cudaStream_t>, at::Tensor>();
+  std::lock_guard<std::mutex> lock(mu);
+  at::Tensor& t = (*buffers)[{device, stream}];
+  if (!t.defined()) t = at::zeros({kSm80ArrivalCounters}, at::TensorOptions().dtype(at::kInt).device(at::kCUDA));
+  return t.data_ptr<int>();
+}
+
 // Launches the sm80 family: plan (CUTORCH_GEMM_SM80_CONFIG / CUTORCH_GEMM_SPLIT_K override it),
 // split-K workspace from PyTorch's caching allocator on the current stream, kernel.
 static void run_sm80(const GemmArgs& g) {
@@ -127,9 +152,11 @@ static void run_sm80(const GemmArgs& g) {
   const auto opts = at::TensorOptions().device(at::kCUDA);
   if (need.partial_bytes > 0) ws = at::empty({int64_t(need.partial_bytes)}, opts.dtype(at::kByte));
   if (need.semaphores > 0) sem = at::zeros({int64_t(need.semaphores)}, opts.dtype(at::kInt));
-  const cudaError_t err = sm80_gemm(g, plan, need.partial_bytes ? ws.data_ptr() : nullptr,
-                                    need.semaphores ? sem.data_ptr<int>() : nullptr,
-                                    c10::cuda::getCurrentCUDAStream().stream());
+  const cudaStream_t stream = c10::cuda::getCurrentCUDAStream().stream();
+  int* counters = need.semaphores ? sem.data_ptr<int>()
+                  : plan.split_mode == SplitKMode::kParallel && plan.splits > 1 ? sm80_arrival_counters(stream)
+                                                                                 : nullptr;
+  const cudaError_t err = sm80_gemm(g, plan, need.partial_bytes ? ws.data_ptr() : nullptr, counters, stream);
   TORCH_CHECK(err == cudaSuccess, "cutorch_gemm: sm80 kernel launch failed (", sm80_config_name(plan.config),
               ", split-K ", splitk_mode_name(plan.split_mode), " x", plan.splits, "): ", cudaGetErrorString(err));
 }

@@ -319,8 +319,19 @@ struct Mainloop {
   static_assert(Cfg::kBlockK * int(sizeof(T)) == 128, "config's K slice must be 128 bytes of T");
   static_assert(Cfg::kWarpTileM % Atom::kM == 0 && Cfg::kWarpTileN % (2 * Atom::kN) == 0, "warp tile of atoms");
   static_assert(kKSteps % 2 == 0, "fragments are double-buffered by k-step parity across k-tiles");
-  using LoaderA = SliceLoader<T, Cfg::kBlockM, Cfg::kBlockK, Cfg::kThreads, kAMn>;
-  using LoaderB = SliceLoader<T, Cfg::kBlockN, Cfg::kBlockK, Cfg::kThreads, kBMn>;
+  using LoaderA = SliceLoader<T, Cfg::kBlockM, Cfg::kBlockK, Cfg::kGroupThreads, kAMn>;
+  using LoaderB = SliceLoader<T, Cfg::kBlockN, Cfg::kBlockK, Cfg::kGroupThreads, kBMn>;
+
+  // The ring's barrier: the CTA, or with sliced K only this thread's K group (named barrier
+  // 1 + group; barrier 0 is the CTA's), whose k-tile count may differ from the other group's.
+  CG_DEVICE static void sync_ring() {
+    if constexpr (Cfg::kSlicesK == 1) {
+      __syncthreads();
+    } else {
+      asm volatile("bar.sync %0, %1;" ::"r"(1 + int(threadIdx.x) / Cfg::kGroupThreads), "r"(Cfg::kGroupThreads)
+                   : "memory");
+    }
+  }
   using Frags = WarpFragments<Atom, Cfg::kBlockM, Cfg::kBlockN, kAMn, kBMn>;
   // NOTE: int8 with an MN-major operand gathers its fragments byte by byte; with the next
   // k-step's fragments in flight on top of 128 int32 accumulators it ran out of registers
@@ -333,10 +344,16 @@ struct Mainloop {
   };
 
   // a, b: element (m0, k_begin) of A and (k_begin, n0) of B. m_left / n_left: rows / columns of
-  // the problem from m0 / n0 on; k_len = k_end - k_begin.
+  // the problem from m0 / n0 on; k_len = k_end - k_begin. smem: this thread's K group's ring.
+  // Ring barriers one run executes for k_len: one after the prologue and one per k-tile.
+  CG_HOST_DEVICE static int ring_syncs(int k_len) {
+    const int k_tiles = ceil_div(k_len, Cfg::kBlockK);
+    return k_tiles > 0 ? 1 + k_tiles : 0;
+  }
+
   CG_DEVICE static void run(char* smem, const T* a, index_t a_sm, index_t a_sk, const T* b, index_t b_sk,
                             index_t b_sn, int m_left, int n_left, int k_len, Accumulators& acc) {
-    const int tid = threadIdx.x;
+    const int tid = int(threadIdx.x) % Cfg::kGroupThreads;
     const int lane = tid & 31;
     const int warp = tid >> 5;
     const int wm = (warp % Cfg::kWarpsM) * Cfg::kWarpTileM;
@@ -372,7 +389,7 @@ struct Mainloop {
     int read_stage = 0;
     int write_stage = Cfg::kStages - 1;
     cp_async_wait<Cfg::kStages - 2>();
-    __syncthreads();
+    sync_ring();
 
     // NOTE: the slices start 128-byte aligned (dynamic shared memory is, and stage and B
     // offsets are multiples of 128), which the XOR addressing needs.
@@ -395,7 +412,7 @@ struct Mainloop {
           // The next k-tile's stage must have landed (and every warp be done with the stage
           // the next loads overwrite) before its first fragments are read.
           cp_async_wait<Cfg::kStages - 2>();
-          __syncthreads();
+          sync_ring();
           read_stage = read_stage + 1 == Cfg::kStages ? 0 : read_stage + 1;
         }
         // Fragments of the next k-step while this one's MMAs run.

@@ -61,4 +61,23 @@ inline int max_active_clusters(const void* kernel, const cudaLaunchConfig_t& con
   return clusters;
 }
 
+// How many CTAs of `kernel` (threads, dynamic shared memory) the device holds at once, once per
+// (kernel, device): occupancy per SM times the SMs. 0 on error.
+inline long long resident_ctas(const void* kernel, int threads, int smem_bytes) {
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) return 0;
+  static KernelDeviceInts known;
+  int ctas = 0;
+  if (known.find(kernel, device, &ctas)) return ctas;
+  int per_sm = 0, sms = 0;
+  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, size_t(smem_bytes)) != cudaSuccess ||
+      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  ctas = per_sm * sms;
+  known.store(kernel, device, ctas);
+  return ctas;
+}
+
 }  // namespace cutorch_gemm

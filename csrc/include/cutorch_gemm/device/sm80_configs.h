@@ -28,15 +28,21 @@ enum class Sm80ConfigId : int {
   k128x256x128_S3 = 8,  // int8
   k128x128x128_S3 = 9,  // int8, fits sm_86 / sm_89 (an int8 MN-major slice row needs 128 of M / N)
   k128x256x32_S4 = 10,  // tf32, large outputs, K-major operands only
+  k128x128x64_S3_K2 = 11,  // 16-bit, sliced K: two warp groups per tile (split-K launches)
 };
 
 // KMajorOnly: the launcher has only the K-major x K-major variant (fp32 fragments of MN-major
 // slices are gathered element by element, which with 64x64 warp tiles runs out of registers);
 // the plan never picks such a config for an MN-major operand.
+// SlicesK > 1 ("sliced K"): that many groups of WarpsM x WarpsN warps share one CTA tile, each
+// with its own stage ring and half (third, ...) of the CTA's K range; the epilogue adds their
+// accumulators in group order in shared memory. For split-K it halves the partial tiles that go
+// through L2 at the same warps per SM.
 template <Sm80ConfigId Id, int BlockM, int BlockN, int BlockK, int WarpsM, int WarpsN, int Stages,
-          bool KMajorOnly = false>
+          bool KMajorOnly = false, int SlicesK = 1>
 struct Sm80Config {
   static constexpr bool kKMajorOnly = KMajorOnly;
+  static constexpr int kSlicesK = SlicesK;
   static constexpr Sm80ConfigId kId = Id;
   static constexpr int kBlockM = BlockM;
   static constexpr int kBlockN = BlockN;
@@ -44,10 +50,12 @@ struct Sm80Config {
   static constexpr int kWarpsM = WarpsM;
   static constexpr int kWarpsN = WarpsN;
   static constexpr int kStages = Stages;
-  static constexpr int kThreads = 32 * WarpsM * WarpsN;
+  static constexpr int kGroupThreads = 32 * WarpsM * WarpsN;  // one K group's warps
+  static constexpr int kThreads = kGroupThreads * SlicesK;
   static constexpr int kWarpTileM = BlockM / WarpsM;
   static constexpr int kWarpTileN = BlockN / WarpsN;
   static constexpr int kStageBytes = (BlockM + BlockN) * 128;
+  static constexpr int kRingBytes = Stages * kStageBytes;  // per K group
   static_assert(BlockM % WarpsM == 0 && BlockN % WarpsN == 0, "warps tile the CTA tile");
   // An MN-major slice row (kBlockM or kBlockN elements) must be whole 128-byte lines too.
   static_assert(BlockM >= BlockK && BlockN >= BlockK, "an MN-major slice row is at least 128 bytes");
@@ -66,6 +74,10 @@ using Sm80_64x64x16_S4 = Sm80Config<Sm80ConfigId::k64x64x16_S4, 64, 64, 16, 2, 2
 // fragment loads per MMA of 64x32 warps; +10-14% over Sm80_128x128x32_S3 at 4096^3-8192^3 on an
 // H100 (3.44 against 3.86 pJ/FLOP under the power cap); 4 stages measured >= 3 (192 KB).
 using Sm80_128x256x32_S4 = Sm80Config<Sm80ConfigId::k128x256x32_S4, 128, 256, 32, 2, 4, 4, true>;
+// Split-K's 16-bit tile where 192 KB fit (sm_90): one CTA per SM with the eight warps of two
+// 128x128x64_S3 CTAs, so a one-wave split needs half the slices and half the partial bytes
+// (512x512x16384 on an H100: 8 MB instead of 16 MB of fp32 partials written and read back).
+using Sm80_128x128x64_S3_K2 = Sm80Config<Sm80ConfigId::k128x128x64_S3_K2, 128, 128, 64, 2, 2, 3, false, 2>;
 using Sm80_128x256x128_S3 = Sm80Config<Sm80ConfigId::k128x256x128_S3, 128, 256, 128, 2, 4, 3>;  // int8, 64x64 warps
 using Sm80_128x128x128_S3 = Sm80Config<Sm80ConfigId::k128x128x128_S3, 128, 128, 128, 2, 2, 3>;  // int8, 64x64 warps
 
@@ -75,11 +87,13 @@ struct Sm80ConfigInfo {
   int block_m, block_n, block_k, stages, threads;
   int acc_bytes;  // accumulator element (the epilogue stages the whole tile in shared memory)
   bool k_major_only;
+  int slices_k;   // K groups of warps per CTA (each with its own ring)
 };
 
 template <class C>
 constexpr Sm80ConfigInfo sm80_info_of(const char* name, int acc_bytes) {
-  return {C::kId, name, C::kBlockM, C::kBlockN, C::kBlockK, C::kStages, C::kThreads, acc_bytes, C::kKMajorOnly};
+  return {C::kId, name, C::kBlockM, C::kBlockN, C::kBlockK, C::kStages, C::kThreads, acc_bytes, C::kKMajorOnly,
+          C::kSlicesK};
 }
 
 inline const Sm80ConfigInfo& sm80_config_info(Sm80ConfigId id) {
@@ -95,33 +109,37 @@ inline const Sm80ConfigInfo& sm80_config_info(Sm80ConfigId id) {
       sm80_info_of<Sm80_128x256x128_S3>("Sm80_128x256x128_S3", 4),
       sm80_info_of<Sm80_128x128x128_S3>("Sm80_128x128x128_S3", 4),
       sm80_info_of<Sm80_128x256x32_S4>("Sm80_128x256x32_S4", 4),
+      sm80_info_of<Sm80_128x128x64_S3_K2>("Sm80_128x128x64_S3_K2", 4),
   };
   return table[int(id)];
 }
 
 inline const char* sm80_config_name(Sm80ConfigId id) { return sm80_config_info(id).name; }
 
-// Dynamic shared memory of a config: the stage ring, or the fp32/fp64 accumulator tile the
-// epilogue stages (rows padded by 32 bytes), whichever is larger; the two reuse one buffer.
+// Dynamic shared memory of a config: the stage rings (one per K group), or the fp32/fp64
+// accumulator tile the epilogue stages (rows padded by 32 bytes), whichever is larger; the two
+// reuse one buffer.
 constexpr int sm80_epilogue_row_bytes(int block_n, int acc_bytes) { return block_n * acc_bytes + 32; }
 inline int sm80_smem_bytes(Sm80ConfigId id) {
   const Sm80ConfigInfo& c = sm80_config_info(id);
-  const int ring = c.stages * (c.block_m + c.block_n) * 128;
+  const int ring = c.slices_k * c.stages * (c.block_m + c.block_n) * 128;
   const int epi = c.block_m * sm80_epilogue_row_bytes(c.block_n, c.acc_bytes);
   return ring > epi ? ring : epi;
 }
 
 // The configs one element type compiles, best-first for large problems.
 inline int sm80_configs_for(DType dtype, const Sm80ConfigId** out) {
+  // (h[4], sliced K, is only the split-K tile; the others are the plain choices by position)
   static const Sm80ConfigId h[] = {Sm80ConfigId::k128x256x64_S3, Sm80ConfigId::k128x128x64_S3,
-                                   Sm80ConfigId::k64x128x64_S4, Sm80ConfigId::k64x64x64_S5};
+                                   Sm80ConfigId::k64x128x64_S4, Sm80ConfigId::k64x64x64_S5,
+                                   Sm80ConfigId::k128x128x64_S3_K2};
   static const Sm80ConfigId f[] = {Sm80ConfigId::k128x256x32_S4, Sm80ConfigId::k128x128x32_S3,
                                    Sm80ConfigId::k64x64x32_S5};
   static const Sm80ConfigId d[] = {Sm80ConfigId::k128x64x16_S4, Sm80ConfigId::k64x64x16_S4};
   static const Sm80ConfigId i8[] = {Sm80ConfigId::k128x256x128_S3, Sm80ConfigId::k128x128x128_S3};
   switch (dtype) {
     case DType::kFloat16:
-    case DType::kBFloat16: *out = h; return 4;
+    case DType::kBFloat16: *out = h; return 5;
     case DType::kFloat32:  *out = f; return 3;
     case DType::kFloat64:  *out = d; return 2;
     case DType::kInt8:     *out = i8; return 2;
@@ -264,14 +282,17 @@ inline Sm80Plan choose_sm80_plan(DType dtype, int m, int n, int k, int batch, in
   const long long t = tiles(plan.config);
   if (grouped || t <= 0 || 2 * t > num_sms || k_tiles < 2 * kSm80MinKTilesPerSplit) return plan;
   // 16-bit and tf32: 128x128 (it fits every sm_8x; 128x256 slices would halve the CTAs per
-  // wave); a forced config stays.
-  const bool tile128 = dtype == DType::kFloat16 || dtype == DType::kBFloat16 || dtype == DType::kFloat32;
-  const Sm80ConfigId split_cfg = forced_kept ? plan.config : tile128 ? ids[1] : ids[0];
+  // wave); 16-bit takes the sliced-K 128x128 where its 192 KB fit; a forced config stays.
+  const bool half = dtype == DType::kFloat16 || dtype == DType::kBFloat16;
+  const bool tile128 = half || dtype == DType::kFloat32;
+  Sm80ConfigId split_cfg = forced_kept ? plan.config : tile128 ? ids[1] : ids[0];
+  if (!forced_kept && half && fits(ids[4])) split_cfg = ids[4];
   if (!fits(split_cfg)) return plan;
   const Sm80ConfigInfo& sc = sm80_config_info(split_cfg);
   const long long t_split = tiles(split_cfg);
   const long long wave = (long long)num_sms * sm80_ctas_per_sm(split_cfg, smem_optin);
-  const long long want = ceil_div<long long>(wave, t_split);
+  // At most one wave: the slices may then sum their partials in the kernel (all resident).
+  const long long want = wave / t_split;
   const long long by_k = ceil_div(k, sc.block_k) / kSm80MinKTilesPerSplit;
   const int splits = int(min_of(min_of(want, by_k), (long long)kSm80MaxSplits));
   if (splits < 2) return plan;
@@ -284,7 +305,11 @@ inline Sm80Plan choose_sm80_plan(DType dtype, int m, int n, int k, int batch, in
   plan.split_mode = parallel_bytes > kSm80MaxParallelBytes ? SplitKMode::kSerial : SplitKMode::kParallel;
   plan.reason = std::to_string(t) + " tiles leave SMs idle and K=" + std::to_string(k) + ": " +
                 splitk_mode_name(plan.split_mode) + " split-K x" + std::to_string(splits) + " of " + sc.name +
-                " tiles (about one wave of " + std::to_string(wave) + " CTAs)" + note;
+                " tiles (about one wave of " + std::to_string(wave) + " CTAs)" +
+                (plan.split_mode == SplitKMode::kParallel
+                     ? "; the slices sum the partials themselves when all CTAs fit at once, else a reduction kernel"
+                     : "") +
+                note;
   return plan;
 }
 

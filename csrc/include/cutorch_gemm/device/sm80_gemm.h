@@ -30,7 +30,15 @@ inline Sm80Workspace sm80_workspace(const GemmArgs& args, const Sm80Plan& plan) 
   return {slots * size_t(c.block_m) * size_t(c.block_n) * acc, slots};
 }
 
-// workspace: sm80_workspace(...).partial_bytes bytes; semaphores: .semaphores zeroed ints.
+// Parallel split-K can sum its partials inside the GEMM kernel (no reduction kernel, no second
+// launch) when every CTA of the grid is resident at once: the slices of a tile count their
+// arrivals on one int, then each sums a band of the tile's rows. The caller lends the counters:
+// at least kSm80ArrivalCounters zeroed ints that no other launch uses concurrently (the kernel
+// leaves them zero). Without them, or when the grid does not fit, a reduction kernel sums.
+constexpr int kSm80ArrivalCounters = 4096;
+
+// workspace: sm80_workspace(...).partial_bytes bytes; semaphores: serial split-K: .semaphores
+// zeroed ints; parallel split-K: nullptr or kSm80ArrivalCounters arrival counters (above).
 cudaError_t sm80_gemm_f16(const GemmArgs&, const Sm80Plan&, void* workspace, int* semaphores, cudaStream_t);
 cudaError_t sm80_gemm_bf16(const GemmArgs&, const Sm80Plan&, void* workspace, int* semaphores, cudaStream_t);
 cudaError_t sm80_gemm_tf32(const GemmArgs&, const Sm80Plan&, void* workspace, int* semaphores, cudaStream_t);

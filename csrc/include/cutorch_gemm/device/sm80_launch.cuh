@@ -1,6 +1,7 @@
 #pragma once
 // Host-side launch of one Ampere-class config: Params, grid, operand-layout variant, dynamic
-// shared memory, parallel split-K reduction. Included only by csrc/instantiations/sm80_*.cu.
+// shared memory, parallel split-K reduction (in the kernel when its grid is co-resident, else a
+// second kernel). Included only by csrc/instantiations/sm80_*.cu.
 
 #include <cuda_runtime.h>
 
@@ -28,6 +29,14 @@ cudaError_t launch_sm80(const GemmArgs& args, const Sm80Plan& plan, void* worksp
   // CUTORCH_GEMM_SM80_EPILOGUE=general keeps every tile on the general store (tests, A/B).
   const char* epi = std::getenv("CUTORCH_GEMM_SM80_EPILOGUE");
   p.rows8 = !(epi && std::string(epi) == "general");
+  p.fused_reduce = false;
+  // Parallel split-K summed by its own slices when the caller lent arrival counters and the
+  // grid fits the GPU at once (checked per kernel below); CUTORCH_GEMM_SM80_SPLIT_REDUCE=kernel
+  // keeps the reduction kernel (tests, A/B).
+  const char* red = std::getenv("CUTORCH_GEMM_SM80_SPLIT_REDUCE");
+  const bool try_fused = !std::is_same_v<T, int8_t> && plan.split_mode == SplitKMode::kParallel && splits > 1 &&
+                         semaphores != nullptr && !(red && std::string(red) == "kernel") &&
+                         (long long)tiles * args.batch <= kSm80ArrivalCounters;
 
   const bool a_mn = sm80_mn_major(s.a_sk, s.a_sm);
   const bool b_mn = sm80_mn_major(s.b_sk, s.b_sn);
@@ -36,6 +45,26 @@ cudaError_t launch_sm80(const GemmArgs& args, const Sm80Plan& plan, void* worksp
   const auto launch = [&](auto kernel) {
     cudaError_t e = ensure_dynamic_smem(reinterpret_cast<const void*>(kernel), smem);
     if (e != cudaSuccess) return e;
+    if (try_fused && tiles * splits * args.batch <= resident_ctas(reinterpret_cast<const void*>(kernel),
+                                                                  Cfg::kThreads, smem)) {
+      // A cooperative launch: the driver refuses it (rather than running it in waves) when the
+      // CTAs cannot all be resident, e.g. under an MPS share of the SMs; the slices of a tile
+      // wait for each other, so waves could deadlock.
+      p.fused_reduce = true;
+      cudaLaunchAttribute attr{};
+      attr.id = cudaLaunchAttributeCooperative;
+      attr.val.cooperative = 1;
+      cudaLaunchConfig_t cfg{};
+      cfg.gridDim = dim3(unsigned(tiles), unsigned(splits), unsigned(args.batch));
+      cfg.blockDim = dim3(Cfg::kThreads);
+      cfg.dynamicSmemBytes = size_t(smem);
+      cfg.stream = stream;
+      cfg.attrs = &attr;
+      cfg.numAttrs = 1;
+      if (cudaLaunchKernelEx(&cfg, kernel, p) == cudaSuccess) return cudaSuccess;
+      (void)cudaGetLastError();  // not sticky: fall back to the two-kernel form
+      p.fused_reduce = false;
+    }
     for (int z0 = 0; z0 < args.batch; z0 += kMaxGridZ) {
       p.z_base = z0;
       const dim3 grid(unsigned(tiles), unsigned(splits), unsigned(min_of(args.batch - z0, kMaxGridZ)));
@@ -55,7 +84,7 @@ cudaError_t launch_sm80(const GemmArgs& args, const Sm80Plan& plan, void* worksp
     else if (!b_mn)         err = launch(sm80_gemm_kernel<Cfg, T, true, false>);
     else                    err = launch(sm80_gemm_kernel<Cfg, T, true, true>);
   }
-  if (err != cudaSuccess || plan.split_mode != SplitKMode::kParallel || splits <= 1) return err;
+  if (err != cudaSuccess || plan.split_mode != SplitKMode::kParallel || splits <= 1 || p.fused_reduce) return err;
   if constexpr (std::is_same_v<T, int8_t>) {
     return cudaErrorInvalidValue;  // int8 plans never split (choose_sm80_plan)
   } else {

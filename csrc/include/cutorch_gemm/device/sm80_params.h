@@ -14,9 +14,11 @@ struct Sm80Params {
   int splits;          // split-K slices (1: none); only kBatched launches split
   SplitKMode split_mode;
   void* workspace;     // parallel: splits x batch x M x N partials; serial: batch x tiles partial tiles
-  int* semaphores;     // serial: one zero-initialised turn counter per (batch entry, tile)
+  int* semaphores;     // serial: one zero-initialised turn counter per (batch entry, tile);
+                       // parallel with fused_reduce: one zero-initialised arrival counter per slot
   int z_base;          // first batch entry / group of this launch (grid z is limited to 65535)
   bool rows8;          // the epilogue's rows-of-eight path may run (CUTORCH_GEMM_SM80_EPILOGUE=general: never)
+  bool fused_reduce;   // parallel split-K summed by the slices themselves (co-resident grid), no second kernel
 };
 
 }  // namespace cutorch_gemm

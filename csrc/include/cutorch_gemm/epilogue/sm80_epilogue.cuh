@@ -9,7 +9,10 @@
 //             the running partial from the workspace, and all but the last write it back; the
 //             last applies the epilogue. Deterministic, one partial tile per output tile.
 //   parallel  every slice writes its raw partial to workspace[split][z][m][n]; a reduction
-//             kernel sums them in split order and applies the epilogue.
+//             kernel sums them in split order and applies the epilogue. When the whole grid is
+//             resident at once (the launcher checks), the slices of a tile instead wait for each
+//             other on an arrival counter and each sums one band of the tile's rows
+//             (reduce_band): the same order, so the same bits, without the second kernel.
 
 #include <type_traits>
 
@@ -35,27 +38,41 @@ struct Epilogue {
     return *reinterpret_cast<Vec4*>(smem + row * kRowBytes + col * int(sizeof(Acc)));
   }
 
-  // Fragments -> shared memory. Elements 2i, 2i+1 of a C fragment are adjacent columns.
+  // Fragments -> shared memory. Elements 2i, 2i+1 of a C fragment are adjacent columns. With
+  // sliced K the groups take turns in group order: the first stores its accumulators, each
+  // later one adds its own (a fixed order, so results are deterministic).
   CG_DEVICE static void stage(char* smem, const typename Mainloop::Accumulators& acc) {
     const int lane = threadIdx.x & 31;
-    const int warp = threadIdx.x >> 5;
+    const int warp = (int(threadIdx.x) % Cfg::kGroupThreads) >> 5;
+    const int group = int(threadIdx.x) / Cfg::kGroupThreads;
     const int wm = (warp % Cfg::kWarpsM) * Cfg::kWarpTileM;
     const int wn = (warp / Cfg::kWarpsM) * Cfg::kWarpTileN;
-    __syncthreads();  // every warp is done reading the ring
+    __syncthreads();  // every warp is done reading the ring(s)
 #pragma unroll
-    for (int i = 0; i < Mainloop::kMI; ++i)
+    for (int turn = 0; turn < Cfg::kSlicesK; ++turn) {
+      if (group == turn) {
 #pragma unroll
-      for (int j = 0; j < Mainloop::kNI; ++j)
+        for (int i = 0; i < Mainloop::kMI; ++i)
 #pragma unroll
-        for (int e = 0; e < Atom::kCElems; e += 2) {
-          const Coord c = Atom::c_coord(lane, e);
-          Vec<Acc, 2> v;
-          v.v[0] = acc.v[i][j][e];
-          v.v[1] = acc.v[i][j][e + 1];
-          *reinterpret_cast<Vec<Acc, 2>*>(smem + (wm + i * Atom::kM + c.row) * kRowBytes +
-                                          (wn + j * Atom::kN + c.col) * int(sizeof(Acc))) = v;
-        }
-    __syncthreads();
+          for (int j = 0; j < Mainloop::kNI; ++j)
+#pragma unroll
+            for (int e = 0; e < Atom::kCElems; e += 2) {
+              const Coord c = Atom::c_coord(lane, e);
+              Vec<Acc, 2>* dst = reinterpret_cast<Vec<Acc, 2>*>(smem + (wm + i * Atom::kM + c.row) * kRowBytes +
+                                                                (wn + j * Atom::kN + c.col) * int(sizeof(Acc)));
+              Vec<Acc, 2> v;
+              v.v[0] = acc.v[i][j][e];
+              v.v[1] = acc.v[i][j][e + 1];
+              if (turn > 0) {
+                const Vec<Acc, 2> prev = *dst;
+                v.v[0] = prev.v[0] + v.v[0];
+                v.v[1] = prev.v[1] + v.v[1];
+              }
+              *dst = v;
+            }
+      }
+      __syncthreads();
+    }
   }
 
   // Serial split-K turn of slice `split`: returns true when this CTA must write D.
@@ -89,6 +106,92 @@ struct Epilogue {
     __syncthreads();
     if (threadIdx.x == 0) atomicExch(sem, split + 1);
     return false;
+  }
+
+  // 4 consecutive partials through L2 (.cg): other SMs wrote them during this launch.
+  CG_DEVICE static void load_cg4(const Acc* src, bool vec, int valid, Acc (&v)[4]) {
+    if (vec) {
+      if constexpr (std::is_same_v<Acc, float>) {
+        const float4 x = __ldcg(reinterpret_cast<const float4*>(src));
+        v[0] = x.x; v[1] = x.y; v[2] = x.z; v[3] = x.w;
+      } else {
+        const double2 x = __ldcg(reinterpret_cast<const double2*>(src));
+        const double2 y = __ldcg(reinterpret_cast<const double2*>(src) + 1);
+        v[0] = x.x; v[1] = x.y; v[2] = y.x; v[3] = y.y;
+      }
+      return;
+    }
+#pragma unroll
+    for (int e = 0; e < 4; ++e) v[e] = e < valid ? __ldcg(src + e) : Acc(0);
+  }
+
+  // Parallel split-K reduced in the kernel (p.fused_reduce). Called by every slice of a tile
+  // after its partial is stored: waits until all p.splits slices have stored theirs, then sums
+  // rows [split * band, (split + 1) * band) of the tile over the slices in split order (as
+  // splitk_reduce_kernel: 0 + s0 + s1 + ..., so results are bit-identical to it) and stores
+  // them through the epilogue. The counter goes 0 -> splits (arrivals) -> 2 * splits
+  // (departures); the last to depart puts it back to 0 for the next launch on this stream.
+  CG_DEVICE static void reduce_band(char* smem, const Sm80Params& p, const Problem& prob, int z, int m0, int n0,
+                                    index_t slot, int split) {
+    int* count = p.semaphores + slot;
+    // Release / acquire through one thread: the CTA barrier orders every thread's partial stores
+    // before thread 0's release fence (fences are cumulative), and thread 0's acquire load before
+    // every thread's reads after the second barrier. (A __threadfence per thread is a full
+    // sequentially consistent fence each.)
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      asm volatile("fence.acq_rel.gpu;" ::: "memory");
+      atomicAdd(count, 1);
+      // NOTE: cannot deadlock: the launcher only fuses when every CTA of the grid is resident
+      // at once (occupancy check and a cooperative launch).
+      for (;;) {
+        int seen;
+        asm volatile("ld.acquire.gpu.global.b32 %0, [%1];" : "=r"(seen) : "l"(count) : "memory");
+        if (seen >= p.splits) break;
+        __nanosleep(32);
+      }
+      if (atomicAdd(count, 1) == 2 * p.splits - 1) atomicExch(count, 0);
+    }
+    __syncthreads();
+    const GemmArgs& g = p.args;
+    const int band = ceil_div(Cfg::kBlockM, p.splits);
+    const int r_end = min_of(min_of((split + 1) * band, Cfg::kBlockM), prob.m - m0);
+    const int col = (threadIdx.x % kColGroups) * 4;
+    const int n = n0 + col;
+    if (n >= prob.n) return;
+    const int valid = min_of(4, prob.n - n);
+    const bool vec = valid == 4 && g.shape.n % 4 == 0;  // every split's rows start 16-byte aligned
+    const index_t slab = index_t(g.batch) * g.shape.m * g.shape.n;
+    const Acc* ws = static_cast<const Acc*>(p.workspace);
+    // Every slice's loads of kRowsAtOnce rows are issued before the first add: the band is
+    // latency-bound (a thread has only a few rows), and four loads in flight per row measured
+    // 6 us for 512x512x16384 x16 against 5 us for the reduction kernel. The accumulators are
+    // dead here, so the registers are free.
+    constexpr int kRowsAtOnce = sizeof(Acc) == 4 ? 2 : 1;
+    for (int row = split * band + threadIdx.x / kColGroups; row < r_end; row += kRowsAtOnce * kRowsPerPass) {
+      Acc v[kRowsAtOnce][kSm80MaxSplits][4];
+#pragma unroll
+      for (int r = 0; r < kRowsAtOnce; ++r) {
+        const Acc* src = ws + (index_t(z) * g.shape.m + (m0 + row + r * kRowsPerPass)) * g.shape.n + n;
+#pragma unroll
+        for (int s = 0; s < kSm80MaxSplits; ++s)
+          if (s < p.splits && s != split && row + r * kRowsPerPass < r_end)
+            load_cg4(src + index_t(s) * slab, vec, valid, v[r][s]);
+      }
+#pragma unroll
+      for (int r = 0; r < kRowsAtOnce; ++r) {
+        if (row + r * kRowsPerPass >= r_end) break;
+        const Vec4 own = at(smem, row + r * kRowsPerPass, col);  // this slice's band never left shared memory
+        Acc sum[4] = {Acc(0), Acc(0), Acc(0), Acc(0)};
+#pragma unroll
+        for (int s = 0; s < kSm80MaxSplits; ++s)
+          if (s < p.splits) {
+#pragma unroll
+            for (int e = 0; e < 4; ++e) sum[e] += s == split ? own.v[e] : v[r][s][e];
+          }
+        SimtEpilogue<T>::store4(g, prob, m0 + row + r * kRowsPerPass, n, sum);
+      }
+    }
   }
 
   CG_DEVICE static void store_int32(const GemmArgs& g, const Problem& prob, int m, int n, const Acc (&v)[4]) {
@@ -182,17 +285,27 @@ struct Epilogue {
     const int col = (threadIdx.x % kColGroups) * 4;
     const int n = n0 + col;
     if (n >= prob.n) return;
+    // Partials: one vector store of four columns where every row starts 16-byte aligned. The
+    // in-kernel reduction leaves this slice's own band of rows in shared memory (reduce_band).
+    const bool vec_partial = n + 3 < prob.n && g.shape.n % 4 == 0;
+    const int band = p.fused_reduce ? ceil_div(Cfg::kBlockM, p.splits) : 0;
+    const int own_begin = int(blockIdx.y) * band, own_end = own_begin + band;
     for (int row = threadIdx.x / kColGroups; row < Cfg::kBlockM; row += kRowsPerPass) {
       const int m = m0 + row;
       if (m >= prob.m) break;
       const Vec4 s = at(smem, row, col);
       const Acc v[4] = {s.v[0], s.v[1], s.v[2], s.v[3]};
       if (partial) {
+        if (row >= own_begin && row < own_end) continue;
         Acc* ws = static_cast<Acc*>(p.workspace) +
                   ((index_t(blockIdx.y) * g.batch + z) * g.shape.m + m) * g.shape.n;
+        if (vec_partial) {
+          *reinterpret_cast<Vec4*>(ws + n) = s;
+        } else {
 #pragma unroll
-        for (int e = 0; e < 4; ++e)
-          if (n + e < prob.n) ws[n + e] = v[e];
+          for (int e = 0; e < 4; ++e)
+            if (n + e < prob.n) ws[n + e] = v[e];
+        }
       } else if constexpr (std::is_same_v<T, int8_t>) {
         store_int32(g, prob, m, n, v);  // int8 products: int32, no fusion (torch._int_mm)
       } else {
