@@ -353,7 +353,7 @@ struct Mainloop {
 
   CG_DEVICE static void run(char* smem, const T* a, index_t a_sm, index_t a_sk, const T* b, index_t b_sk,
                             index_t b_sn, int m_left, int n_left, int k_len, Accumulators& acc) {
-    const int tid = int(threadIdx.x) % Cfg::kGroupThreads;
+    const int tid = Cfg::kSlicesK == 1 ? int(threadIdx.x) : int(threadIdx.x) % Cfg::kGroupThreads;
     const int lane = tid & 31;
     const int warp = tid >> 5;
     const int wm = (warp % Cfg::kWarpsM) * Cfg::kWarpTileM;

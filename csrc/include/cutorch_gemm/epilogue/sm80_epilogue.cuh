@@ -43,8 +43,10 @@ struct Epilogue {
   // later one adds its own (a fixed order, so results are deterministic).
   CG_DEVICE static void stage(char* smem, const typename Mainloop::Accumulators& acc) {
     const int lane = threadIdx.x & 31;
-    const int warp = (int(threadIdx.x) % Cfg::kGroupThreads) >> 5;
-    const int group = int(threadIdx.x) / Cfg::kGroupThreads;
+    // (compile-time constants without sliced K: the int8 MN-major kernels sit at the register
+    // limit, and a runtime group index there cost kilobytes of spills)
+    const int warp = (Cfg::kSlicesK == 1 ? int(threadIdx.x) : int(threadIdx.x) % Cfg::kGroupThreads) >> 5;
+    const int group = Cfg::kSlicesK == 1 ? 0 : int(threadIdx.x) / Cfg::kGroupThreads;
     const int wm = (warp % Cfg::kWarpsM) * Cfg::kWarpTileM;
     const int wn = (warp / Cfg::kWarpsM) * Cfg::kWarpTileN;
     __syncthreads();  // every warp is done reading the ring(s)

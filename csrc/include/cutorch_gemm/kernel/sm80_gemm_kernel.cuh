@@ -32,7 +32,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) sm80_gemm_kernel(const Sm80P
 
   const KRange kr = slice_k_range(prob.k_begin, prob.k_end, Cfg::kBlockK, p.splits, blockIdx.y);
   // Sliced K: each group of warps takes its share of the slice, with its own ring.
-  const int group = int(threadIdx.x) / Cfg::kGroupThreads;
+  const int group = Cfg::kSlicesK == 1 ? 0 : int(threadIdx.x) / Cfg::kGroupThreads;
   const KRange gr = slice_k_range(kr.begin, kr.end, Cfg::kBlockK, Cfg::kSlicesK, group);
   const int k_begin = gr.begin;
   const int k_end = gr.end;
