@@ -343,14 +343,14 @@ struct Mainloop {
     Acc v[kMI][kNI][Atom::kCElems];
   };
 
-  // a, b: element (m0, k_begin) of A and (k_begin, n0) of B. m_left / n_left: rows / columns of
-  // the problem from m0 / n0 on; k_len = k_end - k_begin. smem: this thread's K group's ring.
   // Ring barriers one run executes for k_len: one after the prologue and one per k-tile.
   CG_HOST_DEVICE static int ring_syncs(int k_len) {
     const int k_tiles = ceil_div(k_len, Cfg::kBlockK);
     return k_tiles > 0 ? 1 + k_tiles : 0;
   }
 
+  // a, b: element (m0, k_begin) of A and (k_begin, n0) of B. m_left / n_left: rows / columns of
+  // the problem from m0 / n0 on; k_len = k_end - k_begin. smem: this thread's K group's ring.
   CG_DEVICE static void run(char* smem, const T* a, index_t a_sm, index_t a_sk, const T* b, index_t b_sk,
                             index_t b_sn, int m_left, int n_left, int k_len, Accumulators& acc) {
     const int tid = Cfg::kSlicesK == 1 ? int(threadIdx.x) : int(threadIdx.x) % Cfg::kGroupThreads;
