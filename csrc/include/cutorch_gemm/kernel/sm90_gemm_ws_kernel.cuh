@@ -284,7 +284,11 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
         for (int r = 0; r < kAccRegs; ++r) acc[r] = 0.0f;
       }
       State prev;
-      for (int kb = 0; kb < k_blocks; ++kb) {
+      constexpr uint64_t kStepA = kAMn ? sm90::kDescStepK16MNMajor : sm90::kDescStepK16KMajor;
+      constexpr uint64_t kStepB = kBMn ? sm90::kDescStepK16MNMajor : sm90::kDescStepK16KMajor;
+      // Waits for k-block kb's stage (st), zeroes a grouped-K tail slice, and returns the stage's
+      // A and B descriptors.
+      auto prepare = [&](int kb, uint64_t& da, uint64_t& db) {
         pipe.consumer_wait(st);
         if (zero_tail && kb == k_blocks - 1) {
           // Cooperative: the two warpgroups split the shared B tile and zero their own A rows.
@@ -298,13 +302,26 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
         }
         // Both layouts put 64 rows of A (M) at 64 * kBlockK elements: [rows][64 K] or [M/64][K][64].
         const E* a_tile = s.a[st.index] + row_in_tile * Cfg::kBlockK;
-        const uint64_t da = kAMn ? sm90::make_desc_mn_major_sw128(a_tile, Cfg::kBlockK)
-                                 : sm90::make_desc_k_major_sw128(a_tile);
-        const uint64_t db = kBMn ? sm90::make_desc_mn_major_sw128(s.b[st.index], Cfg::kBlockK)
-                                 : sm90::make_desc_k_major_sw128(s.b[st.index]);
-        constexpr uint64_t kStepA = kAMn ? sm90::kDescStepK16MNMajor : sm90::kDescStepK16KMajor;
-        constexpr uint64_t kStepB = kBMn ? sm90::kDescStepK16MNMajor : sm90::kDescStepK16KMajor;
-        if constexpr (Mma::kPromote) {
+        da = kAMn ? sm90::make_desc_mn_major_sw128(a_tile, Cfg::kBlockK) : sm90::make_desc_k_major_sw128(a_tile);
+        db = kBMn ? sm90::make_desc_mn_major_sw128(s.b[st.index], Cfg::kBlockK)
+                  : sm90::make_desc_k_major_sw128(s.b[st.index]);
+      };
+      if constexpr (Mma::kPromote) {
+        // The promoting 8-bit mainloop. Each k-block's partial tiles are read in the iteration that
+        // issued them (see the NOTE on C7514 below), and the next k-block's stage is waited for and
+        // described while this one's last group runs, so between a warpgroup's last wait and its
+        // next wgmma there are only the adds. (With the wait, the grouped-K check and the descriptor
+        // arithmetic on that path, H100 fp8 4096^3 kept the tensor pipe 60% busy: the other
+        // warpgroup's group did not cover the gap.)
+        uint64_t da = 0, db = 0;
+        if (k_blocks > 0) prepare(0, da, db);
+        for (int kb = 0; kb < k_blocks; ++kb) {
+          const State cur = st;
+          uint64_t next_da = 0, next_db = 0;
+          auto prepare_next = [&] {
+            st.advance();
+            if (kb + 1 < k_blocks) prepare(kb + 1, next_da, next_db);
+          };
           // Cooperative: two halves of N, each: the k-block's instructions into a fresh 64-register
           // tile, wait, add it to the fp32 accumulator. The wait exposes the latency to this
           // warpgroup; the other consumer's wgmma keep the tensor core busy meanwhile.
@@ -351,9 +368,11 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
             sm90::wgmma_wait<1>();
             add_part(qq, std::integral_constant<int, 32>{});
             issue_part(qq, kCols(192));
+            prepare_next();
             sm90::wgmma_wait<1>();
             add_part(qp, std::integral_constant<int, 64>{});
             sm90::wgmma_wait<0>();
+            pipe.consumer_release(cur);  // every group that read the stage is done
             add_part(qq, std::integral_constant<int, 96>{});
           } else if constexpr (Cfg::kBlockN == 192) {
             // 192 columns: two n96 partial tiles, issued back to back; the first half's adds run
@@ -361,9 +380,11 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
             float p0[48], p1[48];
             issue_part(p0, kCols(0));
             issue_part(p1, kCols(96));
+            prepare_next();
             sm90::wgmma_wait<1>();
             add_part(p0, At0{});
             sm90::wgmma_wait<0>();
+            pipe.consumer_release(cur);
             add_part(p1, std::integral_constant<int, 48>{});
           } else {
             // NOTE: plain adds into the zeroed accumulator. "kb > 0 ? acc + part : part" compiled to
@@ -375,11 +396,18 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
             sm90::wgmma_wait<0>();
             add_part(part, At0{});
             issue_part(part, kCols(128));
+            prepare_next();
             sm90::wgmma_wait<0>();
+            pipe.consumer_release(cur);
             add_part(part, std::integral_constant<int, 64>{});
           }
-          pipe.consumer_release(st);  // the k-block's groups are all done with the stage
-        } else {
+          da = next_da;
+          db = next_db;
+        }
+      } else {
+        for (int kb = 0; kb < k_blocks; ++kb) {
+          uint64_t da, db;
+          prepare(kb, da, db);
           bool split_now = false;  // the tail split's two groups (kTailSplit) for the last k-block
           if constexpr (kTailSplit) {
             split_now = p.tail_split && p.tma_store && kb == k_blocks - 1;
@@ -418,8 +446,8 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
           }
           if (kb > 0) pipe.consumer_release(prev);
           prev = st;
+          st.advance();
         }
-        st.advance();
       }
       if (Cfg::kPingpong && tid_in_wg == 0) sm90::mbarrier_arrive(&s.order[consumer]);
       if constexpr (kTailSplit) {
