@@ -198,7 +198,9 @@ CG_DEVICE void sm90_store_tile(const GemmArgs& g, const Problem& prob, const flo
 // 128 unrolled copies stay small; a tanhf or erff per element was what made the staged paths
 // below necessary). kScaled: scaled_mm's D = sa * sb * acc + bias[n] (fp32 bias; dense, so
 // row_abs is the row). kColAdd: whether a per-column addend (bias) is read at all; without it
-// the tile's code has no loads and no column checks.
+// the tile's code has no loads and no column checks. kColMul (scaled_mm): whether scale_b is a
+// per-column vector; without it the one scale is read once (per column, its loads, index
+// selects and checks were ~60% of the epilogue's instructions: H100, fp8 4096^3, ncu).
 // NOTE: a 16-bit D is written with stmatrix (four 8 x 8 blocks, two n8 accumulator blocks, per
 // instruction) to shared-space addresses: the per-pair generic stores, loads and checks made the
 // epilogue ~760 instructions per warp and tile, 6% of the consumers' time at 8192x4096x4096
@@ -207,7 +209,7 @@ CG_DEVICE void sm90_store_tile(const GemmArgs& g, const Problem& prob, const flo
 // kHalf: 0 the whole tile; 1 / 2 only its first / second half of columns (the kernel stores the
 // first half while the last k-block's wgmma for the second is still running).
 template <class Cfg, typename T, typename Out, bool kScaled = false, Activation kAct = Activation::kNone,
-          bool kColAdd = true, int kHalf = 0>
+          bool kColAdd = true, int kHalf = 0, bool kColMul = true>
 CG_DEVICE void sm90_store_tile_tma(const GemmArgs& g, const Problem& prob, const float (&acc)[Cfg::kBlockN / 2],
                                    uint8_t (*bufs)[64 * 128], const CUtensorMap* map_d, bool d_3d, int group,
                                    int row_abs, int col_base, int tid_in_wg, int barrier_id) {
@@ -223,7 +225,14 @@ CG_DEVICE void sm90_store_tile_tma(const GemmArgs& g, const Problem& prob, const
     // Rows past the problem are clipped by the store; clamp their scale index instead.
 #pragma unroll
     for (int h = 0; h < 2; ++h) row_scale[h] = scale_a_of(g, min(row_abs + r0 + 8 * h, prob.m - 1));
+    if constexpr (!kColMul) {
+      const float sb = g.scale_b[0];
+#pragma unroll
+      for (int h = 0; h < 2; ++h) row_scale[h] *= sb;
+    }
   }
+  // The per-column multiplier: alpha, scale_b[n] (kScaled, kColMul) or 1 (row_scale has it).
+  constexpr bool kMulOne = kScaled && !kColMul;
   // stmatrix: lane l addresses row l % 8 (+ 8 for the odd matrices) of n8 block (first + l / 16);
   // in the 128-byte swizzle, 16-byte chunk c of row r sits at chunk c ^ (r % 8), and r % 8 = l % 8.
   const int sm_row = warp * 16 + lane % 8 + 8 * ((lane / 8) % 2);
@@ -270,11 +279,11 @@ CG_DEVICE void sm90_store_tile_tma(const GemmArgs& g, const Problem& prob, const
 #pragma unroll
         for (int e = 0; e < 2; ++e) {
           const bool in = n + e < prob.n;
-          mul[jj][e] = alpha;
+          mul[jj][e] = kMulOne ? 1.0f : alpha;
           add[jj][e] = 0.0f;
           if constexpr (kScaled) {
             const float* fbias = static_cast<const float*>(g.bias);
-            mul[jj][e] = in ? scale_b_of(g, n + e) : 0.0f;
+            if constexpr (kColMul) mul[jj][e] = in ? scale_b_of(g, n + e) : 0.0f;
             if constexpr (kColAdd) add[jj][e] = in ? fbias[n + e] : 0.0f;
           } else if constexpr (kPreBias) {
             const uint32_t bits = (bias_pk[j0 + jj] >> (16 * e)) & 0xFFFFu;
@@ -287,7 +296,7 @@ CG_DEVICE void sm90_store_tile_tma(const GemmArgs& g, const Problem& prob, const
       // The value of accumulator pair (block jj, row half h), column e.
       auto value = [&](int jj, int h, int e) {
         const int j = chunk * kJ + j0 + jj;
-        const float m = kScaled ? row_scale[h] * mul[jj][e] : mul[jj][e];
+        const float m = kMulOne ? row_scale[h] : kScaled ? row_scale[h] * mul[jj][e] : mul[jj][e];
         return activation_fast<kAct>(fmaf(acc[4 * j + 2 * h + e], m, add[jj][e]));
       };
       if constexpr (k16) {
@@ -335,6 +344,9 @@ CG_DEVICE void sm90_store_tma_plain(const GemmArgs& g, const Problem& prob, cons
   if (g.bias)
     sm90_store_tile_tma<Cfg, T, Out, kScaled, Activation::kNone, true, kHalf>(g, prob, acc, bufs, map_d, d_3d, group,
                                                                               row_abs, col_base, tid_in_wg, barrier_id);
+  else if (kScaled && !g.scale_b_cols)  // (scaled_mm only: per-tensor scale_b, read once)
+    sm90_store_tile_tma<Cfg, T, Out, kScaled, Activation::kNone, false, kHalf, !kScaled>(
+        g, prob, acc, bufs, map_d, d_3d, group, row_abs, col_base, tid_in_wg, barrier_id);
   else
     sm90_store_tile_tma<Cfg, T, Out, kScaled, Activation::kNone, false, kHalf>(g, prob, acc, bufs, map_d, d_3d,
                                                                                group, row_abs, col_base, tid_in_wg,
