@@ -331,7 +331,14 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
           // tile, wait, add it to the fp32 accumulator. The wait exposes the latency to this
           // warpgroup; the other consumer's wgmma keep the tensor core busy meanwhile.
           // NOTE (tried on the H100, not kept): a handshake so that the two warpgroups' groups
-          // alternate instead of running side by side changed nothing; 128x128 tiles with two
+          // alternate instead of running side by side changed nothing (again with the next stage
+          // prepared under the last group: named-barrier turns per k-block, +2% cycles; a 4-warp
+          // barrier per warpgroup and k-block, +3%). Nor did a deferred store (each tile rounded
+          // into 64 packed registers, stored under the next tile's first k-block, whose groups
+          // then wrote the accumulator directly): -2% cycles at 4096^3, +1% at 8192x14336x4096,
+          // 2-3% slower under the power cap (more instructions). The cooperative 8-bit tile's
+          // time is in the mainloop: without TMA loads at all (the producer only arriving) it
+          // kept the tensor pipe 67% busy, and the unpromoted form 75%. 128x128 tiles with two
           // partial tiles per warpgroup, added while the next pair of k-blocks runs, 0.70-0.81x vs
           // these halves' 0.73-0.88x. An earlier quarter stream that read a tile one loop
           // iteration after its group was issued was serialized by ptxas (see ping-pong's).
