@@ -253,7 +253,11 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
     // 4096^3 lost 16 R2UR per k-block, 10% of its instructions and 1.5% of its cycles; bf16
     // 8192x14336x4096 13% of its instructions (236 M -> 205 M; cuBLAS 160 M) and 1.7% of its cycles.
     // Under the power cap fewer instructions also mean a higher clock.
-    const int consumer = __shfl_sync(0xffffffffu, warpgroup - 1, 0);
+    // NOTE: not for the cooperative 16-bit kernel with both operands MN-major: there ptxas (with
+    // -lineinfo, as setup.py builds) found too few registers for the wgmma pipeline and serialized
+    // every wgmma (C7511).
+    constexpr bool kUniformIndex = Mma::kPromote || Cfg::kPingpong || !(kAMn && kBMn);
+    const int consumer = kUniformIndex ? __shfl_sync(0xffffffffu, warpgroup - 1, 0) : warpgroup - 1;
     Scheduler sched(p);
     State st;
     float acc[kAccRegs];
