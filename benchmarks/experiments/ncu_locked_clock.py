@@ -8,7 +8,7 @@ dram__bytes_read.sum,smsp__inst_executed.sum python benchmarks/experiments/ncu_l
         mm:8192x14336x4096 dw:8x16384x4096x14336 fp8:4096x4096x4096
 
 Cases: mm:MxNxK (bf16, b = W.t()), dw:ExTxKxN (grouped_mm x^T @ dy, uniform groups),
-fp8:MxNxK (scaled_mm, per-tensor scales, bf16 out).
+fp8:MxNxK (scaled_mm, per-tensor scales, bf16 out), fp8fast:MxNxK (the same, use_fast_accum=True).
 """
 import sys
 
@@ -31,13 +31,14 @@ def case(spec):
         a = torch.randn(t, k, device="cuda", dtype=bf16).t()
         b = torch.randn(t, n, device="cuda", dtype=bf16)
         return (lambda: cg.grouped_mm(a, b, offs)), (lambda: torch._grouped_mm(a, b, offs=offs))
-    if kind == "fp8":
+    if kind in ("fp8", "fp8fast"):
         m, n, k = d
         x = torch.randn(m, k, device="cuda").to(torch.float8_e4m3fn)
         w = torch.randn(n, k, device="cuda").to(torch.float8_e4m3fn)
         sa, sb = torch.tensor(0.5, device="cuda"), torch.tensor(2.0, device="cuda")
-        return (lambda: cg.scaled_mm(x, w.t(), sa, sb, out_dtype=bf16)), \
-            (lambda: torch._scaled_mm(x, w.t(), sa, sb, out_dtype=bf16))
+        fast = kind == "fp8fast"
+        return (lambda: cg.scaled_mm(x, w.t(), sa, sb, out_dtype=bf16, use_fast_accum=fast)), \
+            (lambda: torch._scaled_mm(x, w.t(), sa, sb, out_dtype=bf16, use_fast_accum=fast))
     raise SystemExit(f"unknown case {spec!r}")
 
 
