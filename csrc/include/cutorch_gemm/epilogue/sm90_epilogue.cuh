@@ -231,8 +231,6 @@ CG_DEVICE void sm90_store_tile_tma(const GemmArgs& g, const Problem& prob, const
       for (int h = 0; h < 2; ++h) row_scale[h] *= sb;
     }
   }
-  // The per-column multiplier: alpha, scale_b[n] (kScaled, kColMul) or 1 (row_scale has it).
-  constexpr bool kMulOne = kScaled && !kColMul;
   // stmatrix: lane l addresses row l % 8 (+ 8 for the odd matrices) of n8 block (first + l / 16);
   // in the 128-byte swizzle, 16-byte chunk c of row r sits at chunk c ^ (r % 8), and r % 8 = l % 8.
   const int sm_row = warp * 16 + lane % 8 + 8 * ((lane / 8) % 2);
@@ -279,7 +277,7 @@ CG_DEVICE void sm90_store_tile_tma(const GemmArgs& g, const Problem& prob, const
 #pragma unroll
         for (int e = 0; e < 2; ++e) {
           const bool in = n + e < prob.n;
-          mul[jj][e] = kMulOne ? 1.0f : alpha;
+          mul[jj][e] = kScaled && !kColMul ? 1.0f : alpha;  // (row_scale holds a single scale_b)
           add[jj][e] = 0.0f;
           if constexpr (kScaled) {
             const float* fbias = static_cast<const float*>(g.bias);
@@ -296,7 +294,7 @@ CG_DEVICE void sm90_store_tile_tma(const GemmArgs& g, const Problem& prob, const
       // The value of accumulator pair (block jj, row half h), column e.
       auto value = [&](int jj, int h, int e) {
         const int j = chunk * kJ + j0 + jj;
-        const float m = kMulOne ? row_scale[h] : kScaled ? row_scale[h] * mul[jj][e] : mul[jj][e];
+        const float m = kScaled ? row_scale[h] * mul[jj][e] : mul[jj][e];
         return activation_fast<kAct>(fmaf(acc[4 * j + 2 * h + e], m, add[jj][e]));
       };
       if constexpr (k16) {
