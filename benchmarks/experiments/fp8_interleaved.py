@@ -17,7 +17,7 @@ from benchmarks.bench_gemm import time_interleaved  # noqa: E402
 E4 = torch.float8_e4m3fn
 SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192), (8192, 14336, 4096), (16384, 8192, 8192), (3072, 5120, 1024),
           (64, 8192, 8192)]
-ENV = ("CUTORCH_GEMM_SM90_CONFIG", "CUTORCH_GEMM_SM90_EPILOGUE")
+ENV = ("CUTORCH_GEMM_SM90_CONFIG", "CUTORCH_GEMM_SM90_EPILOGUE", "CUTORCH_GEMM_SM90_TAIL")
 
 
 def with_env(fn, variant):
