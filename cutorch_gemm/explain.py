@@ -188,10 +188,19 @@ def _explain_scaled_mm(args, kwargs) -> Explanation:
         kinds = f"{str(a.dtype).replace('torch.float8_', '')} x {str(b.dtype).replace('torch.float8_', '')}"
         accum = ("products chained over all of K in the tensor core (use_fast_accum)"
                  if kwargs.get("use_fast_accum", False) else "each 128-K block promoted to the fp32 accumulator")
-        return Explanation("scaled_mm", str(a.device), "sm90", config, 1, layouts,
+        splits, chunk = 1, 0
+        if "x192x" not in config:  # the binding's split-K rule (16-bit rule, 128-element K slices)
+            kind = "coop" if "_Coop_" in config else "pingpong64" if "_64x64x" in config else "pingpong"
+            fill = os.environ.get("CUTORCH_GEMM_SM90_SPLIT_FILL", "").strip()
+            fill = int(fill) if fill.isdigit() and int(fill) > 0 else 4
+            splits, chunk = _C.choose_sm90_split(m, n, k, prop.multi_processor_count, kind, fill, block_k=128)
+        where = ("the fp32 accumulators in the epilogue" if splits == 1 else
+                 f"the sum of split-K x{splits}'s fp32 partials (K ranges of {chunk}: the tiles alone would "
+                 "leave SMs idle), in split order")
+        return Explanation("scaled_mm", str(a.device), "sm90", config, splits, layouts,
                            f"sm_{prop.major}{prop.minor}; TMA + 8-bit wgmma ({kinds}), both operands K-major, "
                            f"{accum}; "
-                           f"{scaling} applied to the fp32 accumulators in the epilogue"
+                           f"{scaling} applied to {where}"
                            + _cluster_note(config, True, False, m, a, b))
     inner = explain("gemm", a.to(torch.bfloat16), b.to(torch.bfloat16), out_dtype=torch.float32)
     return Explanation("scaled_mm", str(a.device), inner.kernel, inner.config, inner.splits, layouts,

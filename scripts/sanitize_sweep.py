@@ -128,6 +128,10 @@ def cases(quick: bool):
                 (f"sm90 {cfg} split-K 16x1024x4096", env, mm(16, 1024, 4096))]
     # the 8-bit 128x192 cooperative config (scaled_mm only)
     out += [("sm90 coop192 fp8 scaled_mm 200x264x96", {"CUTORCH_GEMM_SM90_CONFIG": "coop192"}, scaled(200, 264, 96))]
+    # the 8-bit 64x64 ping-pong config (small M), whole and as split-K (partials + scaled sum)
+    out += [("sm90 pingpong64 fp8 scaled_mm 200x264x96", {"CUTORCH_GEMM_SM90_CONFIG": "pingpong64"},
+             scaled(200, 264, 96)),
+            ("sm90 fp8 scaled_mm split-K 33x520x2000", {}, scaled(33, 520, 2000))]
     # the narrow 64x128 config (fp16 / bf16 dense and batched only)
     narrow = {"CUTORCH_GEMM_SM90_CONFIG": "pingpong128"}
     out += [("sm90 pingpong128 bf16 129x257x72", narrow, mm(129, 257, 72)),

@@ -206,6 +206,18 @@ def test_sm90_narrow_split():
     assert _C.choose_sm90_split(1, 8192, 8192, 132, "pingpong128") == (1, 0)  # 64 tiles
 
 
+def test_sm90_split_8bit_slices():
+    """scaled_mm's split-K: the 16-bit rule with 128-element K slices (ranges of at least 4 slices,
+    each a multiple of 128)."""
+    assert _C.choose_sm90_split(64, 8192, 8192, 132, "pingpong", 4, block_k=128) == (4, 2048)   # 32 tiles
+    assert _C.choose_sm90_split(64, 8192, 1024, 132, "pingpong", 4, block_k=128) == (2, 512)    # K: 8 slices
+    assert _C.choose_sm90_split(33, 520, 2000, 132, "pingpong", 4, block_k=128) == (3, 768)     # 3 tiles
+    assert _C.choose_sm90_split(64, 8192, 256, 132, "pingpong", 4, block_k=128) == (1, 0)       # K too short
+    assert _C.choose_sm90_split(256, 8192, 8192, 132, "coop", 4, block_k=128) == (1, 0)         # 64 tiles
+    with pytest.raises(ValueError, match="block_k"):
+        _C.choose_sm90_split(64, 8192, 8192, 132, "pingpong", 4, block_k=32)
+
+
 def test_sm90_tf32_k_major_only():
     """tf32 wgmma has no transpose bits: K-major a and b only; fp32 without tf32 stays on SIMT."""
     on = family(dtype="float32")
@@ -233,7 +245,15 @@ def test_sm90_f8_tile_rule():
     assert _C.choose_sm90_config(8192, 8192, 8192, 1, 132, "coop192", fast_accum=True, **f8) == wide
     assert _C.choose_sm90_config(8192, 8192, 8192, 1, 132, "coop", **f8) == wide
     assert _C.choose_sm90_config(64, 8192, 8192, 1, 132, "coop192", **f8) == mid  # forced: the cooperative family
-    assert _C.choose_sm90_config(64, 8192, 8192, 1, 132, "", **f8) == "Sm90_64x256x128_Pingpong_S5"
+    # small M: 64x64 tiles where 64x256 ones would fill under half the SMs (promoted only)
+    narrow, pp = "Sm90_64x64x128_Pingpong_S12", "Sm90_64x256x128_Pingpong_S5"
+    assert _C.choose_sm90_config(64, 8192, 8192, 1, 132, "", **f8) == narrow     # 32 wide tiles
+    assert _C.choose_sm90_config(128, 8192, 8192, 1, 132, "", **f8) == narrow    # 64
+    assert _C.choose_sm90_config(256, 8192, 8192, 1, 132, "", **f8) == pp        # 128: they fill the GPU
+    assert _C.choose_sm90_config(64, 8192, 8192, 1, 132, "", fast_accum=True, **f8) == pp
+    assert _C.choose_sm90_config(64, 8192, 8192, 1, 132, "pingpong", **f8) == pp
+    assert _C.choose_sm90_config(4096, 4096, 4096, 1, 132, "pingpong64", **f8) == narrow
+    assert _C.choose_sm90_config(4096, 4096, 4096, 1, 132, "pingpong64") == "Sm90_64x256x64_Pingpong_S5"  # 16-bit
     assert _C.choose_sm90_config(8192, 8192, 8192, 1, 132, "coop192") == "Sm90_128x256x64_Coop_S4"  # 16-bit
 
 

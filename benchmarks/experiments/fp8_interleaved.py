@@ -3,7 +3,8 @@ shape, median), with optional variants of ours: a config name (CUTORCH_GEMM_SM90
 
     python benchmarks/experiments/fp8_interleaved.py [coop192,CUTORCH_GEMM_SM90_EPILOGUE=general]
 
-ROUNDS_OUTER=n repeats the whole table. Prints TFLOP/s and, in parentheses, the ratio to torch.
+ROUNDS_OUTER=n repeats the whole table; SHAPES=MxNxK,... replaces the shape list. Prints TFLOP/s and,
+in parentheses, the ratio to torch.
 """
 import os
 import sys
@@ -17,7 +18,7 @@ from benchmarks.bench_gemm import time_interleaved  # noqa: E402
 E4 = torch.float8_e4m3fn
 SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192), (8192, 14336, 4096), (16384, 8192, 8192), (3072, 5120, 1024),
           (64, 8192, 8192)]
-ENV = ("CUTORCH_GEMM_SM90_CONFIG", "CUTORCH_GEMM_SM90_EPILOGUE", "CUTORCH_GEMM_SM90_TAIL")
+ENV = ("CUTORCH_GEMM_SM90_CONFIG", "CUTORCH_GEMM_SM90_EPILOGUE", "CUTORCH_GEMM_SM90_TAIL", "CUTORCH_GEMM_SM90_SPLIT_FILL")
 
 
 def with_env(fn, variant):
@@ -34,8 +35,11 @@ def with_env(fn, variant):
 
 def main():
     variants = [v for v in (sys.argv[1].split(",") if len(sys.argv) > 1 else []) if v]
+    shapes = SHAPES
+    if os.environ.get("SHAPES"):
+        shapes = [tuple(int(v) for v in s.split("x")) for s in os.environ["SHAPES"].split(",")]
     for rnd in range(int(os.environ.get("ROUNDS_OUTER", "1"))):
-        for m, n, k in SHAPES:
+        for m, n, k in shapes:
             x = torch.randn(m, k, device="cuda").to(E4)
             w = torch.randn(n, k, device="cuda").to(E4)
             sa, sb = torch.ones((), device="cuda"), torch.ones((), device="cuda")

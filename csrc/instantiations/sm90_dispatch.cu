@@ -19,6 +19,8 @@ cudaError_t sm90_f8_f16_coop(const GemmArgs&, Fp8Kind, Fp8Kind, int, cudaStream_
 cudaError_t sm90_f8_f16_pingpong(const GemmArgs&, Fp8Kind, Fp8Kind, int, cudaStream_t);
 cudaError_t sm90_f8_bf16_coop192(const GemmArgs&, Fp8Kind, Fp8Kind, int, cudaStream_t);
 cudaError_t sm90_f8_f16_coop192(const GemmArgs&, Fp8Kind, Fp8Kind, int, cudaStream_t);
+cudaError_t sm90_f8_bf16_pingpong64(const GemmArgs&, Fp8Kind, Fp8Kind, int, cudaStream_t);
+cudaError_t sm90_f8_f16_pingpong64(const GemmArgs&, Fp8Kind, Fp8Kind, int, cudaStream_t);
 cudaError_t sm90_f8fast_bf16_coop(const GemmArgs&, Fp8Kind, Fp8Kind, int, cudaStream_t);
 cudaError_t sm90_f8fast_bf16_pingpong(const GemmArgs&, Fp8Kind, Fp8Kind, int, cudaStream_t);
 cudaError_t sm90_f8fast_f16_coop(const GemmArgs&, Fp8Kind, Fp8Kind, int, cudaStream_t);
@@ -120,8 +122,42 @@ cudaError_t sm90_scaled_mm(const GemmArgs& args, Fp8Kind ka, Fp8Kind kb, Sm90Con
     return args.dtype == DType::kBFloat16 ? sm90_f8_bf16_coop192(args, ka, kb, num_sms, stream)
                                           : sm90_f8_f16_coop192(args, ka, kb, num_sms, stream);
   }
+  if (config == Sm90ConfigId::kPingpong64x64 && !fast_accum) {  // (choose_sm90_f8_config)
+    return args.dtype == DType::kBFloat16 ? sm90_f8_bf16_pingpong64(args, ka, kb, num_sms, stream)
+                                          : sm90_f8_f16_pingpong64(args, ka, kb, num_sms, stream);
+  }
   return entries[fast_accum][args.dtype == DType::kBFloat16][config == Sm90ConfigId::kCoop128x256](args, ka, kb,
                                                                                                  num_sms, stream);
+}
+
+// The unit scale of split-K's partial launches (device memory: the epilogue reads scales by pointer).
+__device__ const float kUnitScale = 1.0f;
+
+cudaError_t sm90_scaled_mm_split(const GemmArgs& args, Fp8Kind ka, Fp8Kind kb, Sm90ConfigId config, bool fast_accum,
+                                 Sm90Split split, void* workspace, int num_sms, cudaStream_t stream) {
+  void* unit = nullptr;
+  cudaError_t err = cudaGetSymbolAddress(&unit, kUnitScale);
+  if (err != cudaSuccess) return err;
+  // The partial launch: batch entry z is K range z, raw fp32 sums (unit scales, no bias) to [z][M][N].
+  GemmArgs part = args;
+  part.batch = split.splits;
+  part.k_chunk = split.k_chunk;
+  part.shape.mode = GroupMode::kBatched;
+  part.shape.a_sb = part.shape.b_sb = part.shape.c_sb = part.shape.bias_sb = 0;
+  part.shape.d_sm = args.shape.n;
+  part.shape.d_sn = 1;
+  part.shape.d_sb = index_t(args.shape.m) * args.shape.n;
+  part.d = workspace;
+  part.out_f32 = true;
+  part.bias = nullptr;
+  part.scale_a = part.scale_b = static_cast<const float*>(unit);
+  part.scale_a_rows = part.scale_b_cols = false;
+  err = sm90_scaled_mm(part, ka, kb, config, fast_accum, num_sms, stream);
+  if (err != cudaSuccess) return err;
+  // The sum applies args' scales and bias (SimtEpilogue::store4_scaled).
+  const SimtParams rp{args, 0, 0, split.splits, 0, workspace, 0};
+  if (args.dtype == DType::kFloat16) return launch_splitk_reduce<__half>(rp, stream);
+  return launch_splitk_reduce<__nv_bfloat16>(rp, stream);
 }
 
 bool sm90_kernels_available() {

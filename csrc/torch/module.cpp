@@ -173,7 +173,7 @@ PYBIND11_MODULE(_C, m) {
   m.def("choose_sm90_config", [](int64_t m_, int64_t n, int64_t k, int64_t problems, int num_sms,
                                  const std::string& forced, int elem_bytes, bool narrow, bool fast_accum) {
     Sm90ConfigId id = choose_sm90_config(int(m_), int(n), int(k), int(problems), num_sms, forced, narrow);
-    if (elem_bytes == 1) id = choose_sm90_f8_config(id, fast_accum, forced);
+    if (elem_bytes == 1) id = choose_sm90_f8_config(id, fast_accum, forced, int(m_), int(n), num_sms);
     return std::string(sm90_config_name(id, elem_bytes));
   }, "The sm90 heuristic's config (m, n: one problem or the average group; forced: CUTORCH_GEMM_SM90_CONFIG), "
      "named for operands of elem_bytes bytes (2: fp16/bf16, 1: fp8 (scaled_mm; fast_accum: its use_fast_accum), "
@@ -181,17 +181,21 @@ PYBIND11_MODULE(_C, m) {
         pybind11::arg("n"), pybind11::arg("k"), pybind11::arg("problems"), pybind11::arg("num_sms"),
         pybind11::arg("forced"), pybind11::arg("elem_bytes") = 2, pybind11::arg("narrow") = false,
         pybind11::arg("fast_accum") = false);
-  m.def("choose_sm90_split", [](int64_t m_, int64_t n, int64_t k, int num_sms, const std::string& config, int fill) {
-    TORCH_CHECK_VALUE(config == "coop" || config == "pingpong" || config == "pingpong128",
-                      "choose_sm90_split: config must be coop, pingpong or pingpong128");
-    const Sm90ConfigId id = config == "coop"       ? Sm90ConfigId::kCoop128x256
-                            : config == "pingpong" ? Sm90ConfigId::kPingpong64x256
-                                                   : Sm90ConfigId::kPingpong64x128;
-    const Sm90Split s = choose_sm90_split(id, int(m_), int(n), int(k), num_sms, fill);
+  m.def("choose_sm90_split", [](int64_t m_, int64_t n, int64_t k, int num_sms, const std::string& config, int fill,
+                                int block_k) {
+    TORCH_CHECK_VALUE(config == "coop" || config == "pingpong" || config == "pingpong128" || config == "pingpong64",
+                      "choose_sm90_split: config must be coop, pingpong, pingpong128 or pingpong64");
+    const Sm90ConfigId id = config == "coop"          ? Sm90ConfigId::kCoop128x256
+                            : config == "pingpong"    ? Sm90ConfigId::kPingpong64x256
+                            : config == "pingpong128" ? Sm90ConfigId::kPingpong64x128
+                                                      : Sm90ConfigId::kPingpong64x64;
+    TORCH_CHECK_VALUE(block_k == 64 || block_k == 128, "choose_sm90_split: block_k must be 64 (16-bit) or 128 (8-bit)");
+    const Sm90Split s = choose_sm90_split(id, int(m_), int(n), int(k), num_sms, fill, block_k);
     return std::make_pair(s.splits, s.k_chunk);
-  }, "The sm90 split-K rule for one dense problem: (splits, k_chunk); (1, 0) means none.", pybind11::arg("m"),
+  }, "The sm90 split-K rule for one dense problem: (splits, k_chunk); (1, 0) means none. block_k: the "
+     "K slice (64: fp16 / bf16; 128: scaled_mm's 8-bit operands).", pybind11::arg("m"),
         pybind11::arg("n"), pybind11::arg("k"), pybind11::arg("num_sms"), pybind11::arg("config"),
-        pybind11::arg("fill") = 4);
+        pybind11::arg("fill") = 4, pybind11::arg("block_k") = 64);
   m.def("choose_sm90_streamk", [](int64_t tiles, int ctas, int k_blocks, const std::string& forced) {
     return choose_sm90_streamk(tiles, ctas, k_blocks, forced);
   }, "The sm90 stream-K rule: how many of the last tiles of a dense cooperative launch are cut along K "

@@ -78,9 +78,20 @@ at::Tensor scaled_mm_cuda(const at::Tensor& a, const at::Tensor& b, const at::Te
   g.scale_b_cols = s.scale_b_cols;
   const std::string forced = env_lower("CUTORCH_GEMM_SM90_CONFIG");
   const Sm90ConfigId config =
-      choose_sm90_f8_config(choose_sm90_config(int(s.m), int(s.n), int(s.k), 1, d.sms, forced), use_fast_accum, forced);
+      choose_sm90_f8_config(choose_sm90_config(int(s.m), int(s.n), int(s.k), 1, d.sms, forced), use_fast_accum, forced,
+                            int(s.m), int(s.n), d.sms);
+  const cudaStream_t stream = c10::cuda::getCurrentCUDAStream().stream();
+  // Split-K when the tiles leave most SMs idle (small M): the 16-bit rule with 8-bit K slices
+  // (explain() mirrors it).
+  const Sm90Split split = config == Sm90ConfigId::kCoop128x192
+                              ? Sm90Split{1, 0}
+                              : choose_sm90_split(config, int(s.m), int(s.n), int(s.k), d.sms, split_fill(), 128);
+  at::Tensor ws;
+  if (split.splits > 1) ws = at::empty({int64_t(split.splits) * s.m * s.n}, a.options().dtype(at::kFloat));
   const cudaError_t err =
-      sm90_scaled_mm(g, s.ka, s.kb, config, use_fast_accum, d.sms, c10::cuda::getCurrentCUDAStream().stream());
+      split.splits > 1
+          ? sm90_scaled_mm_split(g, s.ka, s.kb, config, use_fast_accum, split, ws.data_ptr(), d.sms, stream)
+          : sm90_scaled_mm(g, s.ka, s.kb, config, use_fast_accum, d.sms, stream);
   if (err == cudaErrorNotSupported) return scaled_mm_upcast(a, b, scale_a, scale_b, bias, s);  // maps refused
   TORCH_CHECK(err == cudaSuccess, "cutorch_gemm: sm90 scaled_mm launch failed (", sm90_config_name(config, 1),
               "): ", cudaGetErrorString(err));

@@ -24,8 +24,8 @@ struct GemmArgs {
   // gemm.scaled_mm (8-bit operands, no C, no activation): D = sa * sb * acc + bias[n] in fp32,
   // sa = scale_a[m] (scale_a_rows) or scale_a[0], sb = scale_b[n] (scale_b_cols) or
   // scale_b[0]; the bias is then float32. Unused (nullptr) by every other launch.
-  const float* scale_a;
-  const float* scale_b;
+  const float* scale_a = nullptr;
+  const float* scale_b = nullptr;
   bool scale_a_rows;
   bool scale_b_cols;
   // sm90 split-K partial launches: batch entry z is the K range [z * k_chunk, (z + 1) * k_chunk)

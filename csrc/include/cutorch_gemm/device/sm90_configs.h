@@ -78,6 +78,17 @@ struct Sm90_128x192x128_Coop_S5 : Sm90_128x256x64_Coop_S4 {
   static constexpr int kEpiBuffers = 1;
 };
 
+// 8-bit ping-pong with 64x64 tiles and 12 stages of 16 KB (scaled_mm, small M): a problem whose
+// 64x256 tiles would leave most SMs idle is a stream of the weight from DRAM; four times as many
+// tiles put four times as many SMs on it, each with 192 KB in flight. (cuBLAS picks 64x64 and
+// 48x64 tiles with 13-15 stages there.) A consumer's 64 x 64 accumulator is 32 registers.
+struct Sm90_64x64x128_Pingpong_S12 : Sm90_64x256x64_Pingpong_S5 {
+  static constexpr const char* kName = "Sm90_64x64x128_Pingpong_S12";
+  static constexpr int kBlockN = 64;
+  static constexpr int kBlockK = 128;
+  static constexpr int kStages = 12;
+};
+
 // ... and for tf32 (32 fp32 elements per 128-byte K row).
 struct Sm90_128x256x32_Coop_S4 : Sm90_128x256x64_Coop_S4 {
   static constexpr const char* kName = "Sm90_128x256x32_Coop_S4";
@@ -88,13 +99,20 @@ struct Sm90_64x256x32_Pingpong_S5 : Sm90_64x256x64_Pingpong_S5 {
   static constexpr int kBlockK = 32;
 };
 
-enum class Sm90ConfigId : int { kCoop128x256 = 0, kPingpong64x256 = 1, kPingpong64x128 = 2, kCoop128x192 = 3 };
+enum class Sm90ConfigId : int {
+  kCoop128x256 = 0,
+  kPingpong64x256 = 1,
+  kPingpong64x128 = 2,
+  kCoop128x192 = 3,   // 8-bit only, forced
+  kPingpong64x64 = 4  // 8-bit only (promoted), small M
+};
 
 // The config's name for operands of elem_bytes bytes (2: fp16/bf16, 1: fp8, 4: tf32).
 inline const char* sm90_config_name(Sm90ConfigId id, int elem_bytes = 2) {
   const bool coop = id == Sm90ConfigId::kCoop128x256 || id == Sm90ConfigId::kCoop128x192;
   if (id == Sm90ConfigId::kPingpong64x128 && elem_bytes == 2) return Sm90_64x128x64_Pingpong_S8::kName;
   if (id == Sm90ConfigId::kCoop128x192 && elem_bytes == 1) return Sm90_128x192x128_Coop_S5::kName;
+  if (id == Sm90ConfigId::kPingpong64x64 && elem_bytes == 1) return Sm90_64x64x128_Pingpong_S12::kName;
   if (elem_bytes == 1) return coop ? Sm90_128x256x128_Coop_S4::kName : Sm90_64x256x128_Pingpong_S5::kName;
   if (elem_bytes == 4) return coop ? Sm90_128x256x32_Coop_S4::kName : Sm90_64x256x32_Pingpong_S5::kName;
   return coop ? Sm90_128x256x64_Coop_S4::kName : Sm90_64x256x64_Pingpong_S5::kName;
@@ -115,7 +133,7 @@ inline Sm90ConfigId choose_sm90_config(int m, int n, int k, int problems, int nu
                                        bool narrow = false) {
   (void)k;
   if (forced == "coop" || forced == "coop192") return Sm90ConfigId::kCoop128x256;  // (192: 8-bit, see below)
-  if (forced == "pingpong") return Sm90ConfigId::kPingpong64x256;
+  if (forced == "pingpong" || forced == "pingpong64") return Sm90ConfigId::kPingpong64x256;  // (64: 8-bit, below)
   if (forced == "pingpong128") return narrow ? Sm90ConfigId::kPingpong64x128 : Sm90ConfigId::kPingpong64x256;
   const long long p = problems > 0 ? problems : 1;
   const long long coop_tiles = (long long)((m + 127) / 128) * ((n + 255) / 256) * p;
@@ -158,8 +176,21 @@ inline Sm90ConfigId choose_sm90_config(int m, int n, int k, int problems, int nu
 // 16384x8192x8192 1.002 / 0.983, 6144^3 1.054 / 0.991, 3072x5120x1024 0.992 / 0.997: no gain
 // beyond the noise; 4096^3 (6 rounds of its tiles against 4) 1.118 / 1.129. (A first, shorter
 // A/B had suggested 2-5% on the large shapes.)
-inline Sm90ConfigId choose_sm90_f8_config(Sm90ConfigId config, bool fast_accum, const std::string& forced) {
-  if (config != Sm90ConfigId::kCoop128x256 || fast_accum) return config;  // (no chained 192-column kernel)
+// Small M (the heuristic's ping-pong) whose 64x256 tiles fill under half the SMs: 64x64 tiles
+// (Sm90_64x64x128_Pingpong_S12; promoted accumulation only; CUTORCH_GEMM_SM90_CONFIG=pingpong64
+// forces it, pingpong keeps 64x256). H100, ncu with caches flushed: 64x8192x8192 32 tiles of
+// 64x256 39.4 us (53% of DRAM bandwidth), split-K x4 over 128 CTAs 34.5 + 7.2 us, cuBLAS
+// (nvjet 64x64, 13 stages) 28.0 us (72%).
+// m, n, num_sms: the problem and the GPU (0: the size rule is not applied).
+inline Sm90ConfigId choose_sm90_f8_config(Sm90ConfigId config, bool fast_accum, const std::string& forced, int m = 0,
+                                          int n = 0, int num_sms = 0) {
+  if (fast_accum) return config;  // (no chained 192- or 64-column kernel)
+  if (forced == "pingpong64") return Sm90ConfigId::kPingpong64x64;
+  if (config == Sm90ConfigId::kPingpong64x256 && forced.empty() && num_sms > 0) {
+    const long long wide = (long long)((m + 63) / 64) * ((n + 255) / 256);
+    if (2 * wide < num_sms) return Sm90ConfigId::kPingpong64x64;
+  }
+  if (config != Sm90ConfigId::kCoop128x256) return config;
   return forced == "coop192" ? Sm90ConfigId::kCoop128x192 : config;
 }
 
@@ -177,10 +208,16 @@ struct Sm90Split {
 };
 
 // `fill` (CUTORCH_GEMM_SM90_SPLIT_FILL, experiments): split only when tiles * fill <= SMs.
-inline Sm90Split choose_sm90_split(Sm90ConfigId config, int m, int n, int k, int num_sms, int fill = 4) {
-  const int block_m = config == Sm90ConfigId::kCoop128x256 ? 128 : 64;
-  const int block_n = config == Sm90ConfigId::kPingpong64x128 ? 128 : 256;
-  const int block_k = 64;  // 16-bit K slice
+// block_k: the K slice in elements (64: 16-bit operands; 128: 8-bit, scaled_mm).
+// scaled_mm's 8-bit kernels take the same rule (sm90_scaled_mm_split): H100, 64x8192x8192 e4m3
+// ran 32 ping-pong tiles on 132 SMs at 0.81x torch._scaled_mm unsplit.
+inline Sm90Split choose_sm90_split(Sm90ConfigId config, int m, int n, int k, int num_sms, int fill = 4,
+                                   int block_k = 64) {
+  const int block_m = config == Sm90ConfigId::kCoop128x256 || config == Sm90ConfigId::kCoop128x192 ? 128 : 64;
+  const int block_n = config == Sm90ConfigId::kPingpong64x128 ? 128
+                      : config == Sm90ConfigId::kCoop128x192  ? 192
+                      : config == Sm90ConfigId::kPingpong64x64 ? 64
+                                                               : 256;
   const long long tiles = (long long)((m + block_m - 1) / block_m) * ((n + block_n - 1) / block_n);
   if (tiles <= 0 || fill < 1 || tiles * fill > num_sms) return {1, 0};
   int splits = int(num_sms / tiles);

@@ -27,6 +27,11 @@ cudaError_t sm90_gemm_tf32(const GemmArgs& args, Sm90ConfigId config, bool a_mn,
 // fast_accum: the products chained in the tensor core over all of K (torch's use_fast_accum).
 cudaError_t sm90_scaled_mm(const GemmArgs& args, Fp8Kind ka, Fp8Kind kb, Sm90ConfigId config, bool fast_accum,
                            int num_sms, cudaStream_t stream);
+// The same as split-K (choose_sm90_split with 128-element K slices): each K range's raw fp32 sums
+// into `workspace` (splits x M x N floats), then their sum in split order with scaled_mm's
+// epilogue (scales, fp32 bias, one rounding).
+cudaError_t sm90_scaled_mm_split(const GemmArgs& args, Fp8Kind ka, Fp8Kind kb, Sm90ConfigId config, bool fast_accum,
+                                 Sm90Split split, void* workspace, int num_sms, cudaStream_t stream);
 
 // One dense problem (fp16/bf16, or fp32 as tf32) as split-K partials (choose_sm90_split): fp32
 // partials of each K range into `workspace` (splits x M x N floats), then their sum in split order

@@ -23,6 +23,13 @@ struct SimtEpilogue {
     return f(acc, to_acc<Acc>(static_cast<const T*>(g.c)[off]), bias);
   }
 
+  // scaled_mm's sa * sb * acc + bias[n] (fp32 bias), one rounding as in the sm90 kernel's
+  // epilogue: the sum of sm90_scaled_mm_split's partials (dense: m, n are D's row and column).
+  CG_DEVICE static Acc scaled(const GemmArgs& g, int m, int n, Acc acc) {
+    const float sa = g.scale_a[g.scale_a_rows ? m : 0], sb = g.scale_b[g.scale_b_cols ? n : 0];
+    return Acc(fmaf(float(acc), sa * sb, g.bias ? static_cast<const float*>(g.bias)[n] : 0.0f));
+  }
+
   // act(alpha * acc + beta * C[m, n] + bias[n]) for one element of problem `prob`.
   CG_DEVICE static Acc value(const GemmArgs& g, const Problem& prob, int m, int n, Acc acc) {
     return apply_activation(g.act, linear(g, prob, m, n, acc));
@@ -46,7 +53,9 @@ struct SimtEpilogue {
     if (m >= prob.m) return;
     Acc v[4];
 #pragma unroll
-    for (int e = 0; e < 4; ++e) v[e] = (n + e < prob.n) ? linear(g, prob, m, n + e, acc[e]) : Acc(0);
+    for (int e = 0; e < 4; ++e) {
+      v[e] = n + e >= prob.n ? Acc(0) : g.scale_a ? scaled(g, m, n + e, acc[e]) : linear(g, prob, m, n + e, acc[e]);
+    }
     // NOTE: one uniform branch per four values skips the activation code entirely for plain
     // products; a switch per element made every CTA fetch and branch through five activations
     // (instruction-fetch stalls dominated short-K problems).

@@ -71,7 +71,8 @@ simt_gemm_kernel(const SimtParams p) {
   }
 }
 
-// Sums the split-K partials in split order (deterministic) and applies the epilogue.
+// Sums the split-K partials in split order (deterministic) and applies the epilogue (scaled_mm's
+// when args.scale_a is set).
 template <typename T>
 __global__ void splitk_reduce_kernel(const SimtParams p) {
   using Acc = typename AccumulatorFor<T>::type;
@@ -120,7 +121,7 @@ __global__ void splitk_reduce_kernel(const SimtParams p) {
     const int m = int(rem / g.shape.n);
     const int n = int(rem - index_t(m) * g.shape.n);
     const Problem prob = resolve_problem(g.shape, z);
-    const Acc v = Epilogue::value(g, prob, m, n, sum);
+    const Acc v = g.scale_a ? Epilogue::scaled(g, m, n, sum) : Epilogue::value(g, prob, m, n, sum);
     const index_t off = prob.d_off + index_t(m) * g.shape.d_sm + index_t(n) * g.shape.d_sn;
     if (g.out_f32) {
       Epilogue::template store_one<float>(g.d, off, v);

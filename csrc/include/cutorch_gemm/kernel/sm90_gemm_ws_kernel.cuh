@@ -145,8 +145,10 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
   static_assert(!kPlainTma || (Cfg::kPingpong && !kSwiGlu && !kPtrArray && !Mma::kScaled),
                 "the compact variant: plain ping-pong launches");
   static_assert(Cfg::kBlockN == 256 || (Cfg::kBlockN == 128 && Mma::kNarrowOk && !kSwiGlu && !kPtrArray) ||
-                    (Cfg::kBlockN == 192 && Mma::kPromote && !Cfg::kPingpong),
-                "128-column tiles: 16-bit operands, plain launches; 192: the promoting 8-bit cooperative one");
+                    (Cfg::kBlockN == 192 && Mma::kPromote && !Cfg::kPingpong) ||
+                    (Cfg::kBlockN == 64 && Mma::kPromote && Cfg::kPingpong),
+                "128-column tiles: 16-bit operands, plain launches; 192: the promoting 8-bit cooperative one; "
+                "64: the promoting 8-bit ping-pong one");
   constexpr int kAccRegs = Cfg::kBlockN / 2;  // a consumer's 64 x kBlockN fp32 fragment per thread
   // Tail split (cooperative 16-bit launches with the plain TMA-store epilogue): the last
   // k-block's wgmma run as two m64n128 groups, so the epilogue stores the first half of the
@@ -378,7 +380,17 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
           // A K-major B row is 128 bytes: a slice of n columns starts n * 128 bytes on.
           constexpr auto kCols = [](int n) { return uint64_t(n * 128) >> 4; };
           using At0 = std::integral_constant<int, 0>;  // add_part's first register
-          if constexpr (Cfg::kPingpong) {
+          if constexpr (Cfg::kBlockN == 64) {
+            // 64 columns (small M: a stream of the weight from DRAM, one warpgroup's tile per CTA
+            // where tiles <= CTAs): the k-block's group, waited for before its adds. The tensor
+            // core idles meanwhile; the tile's bytes, not its arithmetic, set the pace.
+            float part[32];
+            issue_part(part, kCols(0));
+            release_prev();
+            prepare_next();
+            sm90::wgmma_wait<0>();
+            add_part(part, At0{});
+          } else if constexpr (Cfg::kPingpong) {
             // Ping-pong: one warpgroup issues wgmma at a time, so its own adds must overlap its
             // wgmma. Four n64 quarters through two 32-register tiles P, Q, straight-line within the
             // k-block (ptxas serializes every wgmma, warning C7514, when a tile is read in a later
@@ -543,11 +555,12 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
       }
       if constexpr (Mma::kScaled) {  // scaled_mm: dense, no C, no activation
         if (p.tma_store) {
+          // (3-D D: split-K's partials, one K range per batch entry, sm90_scaled_mm_split)
           if (g.out_f32) sm90_store_tma_plain<Cfg, T, float, true>(g, prob, acc, s.epi_slot[consumer].u.out, &tma_d,
-                                                                 false, 0, w.a_row + row_in_tile, w.n0, tid_in_wg,
-                                                                 1 + consumer);
-          else sm90_store_tma_plain<Cfg, T, T, true>(g, prob, acc, s.epi_slot[consumer].u.out, &tma_d, false, 0,
-                                                     w.a_row + row_in_tile, w.n0, tid_in_wg, 1 + consumer);
+                                                                 p.d_3d, w.group, w.a_row + row_in_tile, w.n0,
+                                                                 tid_in_wg, 1 + consumer);
+          else sm90_store_tma_plain<Cfg, T, T, true>(g, prob, acc, s.epi_slot[consumer].u.out, &tma_d, p.d_3d,
+                                                     w.group, w.a_row + row_in_tile, w.n0, tid_in_wg, 1 + consumer);
         } else if (g.out_f32) {
           sm90_store_tile_scaled<float>(g, prob, acc, w.m0 + row_in_tile, w.n0, tid_in_wg, p.direct_epilogue);
         } else {
