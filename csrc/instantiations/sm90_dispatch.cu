@@ -56,9 +56,9 @@ cudaError_t sm90_gemm_tf32(const GemmArgs& args, Sm90ConfigId config, bool a_mn,
   return run_config(sm90_tf32_coop, sm90_tf32_pingpong, nullptr, args, config, a_mn, b_mn, num_sms, stream);
 }
 
-cudaError_t sm90_gemm_split(const GemmArgs& args, Sm90ConfigId config, bool a_mn, bool b_mn, Sm90Split split,
-                            void* workspace, int num_sms, cudaStream_t stream) {
-  // The partial launch: batch entry z is K range z, written as raw fp32 sums to [z][M][N].
+// The partial launch of split-K: batch entry z is K range z, its raw fp32 sums written to
+// [z][M][N] of `workspace`, without bias (the sum applies the epilogue of `args`).
+static GemmArgs split_partial_args(const GemmArgs& args, Sm90Split split, void* workspace) {
   GemmArgs part = args;
   part.batch = split.splits;
   part.k_chunk = split.k_chunk;
@@ -69,8 +69,14 @@ cudaError_t sm90_gemm_split(const GemmArgs& args, Sm90ConfigId config, bool a_mn
   part.shape.d_sb = index_t(args.shape.m) * args.shape.n;
   part.d = workspace;
   part.out_f32 = true;
-  part.c = nullptr;
   part.bias = nullptr;
+  return part;
+}
+
+cudaError_t sm90_gemm_split(const GemmArgs& args, Sm90ConfigId config, bool a_mn, bool b_mn, Sm90Split split,
+                            void* workspace, int num_sms, cudaStream_t stream) {
+  GemmArgs part = split_partial_args(args, split, workspace);
+  part.c = nullptr;
   part.act = Activation::kNone;
   part.alpha = 1.0;
   part.beta = 0.0;
@@ -138,23 +144,12 @@ cudaError_t sm90_scaled_mm_split(const GemmArgs& args, Fp8Kind ka, Fp8Kind kb, S
   void* unit = nullptr;
   cudaError_t err = cudaGetSymbolAddress(&unit, kUnitScale);
   if (err != cudaSuccess) return err;
-  // The partial launch: batch entry z is K range z, raw fp32 sums (unit scales, no bias) to [z][M][N].
-  GemmArgs part = args;
-  part.batch = split.splits;
-  part.k_chunk = split.k_chunk;
-  part.shape.mode = GroupMode::kBatched;
-  part.shape.a_sb = part.shape.b_sb = part.shape.c_sb = part.shape.bias_sb = 0;
-  part.shape.d_sm = args.shape.n;
-  part.shape.d_sn = 1;
-  part.shape.d_sb = index_t(args.shape.m) * args.shape.n;
-  part.d = workspace;
-  part.out_f32 = true;
-  part.bias = nullptr;
+  GemmArgs part = split_partial_args(args, split, workspace);  // (raw sums: unit scales)
   part.scale_a = part.scale_b = static_cast<const float*>(unit);
   part.scale_a_rows = part.scale_b_cols = false;
   err = sm90_scaled_mm(part, ka, kb, config, fast_accum, num_sms, stream);
   if (err != cudaSuccess) return err;
-  // The sum applies args' scales and bias (SimtEpilogue::store4_scaled).
+  // The sum applies args' scales and bias (SimtEpilogue::scaled).
   const SimtParams rp{args, 0, 0, split.splits, 0, workspace, 0};
   if (args.dtype == DType::kFloat16) return launch_splitk_reduce<__half>(rp, stream);
   return launch_splitk_reduce<__nv_bfloat16>(rp, stream);

@@ -11,7 +11,8 @@
 // K-major, with scaled_mm's epilogue. T is the epilogue's 16-bit type (bias, C, D unless fp32).
 // Tiles are kBlockN = 256 columns wide (a consumer holds a 64 x 256 fp32 fragment, 128 registers),
 // or 128 for the narrow fp16 / bf16 config (64 registers, m64n128k16), or 192 for the forced-only
-// 8-bit config (96 registers, two n96 partial tiles), see device/sm90_configs.h.
+// 8-bit config (96 registers, two n96 partial tiles), or 64 for the small-M 8-bit ping-pong config
+// (32 registers, one n64 partial tile), see device/sm90_configs.h.
 // One persistent loop over the tiles of every problem of the launch: dense, batched, or grouped
 // with device-resident offsets (scheduler/sm90_tile_scheduler.cuh).
 
