@@ -3,7 +3,8 @@ shape, median), with optional variants of ours: a config name (CUTORCH_GEMM_SM90
 
     python benchmarks/experiments/fp8_interleaved.py [coop192,CUTORCH_GEMM_SM90_EPILOGUE=general]
 
-ROUNDS_OUTER=n repeats the whole table; SHAPES=MxNxK,... replaces the shape list. Prints TFLOP/s and,
+ROUNDS_OUTER=n repeats the whole table; SHAPES=MxNxK,... replaces the shape list; ROWWISE=1 takes
+per-row scale_a and per-column scale_b (fp32 vectors) instead of per-tensor scales. Prints TFLOP/s and,
 in parentheses, the ratio to torch.
 """
 import os
@@ -42,7 +43,10 @@ def main():
         for m, n, k in shapes:
             x = torch.randn(m, k, device="cuda").to(E4)
             w = torch.randn(n, k, device="cuda").to(E4)
-            sa, sb = torch.ones((), device="cuda"), torch.ones((), device="cuda")
+            if os.environ.get("ROWWISE") == "1":
+                sa, sb = torch.rand(m, 1, device="cuda") + 0.5, torch.rand(1, n, device="cuda") + 0.5
+            else:
+                sa, sb = torch.ones((), device="cuda"), torch.ones((), device="cuda")
             ours = lambda: cg.scaled_mm(x, w.t(), sa, sb, out_dtype=torch.bfloat16)  # noqa: E731
             fns = {"ours": with_env(ours, None)}
             for v in variants:
