@@ -190,10 +190,8 @@ def _explain_scaled_mm(args, kwargs) -> Explanation:
                  if kwargs.get("use_fast_accum", False) else "each 128-K block promoted to the fp32 accumulator")
         splits, chunk = 1, 0
         if "x192x" not in config:  # the binding's split-K rule (16-bit rule, 128-element K slices)
-            kind = "coop" if "_Coop_" in config else "pingpong64" if "_64x64x" in config else "pingpong"
-            fill = os.environ.get("CUTORCH_GEMM_SM90_SPLIT_FILL", "").strip()
-            fill = int(fill) if fill.isdigit() and int(fill) > 0 else 4
-            splits, chunk = _C.choose_sm90_split(m, n, k, prop.multi_processor_count, kind, fill, block_k=128)
+            splits, chunk = _C.choose_sm90_split(m, n, k, prop.multi_processor_count, _split_kind(config),
+                                                 _split_fill(), block_k=128)
         where = ("the fp32 accumulators in the epilogue" if splits == 1 else
                  f"the sum of split-K x{splits}'s fp32 partials (K ranges of {chunk}: the tiles alone would "
                  "leave SMs idle), in split order")
@@ -293,6 +291,21 @@ def _rows_128b(t: torch.Tensor, k_dim: int, mn_dim: int) -> bool:
     return _C.sm90_rows_128b(st(k_dim), st(mn_dim), t.element_size())
 
 
+def _split_fill() -> int:
+    """choose_sm90_split's `fill` as the binding reads it (CUTORCH_GEMM_SM90_SPLIT_FILL, default 4)."""
+    fill = os.environ.get("CUTORCH_GEMM_SM90_SPLIT_FILL", "").strip()
+    return int(fill) if fill.isdigit() and int(fill) > 0 else 4
+
+
+def _split_kind(config: str) -> str:
+    """choose_sm90_split's name for a (16- or 8-bit) sm90 config."""
+    if "_Coop_" in config:
+        return "coop"
+    if "_64x64x" in config:
+        return "pingpong64"
+    return "pingpong128" if "x128x" in config else "pingpong"
+
+
 def _cluster_note(config: str, fixed_grid: bool, swiglu: bool, m: int, a: torch.Tensor, b: torch.Tensor,
                   dense16: bool = False, n: int = 0, k: int = 0, sms: int = 0) -> str:
     """The launch's cluster, as the binding's rule (choose_sm90_cluster) picks it (dense16: one
@@ -383,10 +396,8 @@ def _explain_gemm(op: str, args, kwargs, skinny: bool = True) -> Explanation:
         splits, chunk = 1, 0
         if mode == "none" and batch == 1:
             # the binding's split-K rule for one dense problem
-            fill = os.environ.get("CUTORCH_GEMM_SM90_SPLIT_FILL", "").strip()
-            fill = int(fill) if fill.isdigit() and int(fill) > 0 else 4
-            kind = "coop" if "_Coop_" in config else "pingpong128" if "x128x" in config else "pingpong"
-            splits, chunk = _C.choose_sm90_split(m, n, k, prop.multi_processor_count, kind, fill)
+            splits, chunk = _C.choose_sm90_split(m, n, k, prop.multi_processor_count, _split_kind(config),
+                                                 _split_fill())
         split_note = (f"; split-K x{splits} (K ranges of {chunk}: the tiles alone would leave SMs idle), fp32 "
                       "partials summed in split order with the epilogue" if splits > 1 else "")
         dense16 = mode == "none" and batch == 1 and splits == 1 and a.element_size() == 2

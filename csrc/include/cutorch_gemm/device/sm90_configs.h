@@ -213,9 +213,8 @@ struct Sm90Split {
 // ran 32 ping-pong tiles on 132 SMs at 0.81x torch._scaled_mm unsplit.
 inline Sm90Split choose_sm90_split(Sm90ConfigId config, int m, int n, int k, int num_sms, int fill = 4,
                                    int block_k = 64) {
-  const int block_m = config == Sm90ConfigId::kCoop128x256 || config == Sm90ConfigId::kCoop128x192 ? 128 : 64;
-  const int block_n = config == Sm90ConfigId::kPingpong64x128 ? 128
-                      : config == Sm90ConfigId::kCoop128x192  ? 192
+  const int block_m = config == Sm90ConfigId::kCoop128x256 ? 128 : 64;  // (never the forced 128x192 one)
+  const int block_n = config == Sm90ConfigId::kPingpong64x128  ? 128
                       : config == Sm90ConfigId::kPingpong64x64 ? 64
                                                                : 256;
   const long long tiles = (long long)((m + block_m - 1) / block_m) * ((n + block_n - 1) / block_n);

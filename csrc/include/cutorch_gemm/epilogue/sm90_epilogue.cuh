@@ -282,7 +282,8 @@ CG_DEVICE void sm90_store_tile_tma(const GemmArgs& g, const Problem& prob, const
     if (tid_in_wg == 0) sm90::bulk_wait_group_read<Cfg::kEpiBuffers - 1>();
     named_barrier_sync(barrier_id, 128);
     // Four n8 blocks at a time: their per-column operands (fp32 multiplier and addend of columns
-    // n, n + 1) as one batch of loads, then their shared-memory stores. NOTE: the stores may
+    // n, n + 1; scaled_mm's come from the slice's batch above) as one batch of loads, then their
+    // shared-memory stores. NOTE: the stores may
     // alias global memory as far as the compiler knows, so it does not hoist a load above an
     // earlier store: loaded one by one, every column paid a round trip to L1 / L2 (bias + GELU
     // cost 9% over plain mm at 4096^3). Four blocks, not the whole slice: registers.
