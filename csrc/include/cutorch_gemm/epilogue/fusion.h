@@ -67,12 +67,20 @@ CG_HOST_DEVICE Acc apply_activation(Activation act, Acc x) {
 }
 
 // The activation as a compile-time choice, for epilogues that apply it from registers (each
-// unrolled copy must be short: 128 per thread per tile). Within a few fp32 ulp of
-// apply_activation, not bit-equal: the tanh form of GELU is rewritten as
-//   0.5 x (1 + tanh(u)) = x / (1 + exp(-2u)),  u = sqrt(2/pi) (x + 0.044715 x^3),
-// and SiLU as x / (1 + exp(-x)), each one exp2 and one fast division on the GPU (the MUFU unit;
-// tanhf and a full-precision division are about 20 instructions each). Both limits stay exact:
-// exp overflowing to +inf gives -0 (x -> -inf gives NaN, as in PyTorch's formula).
+// unrolled copy must be short: 128 per thread per tile) into a 16-bit D (or a tf32 launch's fp32 D,
+// whose products carry a relative error of about 2^-11 themselves). Not bit-equal to
+// apply_activation:
+// - SiLU is x / (1 + exp(-x)): one exp2 and one fast division (two MUFU operations; tanhf and a
+//   full-precision division are about 20 instructions each), within a few fp32 ulp;
+// - GELU's tanh form on the GPU is h + h tanh(u), h = x / 2, u = sqrt(2/pi) (x + 0.044715 x^3),
+//   with the hardware tanh (tanh.approx.f32, relative error about 2^-11; CUTLASS's GELU_taylor
+//   uses it too). Why: the MUFU unit does 16 operations per clock per SM, so the 128 values per
+//   thread of a 128x256 tile with two MUFU operations each (exp2, division) kept it busy ~4 K
+//   cycles per tile while the tensor core waited; one halves that. Its absolute error, about
+//   2^-12 |x| where 1 + tanh(u) cancels (x << 0), is below a 16-bit D's rounding of values near
+//   |x|. Elsewhere (host) the exp form x / (1 + exp(-2u)).
+// Limits: x -> +inf gives +inf, x -> -inf NaN (as PyTorch's formula), NaN stays NaN; exp
+// overflowing to +inf gives -0.
 template <Activation kAct>
 CG_HOST_DEVICE float activation_fast(float x) {
   if constexpr (kAct == Activation::kNone) {
@@ -82,6 +90,15 @@ CG_HOST_DEVICE float activation_fast(float x) {
   } else if constexpr (kAct == Activation::kGelu) {
     return 0.5f * x * (1.0f + detail::erf_(x * 0.70710678118654752440f));
   } else {
+#if defined(__CUDA_ARCH__)
+    if constexpr (kAct == Activation::kGeluTanh) {
+      const float u = x * fmaf(x * x, 0.79788456080286535588f * 0.044715f, 0.79788456080286535588f);
+      float th;
+      asm("tanh.approx.f32 %0, %1;" : "=f"(th) : "f"(u));
+      const float h = 0.5f * x;
+      return fmaf(h, th, h);
+    }
+#endif
     // -log2(e) * (2 sqrt(2/pi), 2 sqrt(2/pi) 0.044715) for GELU-tanh; -log2(e) for SiLU.
     constexpr float kLog2e = 1.44269504088896340736f;
     float t;
