@@ -406,10 +406,15 @@ def _explain_gemm(op: str, args, kwargs, skinny: bool = True) -> Explanation:
         streamk_note = ""
         if mode == "none" and batch == 1 and splits == 1 and "_Coop_" in config and not cluster_note:
             streamk_note = _streamk_note(m, n, k, a.element_size(), prop.multi_processor_count)
+        half_note = ""
+        if mode == "m" and "_Coop_" in config and _C.choose_sm90_half_tiles(
+                k, n, a.element_size(), os.environ.get("CUTORCH_GEMM_SM90_HALF_TILES", "").strip()):
+            half_note = ("; a group's last tile computes only its first 64 rows when the rest lie past the "
+                         "group's end (a group's B fits L2)")
         return Explanation(op, str(a.device), "sm90", config, splits, layouts,
                            f"sm_{prop.major}{prop.minor}; {fam['reason']}"
                            + (f"; CUTORCH_GEMM_SM90_CONFIG={sm90_forced}" if sm90_forced else "") + split_note
-                           + cluster_note + streamk_note)
+                           + cluster_note + streamk_note + half_note)
     if fam["family"] == "sm80":
         env = {name: os.environ.get(name, "").strip().lower()
                for name in ("CUTORCH_GEMM_SM80_CONFIG", "CUTORCH_GEMM_SPLIT_K")}

@@ -57,9 +57,9 @@ def cases(quick: bool):
             return out, _ref(a, b, bias, act), 2e-2 if dtype != torch.float64 else 1e-10
         return run
 
-    def grouped(sizes, extra_rows=3):
+    def grouped(sizes, extra_rows=3, k=72):
         def run():
-            t, k, n = sum(sizes) + extra_rows, 72, 136
+            t, n = sum(sizes) + extra_rows, 136
             a = torch.randn(t, k, device=dev, dtype=bf16)
             b = torch.randn(len(sizes), k, n, device=dev, dtype=bf16)
             offs = torch.tensor(sizes, device=dev).cumsum(0).to(torch.int32)
@@ -126,6 +126,10 @@ def cases(quick: bool):
                 (f"sm90 {cfg} fused swiglu", env, swiglu()),
                 (f"sm90 {cfg} pointer-array grouped_gemm", env, pointer_array()),
                 (f"sm90 {cfg} split-K 16x1024x4096", env, mm(16, 1024, 4096))]
+    # cooperative half tiles (a warpgroup's rows past a group's end): K long enough for the ring's
+    # phases to wrap inside such tiles
+    out += [("sm90 coop grouped-M half tiles K 1000", {"CUTORCH_GEMM_SM90_CONFIG": "coop"},
+             grouped([40, 300, 64, 0, 190, 1], k=1000))]
     # the 8-bit 128x192 cooperative config (scaled_mm only)
     out += [("sm90 coop192 fp8 scaled_mm 200x264x96", {"CUTORCH_GEMM_SM90_CONFIG": "coop192"}, scaled(200, 264, 96))]
     # the 8-bit 64x64 ping-pong config (small M), whole and as split-K (partials + scaled sum)
@@ -248,7 +252,7 @@ def cases(quick: bool):
             ("moe combine 9x2x13 broken permutation", {}, moe_combine(9, 2, 13, True))]
     if quick:  # racecheck / synccheck are slow: one case per family
         keep = ("sm90 coop bf16", "sm90 pingpong bf16", "sm90 pingpong128 bf16 129", "compact", "coop cluster", "fp8", "swiglu", "pointer-array", "split-K 16",
-                "sm80 bf16", "sm80 tf32 rows8", "sm80 split-K fused", "sm80 sliced-K", "simt", "skinny w8", "sm90 skinny T16", "swiglu pointwise", "stream-K", "moe combine")
+                "sm80 bf16", "sm80 tf32 rows8", "sm80 split-K fused", "sm80 sliced-K", "simt", "skinny w8", "sm90 skinny T16", "swiglu pointwise", "stream-K", "moe combine", "half tiles")
         out = [c for c in out if any(k in c[0] for k in keep)]
     return out
 

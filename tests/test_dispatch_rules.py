@@ -446,6 +446,20 @@ def test_sm90_streamk_rule():
     assert _C.choose_sm90_streamk(7, 5, 1, "last") == 0             # 2 k-blocks for 5 CTAs
 
 
+def test_sm90_half_tiles_rule():
+    # grouped-M cooperative tiles skip a warpgroup's rows past a group's end where one group's B fits L2
+    assert _C.choose_sm90_half_tiles(768, 2048, 2)          # Qwen3-30B-A3B down: 3 MiB
+    assert _C.choose_sm90_half_tiles(2048, 2048, 2)         # OLMoE up: 8 MiB
+    assert _C.choose_sm90_half_tiles(4096, 2048, 2)         # 16 MiB: the bound
+    assert not _C.choose_sm90_half_tiles(4097, 2048, 2)
+    assert not _C.choose_sm90_half_tiles(7168, 4096, 2)     # DeepSeek-V3 up: 56 MiB
+    assert not _C.choose_sm90_half_tiles(4096, 28672, 2)    # Mixtral up
+    assert _C.choose_sm90_half_tiles(2048, 2048, 4)         # tf32: 16 MiB
+    assert not _C.choose_sm90_half_tiles(2048, 4096, 4)
+    assert _C.choose_sm90_half_tiles(7168, 4096, 2, "on")
+    assert not _C.choose_sm90_half_tiles(768, 2048, 2, "off")
+
+
 def test_sm90_streamk_plan():
     """The plan the binding sizes its workspace with and explain reports: tiles, the persistent
     grid (capped), and the rule's count for that grid."""

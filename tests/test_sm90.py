@@ -220,6 +220,38 @@ def test_sm90_grouped_mm(dtype, layout, scenario, weight_major, config, monkeypa
         assert torch.all(out[:, total:] == 0)
 
 
+@pytest.mark.parametrize("half", ["", "off"])
+@pytest.mark.parametrize("weight_major", ["mn", "k"])
+@pytest.mark.parametrize("swiglu", [False, True])
+def test_sm90_grouped_coop_half_tiles(weight_major, swiglu, half, monkeypatch):
+    """Cooperative grouped-M tiles whose second 64 rows lie past the group's end (that warpgroup
+    only passes the stages on): many k-blocks, so the ring's phases wrap inside such tiles, and
+    groups of 1, 40, 64 (exactly half a tile), 65, 129, 192, empty ones and rows past offs[-1]."""
+    monkeypatch.setenv("CUTORCH_GEMM_SM90_CONFIG", "coop")
+    monkeypatch.setenv("CUTORCH_GEMM_SM90_HALF_TILES", half)
+    dt = torch.bfloat16
+    sizes = [40, 300, 0, 64, 65, 190, 1, 129, 0, 192]
+    T, K, N = sum(sizes) + 24, 1000, 520
+    offs = offs_from_sizes(sizes, "cuda")
+    x = make((T, K), dt, "cuda")
+    w = make((len(sizes), K, N), dt, "cuda", "row" if weight_major == "mn" else "col")
+    e = cg.explain("grouped_mm", x, w, offs)
+    assert e.config == CONFIGS["coop"]
+    assert ("computes only its first 64 rows" in e.reason) == (half == ""), e.reason
+    if swiglu:
+        poison(T * N)
+        out = cg.grouped_mm(x, w, offs, activation="swiglu")
+        full = ref_grouped_mm(x, w, offs)
+        gate, up = full[:, : N // 2], full[:, N // 2:]
+        ref = torch.nn.functional.silu(gate) * up
+    else:
+        poison(T * N * 2)
+        out = cg.grouped_mm(x, w, offs)
+        ref = ref_grouped_mm(x, w, offs)
+    check(out, ref, dt, what=f"coop grouped half tiles w={weight_major} swiglu={swiglu}")
+    assert torch.all(out[sum(sizes):] == 0)
+
+
 @pytest.mark.parametrize("config", list(CONFIGS))
 def test_sm90_grouped_3d3d(config, monkeypatch):
     monkeypatch.setenv("CUTORCH_GEMM_SM90_CONFIG", config)

@@ -208,6 +208,11 @@ PYBIND11_MODULE(_C, m) {
   }, "The binding's stream-K plan of a dense cooperative launch: (tiles, ctas, stream-K tiles).",
         pybind11::arg("m"), pybind11::arg("n"), pybind11::arg("k"), pybind11::arg("block_k"),
         pybind11::arg("num_sms"), pybind11::arg("grid_cap") = 0, pybind11::arg("forced") = "");
+  m.def("choose_sm90_half_tiles", [](int64_t k, int64_t n, int elem_bytes, const std::string& forced) {
+    return choose_sm90_half_tiles(k, n, elem_bytes, forced);
+  }, "Whether a grouped-M cooperative sm90 launch skips the wgmma of a warpgroup whose rows lie past a "
+     "group's end (k, n: one group's B; forced: CUTORCH_GEMM_SM90_HALF_TILES).", pybind11::arg("k"),
+        pybind11::arg("n"), pybind11::arg("elem_bytes"), pybind11::arg("forced") = "");
   m.def("choose_sm90_cluster", [](bool cooperative, bool fixed_grid, bool swiglu, int64_t tiles_m, bool rows_128b,
                                   const std::string& forced, bool dense16, int64_t k, int64_t tiles, int num_sms) {
     return choose_sm90_cluster(cooperative, fixed_grid, swiglu, int(tiles_m), rows_128b, forced, dense16, int(k),

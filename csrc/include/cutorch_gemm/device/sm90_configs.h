@@ -325,6 +325,20 @@ inline size_t sm90_streamk_workspace_bytes(int ctas) {
   return sm90_streamk_flag_bytes(ctas) + size_t(ctas) * 128 * 256 * 4;
 }
 
+// Half tiles: in a grouped-M cooperative launch, the warpgroup whose 64 rows of a group's last
+// tile lie past the group's end skips its wgmma (sm90_gemm_ws_kernel). Only where one group's B
+// (k x n elements) fits L2 many times over: a CTA whose tile loses half its work runs ahead of
+// the others in K, and where they all stream one large B from DRAM in step, that costs more than
+// it saves. H100, interleaved with torch._grouped_mm, half tiles on / off (bench_grouped's
+// shapes, skewed routing, two runs): Qwen3 down (B 3 MiB per group) 1.251 / 1.136 and 1.136 /
+// 1.068, Qwen3 up (6 MiB) 1.215 / 1.180 and 1.213 / 1.156, OLMoE up (8 MiB) 1.219 / 1.179 and
+// 1.199 / 1.166; DeepSeek-V3 up (56 MiB) 0.848 / 0.934 and 0.920 / 0.946, Mixtral up with
+// empty experts (112 MiB) 1.064 / 1.216. `forced` is CUTORCH_GEMM_SM90_HALF_TILES ("on", "off").
+inline bool choose_sm90_half_tiles(long long k, long long n, int elem_bytes, const std::string& forced) {
+  if (forced == "on" || forced == "off") return forced == "on";
+  return k * n * elem_bytes <= (16LL << 20);
+}
+
 // The stride in bytes between the rows TMA reads of an operand (K-major: its M / N stride; MN-major:
 // its K stride) is a multiple of 128.
 inline bool sm90_rows_128b(long long k_stride, long long mn_stride, int elem_bytes) {

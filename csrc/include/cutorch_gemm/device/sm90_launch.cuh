@@ -158,6 +158,9 @@ cudaError_t launch_sm90(const GemmArgs& args, int num_sms, cudaStream_t stream) 
   p.cluster = cluster;
   const char* tail_env = std::getenv("CUTORCH_GEMM_SM90_TAIL");
   p.tail_split = !(tail_env && std::string(tail_env) == "off");
+  // Half tiles: grouped-M cooperative launches whose groups' B fits L2 (choose_sm90_half_tiles).
+  const char* half_env = std::getenv("CUTORCH_GEMM_SM90_HALF_TILES");
+  p.half_tiles = choose_sm90_half_tiles(s.k, s.n, elem_bytes, half_env ? half_env : "");
   // Stream-K for the last round (choose_sm90_streamk): dense cooperative launches without
   // clusters, when the caller provided the workspace for this many CTAs.
   if (!Cfg::kPingpong && !kSwiGlu && cluster == 1 && s.mode == GroupMode::kBatched && args.batch == 1 &&

@@ -293,6 +293,26 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
       if (Cfg::kPingpong && (consumer == 1 || own > 0)) {
         sm90::mbarrier_wait(&s.order[1 - consumer], consumer == 0 ? uint32_t(own - 1) & 1u : uint32_t(own) & 1u);
       }
+      // A group's last tile (grouped-M, cooperative) whose second 64 rows all lie past the group's
+      // end: those rows would hold the next group's tokens, computed and thrown away. That
+      // warpgroup only passes the stages on (a wait, then its release: the empty barrier counts
+      // both warpgroups' warps, and the wait keeps its arrivals in the stage's current phase) and
+      // stores nothing, so the other's wgmma have the tensor core to themselves and the tile takes
+      // about half as long. With skewed routing about half the groups end that way. Where the
+      // launch allows it (p.half_tiles: device/sm90_configs.h, choose_sm90_half_tiles). NOTE: not with
+      // both operands MN-major (not a forward layout): there ptxas then serialized the wgmma (C7511).
+      if constexpr (!Cfg::kPingpong && !Mma::kPromote && !kPtrArray && !(kAMn && kBMn)) {
+        if (g.shape.mode == GroupMode::kGroupedM && row_in_tile > 0 && p.half_tiles) {
+          if (w.m0 + row_in_tile >= w.m_len) {
+            for (int kb = 0; kb < k_blocks; ++kb) {
+              pipe.consumer_wait(st);
+              pipe.consumer_release(st);
+              st.advance();
+            }
+            continue;
+          }
+        }
+      }
       // Zero: an empty grouped-K problem (the epilogue of a zero product), and always for the
       // promoting 8-bit mainloop, which adds each k-block's partial tile to it.
       if (Mma::kPromote || k_blocks == 0) {

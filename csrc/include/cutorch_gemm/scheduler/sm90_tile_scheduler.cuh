@@ -69,6 +69,9 @@ struct Sm90Params {
   // The tail split of plain TMA-store launches (kernel: kTailSplit); CUTORCH_GEMM_SM90_TAIL=off
   // turns it off (A/B runs).
   int tail_split;
+  // Grouped-M cooperative tiles: a warpgroup whose 64 rows lie past the group's end skips its
+  // wgmma (the kernel; device/sm90_configs.h, choose_sm90_half_tiles).
+  int half_tiles;
 };
 
 struct Sm90Work {
@@ -78,6 +81,7 @@ struct Sm90Work {
   int b_col;
   int k_begin;   // absolute K offset of the problem (grouped-K), else 0
   int k_len;     // K extent of the problem
+  int m_len;     // grouped-M: the group's rows (else unset)
   // Stream-K pieces: 0 a whole tile; 1 the tile's first k-blocks (store an fp32 partial, no
   // epilogue); 2 its last k-blocks (add the partials of CTAs sk_first .. this one - 1, then the
   // epilogue).
@@ -205,8 +209,12 @@ struct Sm90TileScheduler {
     w.group = g;
     w.m0 = w.a_row = tc.m * kBlockM;
     w.n0 = w.b_col = tc.n * kBlockN;
-    if (s.mode == GroupMode::kGroupedM) w.a_row += r.begin;
-    else w.b_col += r.begin;
+    if (s.mode == GroupMode::kGroupedM) {
+      w.a_row += r.begin;
+      w.m_len = r.end - r.begin;
+    } else {
+      w.b_col += r.begin;
+    }
     return w;
   }
 };
