@@ -81,7 +81,7 @@ struct Sm90Work {
   int b_col;
   int k_begin;   // absolute K offset of the problem (grouped-K), else 0
   int k_len;     // K extent of the problem
-  int m_len;     // grouped-M: the group's rows (else unset)
+  int m_len;     // grouped-M: the group's rows (else 0)
   // Stream-K pieces: 0 a whole tile; 1 the tile's first k-blocks (store an fp32 partial, no
   // epilogue); 2 its last k-blocks (add the partials of CTAs sk_first .. this one - 1, then the
   // epilogue).
