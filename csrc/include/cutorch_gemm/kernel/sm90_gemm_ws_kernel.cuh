@@ -155,11 +155,14 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
   // k-block's wgmma run as two m64n128 groups, so the epilogue stores the first half of the
   // tile while the tensor core still computes the second (both warpgroups otherwise leave it
   // idle from their last wait to the end of their epilogue).
-  // NOTE: not for an MN-major A with a K-major B: there ptxas found too few registers for the
-  // split's two groups and serialized every wgmma of the kernel (warning C7511), whether the split
-  // ran or not (H100, x.t() @ w.t(): 0.75x cuBLAS with the split compiled in).
+  // NOTE: not for an MN-major A (x.t() @ ..., the weight gradients): with a K-major B ptxas found
+  // too few registers for the split's two groups and serialized every wgmma of the kernel (warning
+  // C7511; H100, x.t() @ w.t(): 0.75x cuBLAS with the split compiled in); with both operands MN-major
+  // the split's registers were what kept that kernel off the lane-0 consumer index below (an R2UR
+  // per wgmma). Without the split, DeepSeek-V3's grouped dW (both MN-major) at fixed clocks: 4.73 M
+  // -> 4.39 M cycles, 649 M -> 487 M instructions (torch._grouped_mm's CUTLASS kernel: 4.52 M, 342 M).
   constexpr bool kTailSplit = !Cfg::kPingpong && !kSwiGlu && !kPtrArray && !Mma::kScaled && !Mma::kPromote &&
-                              Mma::kNarrowOk && Cfg::kBlockN == 256 && !(kAMn && !kBMn);
+                              Mma::kNarrowOk && Cfg::kBlockN == 256 && !kAMn;
   // NOTE (tried, not kept): the same split for the bias + activation TMA store (tma_store_act):
   // H100, bias + gelu_tanh interleaved with the split off, two runs: 4096^3 -2.5%, 16384x8192x8192
   // +2.5%, 8192x14336x4096 and 2048x11008x4096 even; and with both operands MN-major ptxas
@@ -259,12 +262,9 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
     // stage descriptors in uniform registers (no R2UR per wgmma). H100, ncu at fixed clocks: fp8
     // 4096^3 lost 16 R2UR per k-block, 10% of its instructions and 1.5% of its cycles; bf16
     // 8192x14336x4096 13% of its instructions (236 M -> 205 M; cuBLAS 160 M) and 1.7% of its cycles.
-    // Under the power cap fewer instructions also mean a higher clock.
-    // NOTE: not for the cooperative 16-bit kernel with both operands MN-major: there ptxas (with
-    // -lineinfo, as setup.py builds) found too few registers for the wgmma pipeline and serialized
-    // every wgmma (C7511).
-    constexpr bool kUniformIndex = Mma::kPromote || Cfg::kPingpong || !(kAMn && kBMn);
-    const int consumer = kUniformIndex ? __shfl_sync(0xffffffffu, warpgroup - 1, 0) : warpgroup - 1;
+    // Under the power cap fewer instructions also mean a higher clock. (Every layout: the
+    // cooperative kernel with both operands MN-major gets it since it has no tail split, above.)
+    const int consumer = __shfl_sync(0xffffffffu, warpgroup - 1, 0);
     Scheduler sched(p);
     State st;
     float acc[kAccRegs];
