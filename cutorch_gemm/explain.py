@@ -407,7 +407,9 @@ def _explain_gemm(op: str, args, kwargs, skinny: bool = True) -> Explanation:
         if mode == "none" and batch == 1 and splits == 1 and "_Coop_" in config and not cluster_note:
             streamk_note = _streamk_note(m, n, k, a.element_size(), prop.multi_processor_count)
         half_note = ""
-        if mode == "m" and "_Coop_" in config and _C.choose_sm90_half_tiles(
+        # (the kernel's condition: not with both operands MN-major, see sm90_gemm_ws_kernel.cuh)
+        both_mn = op_a[1] and op_b[1]  # (ok, mn_major)
+        if mode == "m" and "_Coop_" in config and not both_mn and _C.choose_sm90_half_tiles(
                 k, n, a.element_size(), os.environ.get("CUTORCH_GEMM_SM90_HALF_TILES", "").strip()):
             half_note = ("; a group's last tile computes only its first 64 rows when the rest lie past the "
                          "group's end (a group's B fits L2)")
