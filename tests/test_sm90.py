@@ -463,6 +463,63 @@ def test_sm90_cluster_tf32_fp8(cluster, monkeypatch):
     assert (out.double() - ref).abs().max() <= 1e-3 * ref.abs().max(), "fp8 clustered"
 
 
+# ---- the deferred store (cooperative 16-bit launches: a tile's D goes out under the next tile) --
+# Capped grids (CUTORCH_GEMM_SM90_GRID) give each CTA many tiles; K of 1, 3, 4 and 16 k-blocks
+# (fewer k-blocks than slices: the rest are stored after the mainloop); each case (M, N, K, grid).
+DEFER_CASES = [(1000, 1000, 64, 3), (640, 1024, 129, 4), (520, 600, 200, 2), (1000, 2000, 1000, 5)]
+
+
+@pytest.mark.parametrize("defer", ["", "off"])
+@pytest.mark.parametrize("case", DEFER_CASES, ids=lambda c: "x".join(map(str, c)))
+@pytest.mark.parametrize("layouts", [("row", "col"), ("row", "row"), ("col", "row"), ("col", "col")], ids="-".join)
+def test_sm90_deferred_store(case, layouts, defer, monkeypatch):
+    m, n, k, grid = case
+    dt = torch.bfloat16
+    monkeypatch.setenv("CUTORCH_GEMM_SM90_CONFIG", "coop")
+    monkeypatch.setenv("CUTORCH_GEMM_SM90_DEFER", defer)
+    monkeypatch.setenv("CUTORCH_GEMM_SM90_GRID", str(grid))
+    a = make((m, k), dt, "cuda", layouts[0])
+    b = make((k, n), dt, "cuda", layouts[1])
+    poison(m * n * 2)
+    check(cg.mm(a, b), ref_gemm(a, b), dt, what=f"deferred store mm {case} {layouts}")
+    poison(m * n * 2)
+    check(cg.gemm(a, b, alpha=-0.75), ref_gemm(a, b, None, None, -0.75), dt, what=f"alpha {case} {layouts}")
+    if k == 1000:  # with stream-K pieces in the last round
+        monkeypatch.setenv("CUTORCH_GEMM_SM90_STREAMK", "on")
+        check(cg.mm(a, b), ref_gemm(a, b), dt, what=f"deferred store + stream-K {case} {layouts}")
+
+
+@pytest.mark.parametrize("defer", ["", "off"])
+@pytest.mark.parametrize("form", ["bmm", "grouped_m", "grouped_k"])
+def test_sm90_deferred_store_batched_grouped(form, defer, monkeypatch):
+    """3-D D (batched), grouped-M tiles (whole ones deferred, a group's partial last tile stored
+    from registers, half tiles flushing what is pending) and grouped-K (dW, empty groups)."""
+    monkeypatch.setenv("CUTORCH_GEMM_SM90_CONFIG", "coop")
+    monkeypatch.setenv("CUTORCH_GEMM_SM90_DEFER", defer)
+    monkeypatch.setenv("CUTORCH_GEMM_SM90_GRID", "3")
+    dt = torch.bfloat16
+    if form == "bmm":
+        a, b = make((5, 300, 136), dt, "cuda"), make((5, 136, 520), dt, "cuda", "col")
+        poison(5 * 300 * 520 * 2)
+        check(cg.bmm(a, b), ref_bmm(a, b), dt, what="deferred store bmm")
+        return
+    sizes = [40, 300, 0, 64, 65, 190, 1, 129, 0, 256, 192]
+    offs = offs_from_sizes(sizes, "cuda")
+    T = sum(sizes) + 24
+    if form == "grouped_m":
+        x, w = make((T, 200), dt, "cuda"), make((len(sizes), 200, 520), dt, "cuda", "col")
+        poison(T * 520 * 2)
+        out = cg.grouped_mm(x, w, offs)
+        check(out, ref_grouped_mm(x, w, offs), dt, what="deferred store grouped-M")
+        assert torch.all(out[sum(sizes):] == 0)
+    else:
+        x, dy = make((200, T), dt, "cuda", "col"), make((T, 520), dt, "cuda")
+        poison(len(sizes) * 200 * 520 * 2)
+        out = cg.grouped_mm(x, dy, offs)
+        check(out, ref_grouped_mm(x, dy, offs), dt, what="deferred store grouped-K")
+        assert torch.all(out[2] == 0) and torch.all(out[8] == 0)
+
+
 # ---- stream-K (the last round of a dense cooperative launch cut along K) ----------------------
 # Small problems exercise it by capping the persistent grid (CUTORCH_GEMM_SM90_GRID) below the
 # tile count and forcing the rule (CUTORCH_GEMM_SM90_STREAMK=on); each case names (M, N, K, grid).

@@ -20,6 +20,7 @@ if os.environ.get("ALLCASES"):
              ("qwen3_up", 128, 32768, 2048, 1536), ("qwen3_down", 128, 32768, 768, 2048),
              ("deepseek_up", 32, 32768, 7168, 4096), ("olmoe_up", 64, 16384, 2048, 2048)]
 VARIANTS = sys.argv[1].split(",") if len(sys.argv) > 1 else ["CUTORCH_GEMM_SM90_CONFIG=pingpong"]
+ENV_KEYS = {v.split("=", 1)[0] for v in VARIANTS}  # cleared before every call: the default launch
 gen = torch.Generator().manual_seed(0)
 dt = torch.bfloat16
 for name, E, T, K, N in CASES:
@@ -33,7 +34,7 @@ for name, E, T, K, N in CASES:
                 a = torch.randn(T, K, device="cuda", dtype=dt).t(); b = torch.randn(T, N, device="cuda", dtype=dt)
             def mk(env):
                 def f():
-                    for v in ("CUTORCH_GEMM_SM90_CONFIG", "CUTORCH_GEMM_SM90_CLUSTER", "CUTORCH_GEMM_SM90_HALF_TILES", "CUTORCH_GEMM_SM90_TAIL"):
+                    for v in ENV_KEYS:
                         os.environ.pop(v, None)
                     if env:
                         k, val = env.split("=", 1); os.environ[k] = val

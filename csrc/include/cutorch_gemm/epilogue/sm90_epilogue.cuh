@@ -6,6 +6,7 @@
 //   sm90_store_tile            the whole fusion, staged through shared memory 32 columns at a time (either width)
 //   sm90_store_tile_tma        D = act(alpha * acc (+ bias)) (or scaled_mm's) by TMA stores (Cfg's width)
 //   sm90_store_tma_plain       the same without an activation, bias-free launches without bias code
+//   sm90_pack_tile / sm90_store_packed_slice  D = alpha * acc rounded at once, stored under the next tile
 //   sm90_store_tile_tma_fused  the whole fusion by TMA stores (cooperative config)
 //   sm90_store_tile_swiglu     grouped_mm's fused SwiGLU from registers (gate | up halves of the tile)
 
@@ -394,6 +395,58 @@ CG_DEVICE void sm90_store_tma_half(const GemmArgs& g, const Problem& prob, const
   else
     sm90_store_tma_plain<Cfg, T, T, false, kHalf>(g, prob, acc, bufs, map_d, d_3d, group, row_abs, col_base,
                                                   tid_in_wg, barrier_id);
+}
+
+// The deferred store (cooperative 16-bit launches, D = alpha * acc of type T, TMA-stored; the
+// kernel's kDefer). A tile's fp32 accumulators are rounded into 64 packed registers at once,
+// which frees the accumulator for the next tile's wgmma; the packed tile then goes out one
+// 64-column slice per k-block of the next tile (sm90_store_packed_slice), under its wgmma, so
+// the tensor core is idle only for the packing, not for the stores and their barriers.
+// pk[2j + h]: the column pair of n8 block j in row half h (the fragment's order, two per register).
+template <typename T, int kRegs>
+CG_DEVICE void sm90_pack_tile(const float (&acc)[kRegs], float alpha, uint32_t (&pk)[kRegs / 2]) {
+  if (alpha == 1.0f) {  // (the common case: no multiply per value)
+#pragma unroll
+    for (int i = 0; i < kRegs / 2; ++i) pk[i] = sm90::pack_pair<T>(acc[2 * i], acc[2 * i + 1]);
+  } else {
+#pragma unroll
+    for (int i = 0; i < kRegs / 2; ++i) pk[i] = sm90::pack_pair<T>(acc[2 * i] * alpha, acc[2 * i + 1] * alpha);
+  }
+}
+
+// Slice kSlice (64 columns, 128 bytes of a 16-bit row) of a packed tile: stmatrix into one of
+// the warpgroup's staging buffers (the 128-byte swizzle TMA reads), then one TMA store of 64 rows
+// from row_abs, columns col_base + 64 * kSlice (D's bounds clip rows and columns past the tensor).
+template <class Cfg, int kSlice, int kPk>
+CG_DEVICE void sm90_store_packed_slice(const uint32_t (&pk)[kPk], uint8_t (*bufs)[64 * 128], const CUtensorMap* map_d,
+                                       bool d_3d, int group, int row_abs, int col_base, int n, int tid_in_wg,
+                                       int barrier_id) {
+  static_assert(kSlice * 16 + 16 <= kPk, "16 packed registers per slice and thread");
+  const int warp = tid_in_wg / 32, lane = tid_in_wg % 32;
+  // stmatrix: lane l addresses row l % 8 (+ 8 for the odd matrices) of n8 block (first + l / 16),
+  // 16-byte chunk c of row r at chunk c ^ (r % 8) (see sm90_store_tile_tma).
+  const int sm_row = warp * 16 + lane % 8 + 8 * ((lane / 8) % 2);
+  uint8_t* buf = bufs[kSlice % Cfg::kEpiBuffers];
+  const uint32_t buf_s = sm90::smem_addr(buf) + uint32_t(sm_row * 128);
+  // The store that last read this buffer has finished reading it (bulk groups retire in order).
+  if (tid_in_wg == 0) sm90::bulk_wait_group_read<Cfg::kEpiBuffers - 1>();
+  named_barrier_sync(barrier_id, 128);
+#pragma unroll
+  for (int jj = 0; jj < 8; jj += 2) {
+    const int j = kSlice * 8 + jj;
+    sm90::stmatrix_x4(buf_s + uint32_t((((jj + lane / 16) ^ (lane % 8)) * 16)), pk[2 * j], pk[2 * j + 1],
+                      pk[2 * j + 2], pk[2 * j + 3]);
+  }
+  sm90::fence_proxy_async_shared();  // the writes above, before TMA (async proxy) reads them
+  named_barrier_sync(barrier_id, 128);
+  if (tid_in_wg == 0) {
+    const int c0 = col_base + kSlice * 64;
+    if (c0 < n) {
+      if (d_3d) sm90::tma_store_3d(map_d, buf, c0, row_abs, group);
+      else sm90::tma_store_2d(map_d, buf, c0, row_abs);
+    }
+    sm90::bulk_commit_group();
+  }
 }
 
 // sm90_store_tile_tma with the launch's activation (16-bit D: the TMA store of the bias +

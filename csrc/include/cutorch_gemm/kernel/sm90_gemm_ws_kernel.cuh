@@ -162,7 +162,13 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
   // per wgmma). Without the split, DeepSeek-V3's grouped dW (both MN-major) at fixed clocks: 4.73 M
   // -> 4.39 M cycles, 649 M -> 487 M instructions (torch._grouped_mm's CUTLASS kernel: 4.52 M, 342 M).
   constexpr bool kTailSplit = !Cfg::kPingpong && !kSwiGlu && !kPtrArray && !Mma::kScaled && !Mma::kPromote &&
-                              Mma::kNarrowOk && Cfg::kBlockN == 256 && !kAMn;
+                              Mma::kNarrowOk && Cfg::kBlockN == 256 && !kAMn && false;
+  // The deferred store (p.defer_store, bias-free 16-bit D by TMA): a whole tile is rounded into
+  // packed registers (sm90_pack_tile) and stored one slice per k-block under the next tile's
+  // wgmma, so both warpgroups leave the tensor core idle only for the packing. The same launches
+  // as the tail split, which it replaces where it applies (the host turns the split off then).
+  constexpr bool kDefer = !Cfg::kPingpong && !kSwiGlu && !kPtrArray && !Mma::kScaled && !Mma::kPromote && Mma::kNarrowOk && Cfg::kBlockN == 256;
+  constexpr int kSlices = Cfg::kBlockN / 64;  // 64-column slices of a 16-bit tile row
   // NOTE (tried, not kept): the same split for the bias + activation TMA store (tma_store_act):
   // H100, bias + gelu_tanh interleaved with the split off, two runs: 4096^3 -2.5%, 16384x8192x8192
   // +2.5%, 8192x14336x4096 and 2048x11008x4096 even; and with both operands MN-major ptxas
@@ -268,6 +274,35 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
     Scheduler sched(p);
     State st;
     float acc[kAccRegs];
+    // The deferred tile (kDefer): its packed D, where it goes, and the next slice to store
+    // (kSlices: nothing pending).
+    uint32_t pend[kDefer ? kAccRegs / 2 : 1];
+    int pend_next = kSlices, pend_row = 0, pend_col = 0, pend_group = 0, pend_n = 0;
+    auto store_pending_slice = [&] {
+      if constexpr (kDefer) {
+        auto at = [&](auto slice) {
+          sm90_store_packed_slice<Cfg, decltype(slice)::value>(pend, s.epi_slot[consumer].u.out, &tma_d, p.d_3d,
+                                                               pend_group, pend_row, pend_col, pend_n, tid_in_wg,
+                                                               1 + consumer);
+        };
+        static_assert(kSlices == 4, "four slices");
+        if (pend_next == 0) at(std::integral_constant<int, 0>{});
+        else if (pend_next == 1) at(std::integral_constant<int, 1>{});
+        else if (pend_next == 2) at(std::integral_constant<int, 2>{});
+        else at(std::integral_constant<int, 3>{});
+        ++pend_next;
+      }
+    };
+    auto store_pending_slice_if_any = [&] {
+      if constexpr (kDefer) {
+        if (pend_next < kSlices) store_pending_slice();
+      }
+    };
+    auto flush_pending = [&] {
+      if constexpr (kDefer) {
+        while (pend_next < kSlices) store_pending_slice();
+      }
+    };
     // Cooperative: every tile of the CTA's sequence, rows [64c, 64c + 64) of it. Ping-pong:
     // every other tile, all rows; the ring carries the other warpgroup's tiles in between,
     // which this one skips.
@@ -304,6 +339,7 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
       if constexpr (!Cfg::kPingpong && !Mma::kPromote && !kPtrArray && !(kAMn && kBMn)) {
         if (g.shape.mode == GroupMode::kGroupedM && row_in_tile > 0 && p.half_tiles) {
           if (w.m0 + row_in_tile >= w.m_len) {
+            flush_pending();  // (no wgmma here to hide the stores under)
             for (int kb = 0; kb < k_blocks; ++kb) {
               pipe.consumer_wait(st);
               pipe.consumer_release(st);
@@ -494,6 +530,7 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
                                                          (kb > 0 || kk > 0) ? 1 : 0);
               }
               sm90::wgmma_commit();
+              store_pending_slice_if_any();
               sm90::fence_accumulators(acc);
               sm90::wgmma_wait<2>();  // the previous k-slice's group is done: release its stage
             }
@@ -506,6 +543,7 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
               Mma::template mma<kAMn, kBMn>(acc, da + kStepA * kk, db + kStepB * kk, (kb > 0 || kk > 0) ? 1 : 0);
             }
             sm90::wgmma_commit();
+            store_pending_slice_if_any();  // (under this group)
             sm90::fence_accumulators(acc);
             sm90::wgmma_wait<1>();  // the previous k-slice's wgmma is done: release its stage
           }
@@ -513,6 +551,14 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
           prev = st;
           st.advance();
         }
+      }
+      flush_pending();  // (a tile shorter than kSlices k-blocks, or an empty one)
+      if constexpr (kDefer) {
+        // NOTE: nothing is pending from here on, which the compiler cannot see (its next use, in the
+        // next tile's mainloop, is behind a run-time check): without these constants it kept the 64
+        // registers live through the other epilogues and spilled ~1 KB.
+#pragma unroll
+        for (int r = 0; r < kAccRegs / 2; ++r) pend[r] = 0u;
       }
       if (Cfg::kPingpong && tid_in_wg == 0) sm90::mbarrier_arrive(&s.order[consumer]);
       if constexpr (kTailSplit) {
@@ -570,6 +616,17 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
       // TMA stores need the 64 rows inside the problem: D's bounds clip at the tensor's end, not
       // at a group's (grouped-M), so a group's last partial tile stores from registers.
       const bool tma_rows = g.shape.mode != GroupMode::kGroupedM || w.m0 + row_in_tile + 64 <= prob.m;
+      if constexpr (kDefer) {
+        if (p.defer_store && tma_rows && k_blocks > 0) {  // (the host: p.tma_store, no bias, 16-bit D)
+          sm90_pack_tile<T>(acc, float(g.alpha), pend);
+          pend_next = 0;
+          pend_row = w.a_row + row_in_tile;
+          pend_col = w.n0;
+          pend_group = w.group;
+          pend_n = prob.n;
+          continue;
+        }
+      }
       if constexpr (kSwiGlu) {  // grouped-M or batched, bias, no C
         if (g.out_f32) {
           sm90_store_tile_swiglu<T, float>(g, prob, acc, w.m0 + row_in_tile, w.n0, tid_in_wg, p.direct_epilogue);
@@ -621,6 +678,7 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
         sm90_store_tile<T>(g, prob, acc, s.epi_slot[consumer].u.epi, w.m0 + row_in_tile, w.n0, tid_in_wg, 1 + consumer);
       }
     }
+    flush_pending();  // the CTA's last tile
     // Shared memory must outlive the TMA stores that read it.
     if ((p.tma_store || p.tma_store_act || p.tma_store_fused) && tid_in_wg == 0) sm90::bulk_wait_group_all();
   }

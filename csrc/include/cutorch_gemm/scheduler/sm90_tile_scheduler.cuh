@@ -72,6 +72,10 @@ struct Sm90Params {
   // Grouped-M cooperative tiles: a warpgroup whose 64 rows lie past the group's end skips its
   // wgmma (the kernel; device/sm90_configs.h, choose_sm90_half_tiles).
   int half_tiles;
+  // Cooperative 16-bit launches with the plain TMA store, no bias, 16-bit D: each tile's store
+  // runs under the next tile's first k-blocks (the kernel's kDefer); CUTORCH_GEMM_SM90_DEFER=off
+  // turns it off (A/B runs).
+  int defer_store;
 };
 
 struct Sm90Work {
