@@ -490,6 +490,27 @@ def test_sm90_deferred_store(case, layouts, defer, monkeypatch):
 
 
 @pytest.mark.parametrize("defer", ["", "off"])
+@pytest.mark.parametrize("activation", ACTIVATIONS)
+@pytest.mark.parametrize("bias_kind", ["none", "aligned", "odd_start", "odd_n"])
+def test_sm90_deferred_store_bias_activation(activation, bias_kind, defer, monkeypatch):
+    """Bias and activation applied in the packing (exact GELU and bias pairs that are not 4-byte
+    aligned, an odd start or an odd N, take the non-deferred epilogue)."""
+    monkeypatch.setenv("CUTORCH_GEMM_SM90_CONFIG", "coop")
+    monkeypatch.setenv("CUTORCH_GEMM_SM90_DEFER", defer)
+    monkeypatch.setenv("CUTORCH_GEMM_SM90_GRID", "3")
+    dt = torch.bfloat16
+    m, n, k = 700, 1000 if bias_kind != "odd_n" else 1001, 136
+    a, b = linear_operands(m, n, k, dt)
+    bias = None
+    if bias_kind != "none":
+        buf = torch.randn(n + 1, device="cuda", dtype=dt)
+        bias = buf[1:] if bias_kind == "odd_start" else buf[:n]
+    poison(m * n * 2)
+    out = cg.gemm(a, b, bias=bias, alpha=1.5, activation=activation)
+    check(out, ref_gemm(a, b, bias, None, 1.5, 0.0, activation), dt, what=f"deferred {activation} bias={bias_kind}")
+
+
+@pytest.mark.parametrize("defer", ["", "off"])
 @pytest.mark.parametrize("form", ["bmm", "grouped_m", "grouped_k"])
 def test_sm90_deferred_store_batched_grouped(form, defer, monkeypatch):
     """3-D D (batched), grouped-M tiles (whole ones deferred, a group's partial last tile stored

@@ -110,32 +110,6 @@ CG_WGMMA_M64N256K16(wgmma_m64n256k16_f16, "f16")
 CG_WGMMA_M64N128K16(wgmma_m64n128k16_bf16, "bf16")
 CG_WGMMA_M64N128K16(wgmma_m64n128k16_f16, "f16")
 
-// The same instruction on 64 registers of a 64x256 fragment, from kOff (0: columns 0-127, 64:
-// 128-255), without naming them as a separate array (a reference to a slice of the fragment
-// sent it to local memory).
-#define CG_WGMMA_D64_AT_OPERANDS(d) \
-    "+f"(d[kOff + 0]), "+f"(d[kOff + 1]), "+f"(d[kOff + 2]), "+f"(d[kOff + 3]), "+f"(d[kOff + 4]), "+f"(d[kOff + 5]), "+f"(d[kOff + 6]), "+f"(d[kOff + 7]), \
-    "+f"(d[kOff + 8]), "+f"(d[kOff + 9]), "+f"(d[kOff + 10]), "+f"(d[kOff + 11]), "+f"(d[kOff + 12]), "+f"(d[kOff + 13]), "+f"(d[kOff + 14]), "+f"(d[kOff + 15]), \
-    "+f"(d[kOff + 16]), "+f"(d[kOff + 17]), "+f"(d[kOff + 18]), "+f"(d[kOff + 19]), "+f"(d[kOff + 20]), "+f"(d[kOff + 21]), "+f"(d[kOff + 22]), "+f"(d[kOff + 23]), \
-    "+f"(d[kOff + 24]), "+f"(d[kOff + 25]), "+f"(d[kOff + 26]), "+f"(d[kOff + 27]), "+f"(d[kOff + 28]), "+f"(d[kOff + 29]), "+f"(d[kOff + 30]), "+f"(d[kOff + 31]), \
-    "+f"(d[kOff + 32]), "+f"(d[kOff + 33]), "+f"(d[kOff + 34]), "+f"(d[kOff + 35]), "+f"(d[kOff + 36]), "+f"(d[kOff + 37]), "+f"(d[kOff + 38]), "+f"(d[kOff + 39]), \
-    "+f"(d[kOff + 40]), "+f"(d[kOff + 41]), "+f"(d[kOff + 42]), "+f"(d[kOff + 43]), "+f"(d[kOff + 44]), "+f"(d[kOff + 45]), "+f"(d[kOff + 46]), "+f"(d[kOff + 47]), \
-    "+f"(d[kOff + 48]), "+f"(d[kOff + 49]), "+f"(d[kOff + 50]), "+f"(d[kOff + 51]), "+f"(d[kOff + 52]), "+f"(d[kOff + 53]), "+f"(d[kOff + 54]), "+f"(d[kOff + 55]), \
-    "+f"(d[kOff + 56]), "+f"(d[kOff + 57]), "+f"(d[kOff + 58]), "+f"(d[kOff + 59]), "+f"(d[kOff + 60]), "+f"(d[kOff + 61]), "+f"(d[kOff + 62]), "+f"(d[kOff + 63])
-#define CG_WGMMA_M64N128K16_AT(NAME, PTX_TYPE)                                                   \
-  template <int kTransA, int kTransB, int kOff>                                                  \
-  CG_DEVICE void NAME(float (&d)[128], uint64_t desc_a, uint64_t desc_b, int scale_d) {          \
-    static_assert(kOff == 0 || kOff == 64, "a half of the 64x256 fragment");                     \
-    asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %66, 0;\n"                              \
-                 " wgmma.mma_async.sync.aligned.m64n128k16.f32." PTX_TYPE "." PTX_TYPE " "       \
-                 CG_WGMMA_D64_REGS ", %64, %65, p, 1, 1, %67, %68;\n}\n"                      \
-                 : CG_WGMMA_D64_AT_OPERANDS(d)                                                   \
-                 : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(kTransA), "n"(kTransB));          \
-  }
-
-CG_WGMMA_M64N128K16_AT(wgmma_m64n128k16_bf16_at, "bf16")
-CG_WGMMA_M64N128K16_AT(wgmma_m64n128k16_f16_at, "f16")
-
 // D[64xN] (+)= A[64xK] * B[KxN] for the types without transpose bits, fp32 accumulate, both tiles
 // K-major: tf32 (fp32 containers whose low 13 mantissa bits wgmma ignores; m64n256k8) and 8-bit
 // floats (e4m3 / e5m2, each operand its own kind; m64n128k32: the 8-bit kernel adds each

@@ -42,18 +42,6 @@ struct Sm90Mma16 {
       sm90::wgmma_m64n128k16_f16<kAMn, kBMn>(d, desc_a, desc_b, scale_d);
     }
   }
-  // m64n128k16 into half kHalf (0 / 1) of a 64x256 fragment (the kernel's tail split; for a
-  // 64-register fragment it compiles to nothing: the kernel never takes that branch then).
-  template <bool kAMn, bool kBMn, int kHalf, int kRegs>
-  static CG_DEVICE void mma_half_of(float (&d)[kRegs], uint64_t desc_a, uint64_t desc_b, int scale_d) {
-    if constexpr (kRegs == 128) {
-      if constexpr (std::is_same_v<T, __nv_bfloat16>) {
-        sm90::wgmma_m64n128k16_bf16_at<kAMn, kBMn, 64 * kHalf>(d, desc_a, desc_b, scale_d);
-      } else {
-        sm90::wgmma_m64n128k16_f16_at<kAMn, kBMn, 64 * kHalf>(d, desc_a, desc_b, scale_d);
-      }
-    }
-  }
 };
 
 // e4m3 / e5m2 (each operand its own kind): per k-block, partial tiles of the fragment's columns

@@ -156,11 +156,14 @@ cudaError_t launch_sm90(const GemmArgs& args, int num_sms, cudaStream_t stream) 
     config.gridDim = dim3(unsigned(ctas));
   }
   p.cluster = cluster;
+  // The deferred store (cooperative 16-bit kernels; ignored by the others): a 16-bit D by TMA
+  // stores, plain or with bias and activation from registers (no C); a bias read as column pairs
+  // (4-byte aligned pairs: sm90_pack_tile).
   const char* defer_env = std::getenv("CUTORCH_GEMM_SM90_DEFER");
-  p.defer_store = p.tma_store && args.bias == nullptr && !args.out_f32 && !(defer_env && std::string(defer_env) == "off");
-  // (the tail split is for the launches the deferred store does not take: bias, fp32 D)
-  const char* tail_env = std::getenv("CUTORCH_GEMM_SM90_TAIL");
-  p.tail_split = !p.defer_store && !(tail_env && std::string(tail_env) == "off");
+  const bool bias_pairs = args.bias == nullptr || (reinterpret_cast<uintptr_t>(args.bias) % 4 == 0 &&
+                                                   s.bias_sb % 2 == 0 && s.n % 2 == 0);
+  p.defer_store = ((p.tma_store && !args.out_f32) || p.tma_store_act) && bias_pairs && args.act != Activation::kGelu &&
+                  !(defer_env && std::string(defer_env) == "off");
   // Half tiles: grouped-M cooperative launches whose groups' B fits L2 (choose_sm90_half_tiles).
   const char* half_env = std::getenv("CUTORCH_GEMM_SM90_HALF_TILES");
   p.half_tiles = choose_sm90_half_tiles(s.k, s.n, elem_bytes, half_env ? half_env : "");

@@ -6,7 +6,7 @@
 //   sm90_store_tile            the whole fusion, staged through shared memory 32 columns at a time (either width)
 //   sm90_store_tile_tma        D = act(alpha * acc (+ bias)) (or scaled_mm's) by TMA stores (Cfg's width)
 //   sm90_store_tma_plain       the same without an activation, bias-free launches without bias code
-//   sm90_pack_tile / sm90_store_packed_slice  D = alpha * acc rounded at once, stored under the next tile
+//   sm90_pack_tile / sm90_store_packed_slice  D = act(alpha * acc + bias) rounded at once, stored under the next tile
 //   sm90_store_tile_tma_fused  the whole fusion by TMA stores (cooperative config)
 //   sm90_store_tile_swiglu     grouped_mm's fused SwiGLU from registers (gate | up halves of the tile)
 
@@ -162,6 +162,9 @@ CG_DEVICE void sm90_store_tile(const GemmArgs& g, const Problem& prob, const flo
   const int warp = tid_in_wg / 32;
   const int lane = tid_in_wg % 32;
   constexpr int kChunkJ = Sm90EpilogueCols / 8;  // n8 blocks per chunk
+  // The scratch shares its shared memory with the TMA stores' buffers, which a deferred store of
+  // this warpgroup's previous tile may still be reading (cooperative launches, kDefer).
+  if (tid_in_wg == 0) sm90::bulk_wait_group_read<0>();
 #pragma unroll
   for (int chunk = 0; chunk < 2 * kRegs / Sm90EpilogueCols; ++chunk) {
     named_barrier_sync(barrier_id, 128);  // the previous chunk has been read
@@ -207,10 +210,8 @@ CG_DEVICE void sm90_store_tile(const GemmArgs& g, const Problem& prob, const flo
 // epilogue ~760 instructions per warp and tile, 6% of the consumers' time at 8192x4096x4096
 // (ncu source counters; a fifth of it instruction-fetch stalls), all of it with the tensor
 // cores idle (both warpgroups run their epilogues at once).
-// kHalf: 0 the whole tile; 1 / 2 only its first / second half of columns (the kernel stores the
-// first half while the last k-block's wgmma for the second is still running).
 template <class Cfg, typename T, typename Out, bool kScaled = false, Activation kAct = Activation::kNone,
-          bool kColAdd = true, int kHalf = 0, bool kColMul = true>
+          bool kColAdd = true, bool kColMul = true>
 CG_DEVICE void sm90_store_tile_tma(const GemmArgs& g, const Problem& prob, const float (&acc)[Cfg::kBlockN / 2],
                                    uint8_t (*bufs)[64 * 128], const CUtensorMap* map_d, bool d_3d, int group,
                                    int row_abs, int col_base, int tid_in_wg, int barrier_id) {
@@ -247,7 +248,7 @@ CG_DEVICE void sm90_store_tile_tma(const GemmArgs& g, const Problem& prob, const
   constexpr bool kPreBias = kColAdd && !kScaled && sizeof(T) == 2;
   const uint16_t* bias16 = reinterpret_cast<const uint16_t*>(bias);
 #pragma unroll
-  for (int chunk = kHalf == 2 ? kChunks / 2 : 0; chunk < (kHalf == 1 ? kChunks / 2 : kChunks); ++chunk) {
+  for (int chunk = 0; chunk < kChunks; ++chunk) {
     uint32_t bias_pk[kPreBias ? kJ : 1];
     if constexpr (kPreBias) {
 #pragma unroll
@@ -355,20 +356,19 @@ CG_DEVICE void sm90_store_tile_tma(const GemmArgs& g, const Problem& prob, const
 
 // sm90_store_tile_tma without an activation (D = alpha * acc (+ bias), or scaled_mm's): the
 // bias-free launches get the copy without per-column loads.
-template <class Cfg, typename T, typename Out, bool kScaled, int kHalf = 0>
+template <class Cfg, typename T, typename Out, bool kScaled>
 CG_DEVICE void sm90_store_tma_plain(const GemmArgs& g, const Problem& prob, const float (&acc)[Cfg::kBlockN / 2],
                                     uint8_t (*bufs)[64 * 128], const CUtensorMap* map_d, bool d_3d, int group,
                                     int row_abs, int col_base, int tid_in_wg, int barrier_id) {
   if (g.bias)
-    sm90_store_tile_tma<Cfg, T, Out, kScaled, Activation::kNone, true, kHalf>(g, prob, acc, bufs, map_d, d_3d, group,
-                                                                              row_abs, col_base, tid_in_wg, barrier_id);
+    sm90_store_tile_tma<Cfg, T, Out, kScaled, Activation::kNone, true>(g, prob, acc, bufs, map_d, d_3d, group,
+                                                                       row_abs, col_base, tid_in_wg, barrier_id);
   else if (kScaled && !g.scale_b_cols)  // (scaled_mm only: per-tensor scale_b, read once)
-    sm90_store_tile_tma<Cfg, T, Out, kScaled, Activation::kNone, false, kHalf, !kScaled>(
+    sm90_store_tile_tma<Cfg, T, Out, kScaled, Activation::kNone, false, !kScaled>(
         g, prob, acc, bufs, map_d, d_3d, group, row_abs, col_base, tid_in_wg, barrier_id);
   else
-    sm90_store_tile_tma<Cfg, T, Out, kScaled, Activation::kNone, false, kHalf>(g, prob, acc, bufs, map_d, d_3d,
-                                                                               group, row_abs, col_base, tid_in_wg,
-                                                                               barrier_id);
+    sm90_store_tile_tma<Cfg, T, Out, kScaled, Activation::kNone, false>(g, prob, acc, bufs, map_d, d_3d, group,
+                                                                        row_abs, col_base, tid_in_wg, barrier_id);
 }
 
 // A whole plain TMA-store tile (not scaled_mm's), D of type T or fp32.
@@ -384,34 +384,69 @@ CG_DEVICE void sm90_store_tma_whole(const GemmArgs& g, const Problem& prob, cons
                                            barrier_id);
 }
 
-// One half (kHalf 1 / 2) of a plain TMA-store tile, D of type T or fp32 (the kernel's tail split).
-template <class Cfg, typename T, int kHalf>
-CG_DEVICE void sm90_store_tma_half(const GemmArgs& g, const Problem& prob, const float (&acc)[Cfg::kBlockN / 2],
-                                   uint8_t (*bufs)[64 * 128], const CUtensorMap* map_d, bool d_3d, int group,
-                                   int row_abs, int col_base, int tid_in_wg, int barrier_id) {
-  if (g.out_f32)
-    sm90_store_tma_plain<Cfg, T, float, false, kHalf>(g, prob, acc, bufs, map_d, d_3d, group, row_abs, col_base,
-                                                      tid_in_wg, barrier_id);
-  else
-    sm90_store_tma_plain<Cfg, T, T, false, kHalf>(g, prob, acc, bufs, map_d, d_3d, group, row_abs, col_base,
-                                                  tid_in_wg, barrier_id);
-}
-
-// The deferred store (cooperative 16-bit launches, D = alpha * acc of type T, TMA-stored; the
-// kernel's kDefer). A tile's fp32 accumulators are rounded into 64 packed registers at once,
+// The deferred store (cooperative 16-bit launches with a 16-bit D by TMA, no C; the kernel's
+// kDefer). A tile's D = act(alpha * acc + bias) is rounded into 64 packed registers at once,
 // which frees the accumulator for the next tile's wgmma; the packed tile then goes out one
 // 64-column slice per k-block of the next tile (sm90_store_packed_slice), under its wgmma, so
-// the tensor core is idle only for the packing, not for the stores and their barriers.
+// the tensor core waits only for this arithmetic, not for the stores and their barriers.
 // pk[2j + h]: the column pair of n8 block j in row half h (the fragment's order, two per register).
-template <typename T, int kRegs>
-CG_DEVICE void sm90_pack_tile(const float (&acc)[kRegs], float alpha, uint32_t (&pk)[kRegs / 2]) {
-  if (alpha == 1.0f) {  // (the common case: no multiply per value)
+// kBias: bias16 (16-bit, per column, nullptr: none) is read, this thread's 32 column pairs in one
+// batch of 4-byte loads before any use (one round trip to L2 per tile, not one per slice). The
+// launch guarantees the pairs' alignment: bias16 4-byte aligned and n even (Sm90Params::defer_store).
+// NOTE: two 2-byte loads per pair held 64 registers at once beside the accumulator and spilled.
+template <typename T, Activation kAct, bool kBias, int kRegs>
+CG_DEVICE void sm90_pack_tile(const float (&acc)[kRegs], float alpha, const uint16_t* bias16, int col_base, int n,
+                              int lane, uint32_t (&pk)[kRegs / 2]) {
+  constexpr int kJ = kRegs / 4;  // n8 blocks: columns 8j + 2 (lane % 4) and the next
+  if constexpr (!kBias && kAct == Activation::kNone) {
+    if (alpha == 1.0f) {  // (the common case: no multiply per value)
 #pragma unroll
-    for (int i = 0; i < kRegs / 2; ++i) pk[i] = sm90::pack_pair<T>(acc[2 * i], acc[2 * i + 1]);
-  } else {
-#pragma unroll
-    for (int i = 0; i < kRegs / 2; ++i) pk[i] = sm90::pack_pair<T>(acc[2 * i] * alpha, acc[2 * i + 1] * alpha);
+      for (int i = 0; i < kRegs / 2; ++i) pk[i] = sm90::pack_pair<T>(acc[2 * i], acc[2 * i + 1]);
+      return;
+    }
   }
+  uint32_t bias_pk[kBias ? kJ : 1];
+  if constexpr (kBias) {
+#pragma unroll
+    for (int j = 0; j < kJ; ++j) {
+      const int c = col_base + 8 * j + 2 * (lane % 4);
+      bias_pk[j] = bias16 && c < n ? __ldg(reinterpret_cast<const unsigned int*>(bias16 + c)) : 0u;
+    }
+  }
+#pragma unroll
+  for (int i = 0; i < kRegs / 2; ++i) {
+    float b0 = 0.0f, b1 = 0.0f;
+    if constexpr (kBias) {
+      b0 = sm90::half_bits_to_float<T>(uint16_t(bias_pk[i / 2] & 0xFFFFu));
+      b1 = sm90::half_bits_to_float<T>(uint16_t(bias_pk[i / 2] >> 16));
+    }
+    pk[i] = sm90::pack_pair<T>(activation_fast<kAct>(fmaf(acc[2 * i], alpha, b0)),
+                               activation_fast<kAct>(fmaf(acc[2 * i + 1], alpha, b1)));
+  }
+}
+
+// sm90_pack_tile for the launch's epilogue: one unrolled copy per activation (any bias), and
+// the plain one without bias code. Not exact GELU (erf): its unrolled copy spilled ~40 bytes in
+// two layouts (a long polynomial per value); those launches keep sm90_store_tile_tma_act (the
+// host does not set defer_store for them; false here too: nothing packed).
+template <typename T, int kRegs>
+CG_DEVICE bool sm90_pack_tile_for(const GemmArgs& g, const Problem& prob, const float (&acc)[kRegs], int col_base,
+                                  int lane, uint32_t (&pk)[kRegs / 2]) {
+  const uint16_t* b = g.bias ? static_cast<const uint16_t*>(g.bias) + prob.bias_off : nullptr;
+  const float alpha = float(g.alpha);
+#define CG_SM90_PACK(A, B) sm90_pack_tile<T, A, B>(acc, alpha, b, col_base, prob.n, lane, pk)
+  switch (g.act) {
+    case Activation::kRelu: CG_SM90_PACK(Activation::kRelu, true); break;
+    case Activation::kGeluTanh: CG_SM90_PACK(Activation::kGeluTanh, true); break;
+    case Activation::kSilu: CG_SM90_PACK(Activation::kSilu, true); break;
+    case Activation::kNone:
+      if (b) CG_SM90_PACK(Activation::kNone, true);
+      else CG_SM90_PACK(Activation::kNone, false);
+      break;
+    default: return false;
+  }
+#undef CG_SM90_PACK
+  return true;
 }
 
 // Slice kSlice (64 columns, 128 bytes of a 16-bit row) of a packed tile: stmatrix into one of

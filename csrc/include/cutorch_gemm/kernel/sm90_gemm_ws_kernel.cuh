@@ -151,28 +151,19 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
                 "128-column tiles: 16-bit operands, plain launches; 192: the promoting 8-bit cooperative one; "
                 "64: the promoting 8-bit ping-pong one");
   constexpr int kAccRegs = Cfg::kBlockN / 2;  // a consumer's 64 x kBlockN fp32 fragment per thread
-  // Tail split (cooperative 16-bit launches with the plain TMA-store epilogue): the last
-  // k-block's wgmma run as two m64n128 groups, so the epilogue stores the first half of the
-  // tile while the tensor core still computes the second (both warpgroups otherwise leave it
-  // idle from their last wait to the end of their epilogue).
-  // NOTE: not for an MN-major A (x.t() @ ..., the weight gradients): with a K-major B ptxas found
-  // too few registers for the split's two groups and serialized every wgmma of the kernel (warning
-  // C7511; H100, x.t() @ w.t(): 0.75x cuBLAS with the split compiled in); with both operands MN-major
-  // the split's registers were what kept that kernel off the lane-0 consumer index below (an R2UR
-  // per wgmma). Without the split, DeepSeek-V3's grouped dW (both MN-major) at fixed clocks: 4.73 M
-  // -> 4.39 M cycles, 649 M -> 487 M instructions (torch._grouped_mm's CUTLASS kernel: 4.52 M, 342 M).
-  constexpr bool kTailSplit = !Cfg::kPingpong && !kSwiGlu && !kPtrArray && !Mma::kScaled && !Mma::kPromote &&
-                              Mma::kNarrowOk && Cfg::kBlockN == 256 && !kAMn && false;
-  // The deferred store (p.defer_store, bias-free 16-bit D by TMA): a whole tile is rounded into
-  // packed registers (sm90_pack_tile) and stored one slice per k-block under the next tile's
-  // wgmma, so both warpgroups leave the tensor core idle only for the packing. The same launches
-  // as the tail split, which it replaces where it applies (the host turns the split off then).
-  constexpr bool kDefer = !Cfg::kPingpong && !kSwiGlu && !kPtrArray && !Mma::kScaled && !Mma::kPromote && Mma::kNarrowOk && Cfg::kBlockN == 256;
+  // The deferred store (cooperative 16-bit launches whose 16-bit D goes out by TMA without C:
+  // p.defer_store): a whole tile's D = act(alpha * acc + bias) is rounded into 64 packed registers
+  // (sm90_pack_tile_for) and stored one 64-column slice per k-block under the next tile's wgmma,
+  // so both warpgroups leave the tensor core idle only for that arithmetic, not for the stores,
+  // fences and named barriers of a 4-slice epilogue. H100, interleaved with torch.mm, on / off:
+  // 4096x4096x512 1.011 / 0.937, 4096^3 0.999 / 0.961, 8192x14336x4096 1.000 / 0.963; grouped
+  // dW (Qwen3 up, uniform) 1.295 / 1.172 against torch._grouped_mm.
+  // NOTE: it replaced the tail split (the last k-block as two m64n128 groups, the first half of the
+  // tile stored under the second): compiled beside this, ptxas serialized every wgmma (C7511), and
+  // the split never covered an MN-major A (C7511 there too, or an R2UR per wgmma).
+  constexpr bool kDefer = !Cfg::kPingpong && !kSwiGlu && !kPtrArray && !Mma::kScaled && !Mma::kPromote &&
+                          Mma::kNarrowOk && Cfg::kBlockN == 256;
   constexpr int kSlices = Cfg::kBlockN / 64;  // 64-column slices of a 16-bit tile row
-  // NOTE (tried, not kept): the same split for the bias + activation TMA store (tma_store_act):
-  // H100, bias + gelu_tanh interleaved with the split off, two runs: 4096^3 -2.5%, 16384x8192x8192
-  // +2.5%, 8192x14336x4096 and 2048x11008x4096 even; and with both operands MN-major ptxas
-  // serialized the wgmma (C7511).
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using Storage = Sm90SharedStorage<Cfg, E>;
   using State = sm90::PipelineState<Cfg::kStages>;
@@ -392,7 +383,7 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
         // 4096x4096xK: 35.5 -> 32.3 cycles per unit of K (cuBLAS 32.6), 4096^3 179.4 K -> 167.9 K
         // cycles (cuBLAS 156.1 K), 8192x14336x4096 1.151 M -> 1.074 M (1.025 M).
         // NOTE (tried, not kept): storing the first half of the tile under the last k-block's second
-        // group (kTailSplit's idea): +0.2-1% cycles, and 1-5% slower interleaved with torch.
+        // group (the former tail split's idea): +0.2-1% cycles, and 1-5% slower interleaved with torch.
         uint64_t da = 0, db = 0;
         if (k_blocks > 0) prepare(0, da, db);
         for (int kb = 0; kb < k_blocks; ++kb) {
@@ -509,44 +500,16 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
         for (int kb = 0; kb < k_blocks; ++kb) {
           uint64_t da, db;
           prepare(kb, da, db);
-          bool split_now = false;  // the tail split's two groups (kTailSplit) for the last k-block
-          if constexpr (kTailSplit) {
-            split_now = p.tail_split && p.tma_store && kb == k_blocks - 1;
-            if (split_now) {
-              // Two column halves, one wgmma group each (B's second half starts 128 rows / two
-              // 64-wide MN blocks = 16 KB further on, in either layout).
-              constexpr uint64_t kHalfB = uint64_t(128 * 128) >> 4;
-              sm90::fence_accumulators(acc);
-              sm90::wgmma_fence();
+          sm90::fence_accumulators(acc);
+          sm90::wgmma_fence();
 #pragma unroll
-              for (int kk = 0; kk < Cfg::kBlockK / Mma::kInstrK; ++kk) {
-                Mma::template mma_half_of<kAMn, kBMn, 0>(acc, da + kStepA * kk, db + kStepB * kk,
-                                                         (kb > 0 || kk > 0) ? 1 : 0);
-              }
-              sm90::wgmma_commit();
-#pragma unroll
-              for (int kk = 0; kk < Cfg::kBlockK / Mma::kInstrK; ++kk) {
-                Mma::template mma_half_of<kAMn, kBMn, 1>(acc, da + kStepA * kk, db + kHalfB + kStepB * kk,
-                                                         (kb > 0 || kk > 0) ? 1 : 0);
-              }
-              sm90::wgmma_commit();
-              store_pending_slice_if_any();
-              sm90::fence_accumulators(acc);
-              sm90::wgmma_wait<2>();  // the previous k-slice's group is done: release its stage
-            }
+          for (int kk = 0; kk < Cfg::kBlockK / Mma::kInstrK; ++kk) {
+            Mma::template mma<kAMn, kBMn>(acc, da + kStepA * kk, db + kStepB * kk, (kb > 0 || kk > 0) ? 1 : 0);
           }
-          if (!split_now) {
-            sm90::fence_accumulators(acc);
-            sm90::wgmma_fence();
-#pragma unroll
-            for (int kk = 0; kk < Cfg::kBlockK / Mma::kInstrK; ++kk) {
-              Mma::template mma<kAMn, kBMn>(acc, da + kStepA * kk, db + kStepB * kk, (kb > 0 || kk > 0) ? 1 : 0);
-            }
-            sm90::wgmma_commit();
-            store_pending_slice_if_any();  // (under this group)
-            sm90::fence_accumulators(acc);
-            sm90::wgmma_wait<1>();  // the previous k-slice's wgmma is done: release its stage
-          }
+          sm90::wgmma_commit();
+          store_pending_slice_if_any();  // (under this group)
+          sm90::fence_accumulators(acc);
+          sm90::wgmma_wait<1>();  // the previous k-slice's wgmma is done: release its stage
           if (kb > 0) pipe.consumer_release(prev);
           prev = st;
           st.advance();
@@ -561,24 +524,6 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
         for (int r = 0; r < kAccRegs / 2; ++r) pend[r] = 0u;
       }
       if (Cfg::kPingpong && tid_in_wg == 0) sm90::mbarrier_arrive(&s.order[consumer]);
-      if constexpr (kTailSplit) {
-        // A whole tile of a plain TMA-store launch: the first half's store overlaps the second
-        // half's wgmma (stream-K pieces and partial grouped-M tiles take the paths below).
-        if (p.tail_split && p.tma_store && k_blocks > 0 && (g.shape.mode != GroupMode::kGroupedM) &&
-            (p.sk_tiles == 0 || sched.get_item(i).sk_role == 0)) {
-          sm90::wgmma_wait<1>();
-          sm90::fence_accumulators(acc);
-          const Problem prob = resolve_problem(g.shape, w.group);
-          sm90_store_tma_half<Cfg, T, 1>(g, prob, acc, s.epi_slot[consumer].u.out, &tma_d, p.d_3d, w.group,
-                                         w.a_row + row_in_tile, w.n0, tid_in_wg, 1 + consumer);
-          sm90::wgmma_wait<0>();
-          sm90::fence_accumulators(acc);
-          pipe.consumer_release(prev);
-          sm90_store_tma_half<Cfg, T, 2>(g, prob, acc, s.epi_slot[consumer].u.out, &tma_d, p.d_3d, w.group,
-                                         w.a_row + row_in_tile, w.n0, tid_in_wg, 1 + consumer);
-          continue;
-        }
-      }
       sm90::wgmma_wait<0>();
       sm90::fence_accumulators(acc);
       if (k_blocks > 0) pipe.consumer_release(prev);  // (the last k-block's stage)
@@ -617,8 +562,9 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
       // at a group's (grouped-M), so a group's last partial tile stores from registers.
       const bool tma_rows = g.shape.mode != GroupMode::kGroupedM || w.m0 + row_in_tile + 64 <= prob.m;
       if constexpr (kDefer) {
-        if (p.defer_store && tma_rows && k_blocks > 0) {  // (the host: p.tma_store, no bias, 16-bit D)
-          sm90_pack_tile<T>(acc, float(g.alpha), pend);
+        // (an empty grouped-K problem: the epilogues below)
+        if (p.defer_store && tma_rows && k_blocks > 0 &&
+            sm90_pack_tile_for<T>(g, prob, acc, w.n0, tid_in_wg % 32, pend)) {
           pend_next = 0;
           pend_row = w.a_row + row_in_tile;
           pend_col = w.n0;

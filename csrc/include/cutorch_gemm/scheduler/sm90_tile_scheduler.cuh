@@ -66,14 +66,11 @@ struct Sm90Params {
   // buffers are args.sk_partials / args.sk_flags.
   int sk_tiles;
   int sk_kb;
-  // The tail split of plain TMA-store launches (kernel: kTailSplit); CUTORCH_GEMM_SM90_TAIL=off
-  // turns it off (A/B runs).
-  int tail_split;
   // Grouped-M cooperative tiles: a warpgroup whose 64 rows lie past the group's end skips its
   // wgmma (the kernel; device/sm90_configs.h, choose_sm90_half_tiles).
   int half_tiles;
-  // Cooperative 16-bit launches with the plain TMA store, no bias, 16-bit D: each tile's store
-  // runs under the next tile's first k-blocks (the kernel's kDefer); CUTORCH_GEMM_SM90_DEFER=off
+  // Cooperative 16-bit launches whose 16-bit D goes out by TMA stores without C: each tile's
+  // store runs under the next tile's first k-blocks (the kernel's kDefer); CUTORCH_GEMM_SM90_DEFER=off
   // turns it off (A/B runs).
   int defer_store;
 };
