@@ -320,6 +320,28 @@ def _cluster_note(config: str, fixed_grid: bool, swiglu: bool, m: int, a: torch.
     return ""
 
 
+def _defer_note(config: str, a: torch.Tensor, mode: str, n: int, splits: int, kwargs) -> str:
+    """The deferred store (sm90_launch.cuh's defer_store, the kernel's kDefer): cooperative 16-bit
+    launches whose 16-bit D takes TMA stores (rows 16-byte aligned, not grouped along N), without C
+    nor exact GELU, any bias read as 4-byte column pairs."""
+    if "_Coop_" not in config or a.element_size() != 2 or splits > 1 or mode == "n" or n % 8:
+        return ""
+    if kwargs.get("activation", "none") in ("gelu", "swiglu"):
+        return ""
+    if kwargs.get("c") is not None and float(kwargs.get("beta", 0.0)) != 0.0:
+        return ""
+    if kwargs.get("out_dtype") not in (None, a.dtype):
+        return ""
+    bias = kwargs.get("bias")
+    if bias is not None and (bias.data_ptr() % 4 or n % 2 or (bias.dim() > 1 and bias.stride(0) % 2)):
+        return ""
+    if (os.environ.get("CUTORCH_GEMM_SM90_DEFER", "").strip().lower() == "off"
+            or os.environ.get("CUTORCH_GEMM_SM90_EPILOGUE", "").strip()):
+        return ""
+    return ("; each tile's D is packed into registers and TMA-stored one slice per k-block under the next "
+            "tile's wgmma (the deferred store)")
+
+
 def _streamk_note(m: int, n: int, k: int, elem_bytes: int, sms: int) -> str:
     """The binding's stream-K plan (sm90_streamk_plan) for a dense cooperative launch."""
     cap = os.environ.get("CUTORCH_GEMM_SM90_GRID", "").strip()
@@ -413,10 +435,11 @@ def _explain_gemm(op: str, args, kwargs, skinny: bool = True) -> Explanation:
                 k, n, a.element_size(), os.environ.get("CUTORCH_GEMM_SM90_HALF_TILES", "").strip()):
             half_note = ("; a group's last tile computes only its first 64 rows when the rest lie past the "
                          "group's end (a group's B fits L2)")
+        defer_note = _defer_note(config, a, mode, n_per, splits, kwargs)
         return Explanation(op, str(a.device), "sm90", config, splits, layouts,
                            f"sm_{prop.major}{prop.minor}; {fam['reason']}"
                            + (f"; CUTORCH_GEMM_SM90_CONFIG={sm90_forced}" if sm90_forced else "") + split_note
-                           + cluster_note + streamk_note + half_note)
+                           + cluster_note + streamk_note + half_note + defer_note)
     if fam["family"] == "sm80":
         env = {name: os.environ.get(name, "").strip().lower()
                for name in ("CUTORCH_GEMM_SM80_CONFIG", "CUTORCH_GEMM_SPLIT_K")}

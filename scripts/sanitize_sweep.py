@@ -130,6 +130,13 @@ def cases(quick: bool):
     # phases to wrap inside such tiles
     out += [("sm90 coop grouped-M half tiles K 1000", {"CUTORCH_GEMM_SM90_CONFIG": "coop"},
              grouped([40, 300, 64, 0, 190, 1], k=1000))]
+    # the deferred store: capped grids give a CTA several tiles, each stored under the next one's
+    # first k-blocks (K of 1 and 3 k-blocks: the rest after the mainloop), with bias + gelu_tanh
+    # and plain; grouped-M (whole tiles deferred, partial ones from registers)
+    dgrid = {"CUTORCH_GEMM_SM90_CONFIG": "coop", "CUTORCH_GEMM_SM90_GRID": "3"}
+    out += [("sm90 deferred store plain 1000x1000x64 grid 3", dgrid, mm(1000, 1000, 64, plain=True)),
+            ("sm90 deferred store gelu_tanh 700x1000x136 grid 3", dgrid, mm(700, 1000, 136, act="gelu_tanh")),
+            ("sm90 deferred store grouped-M grid 3", dgrid, grouped([300, 0, 129, 256, 1], k=200))]
     # the 8-bit 128x192 cooperative config (scaled_mm only)
     out += [("sm90 coop192 fp8 scaled_mm 200x264x96", {"CUTORCH_GEMM_SM90_CONFIG": "coop192"}, scaled(200, 264, 96))]
     # the 8-bit 64x64 ping-pong config (small M), whole and as split-K (partials + scaled sum)
@@ -252,7 +259,7 @@ def cases(quick: bool):
             ("moe combine 9x2x13 broken permutation", {}, moe_combine(9, 2, 13, True))]
     if quick:  # racecheck / synccheck are slow: one case per family
         keep = ("sm90 coop bf16", "sm90 pingpong bf16", "sm90 pingpong128 bf16 129", "compact", "coop cluster", "fp8", "swiglu", "pointer-array", "split-K 16",
-                "sm80 bf16", "sm80 tf32 rows8", "sm80 split-K fused", "sm80 sliced-K", "simt", "skinny w8", "sm90 skinny T16", "swiglu pointwise", "stream-K", "moe combine", "half tiles")
+                "sm80 bf16", "sm80 tf32 rows8", "sm80 split-K fused", "sm80 sliced-K", "simt", "skinny w8", "sm90 skinny T16", "swiglu pointwise", "stream-K", "moe combine", "half tiles", "deferred store plain", "deferred store grouped")
         out = [c for c in out if any(k in c[0] for k in keep)]
     return out
 

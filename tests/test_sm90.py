@@ -480,6 +480,7 @@ def test_sm90_deferred_store(case, layouts, defer, monkeypatch):
     monkeypatch.setenv("CUTORCH_GEMM_SM90_GRID", str(grid))
     a = make((m, k), dt, "cuda", layouts[0])
     b = make((k, n), dt, "cuda", layouts[1])
+    assert ("the deferred store" in cg.explain("mm", a, b).reason) == (defer == "")
     poison(m * n * 2)
     check(cg.mm(a, b), ref_gemm(a, b), dt, what=f"deferred store mm {case} {layouts}")
     poison(m * n * 2)
