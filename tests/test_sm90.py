@@ -512,7 +512,7 @@ def test_sm90_deferred_store_bias_activation(activation, bias_kind, defer, monke
 
 
 @pytest.mark.parametrize("defer", ["", "off"])
-@pytest.mark.parametrize("form", ["bmm", "grouped_m", "grouped_k"])
+@pytest.mark.parametrize("form", ["bmm", "grouped_m", "grouped_k", "swiglu", "swiglu_odd_bias"])
 def test_sm90_deferred_store_batched_grouped(form, defer, monkeypatch):
     """3-D D (batched), grouped-M tiles (whole ones deferred, a group's partial last tile stored
     from registers, half tiles flushing what is pending) and grouped-K (dW, empty groups)."""
@@ -528,6 +528,18 @@ def test_sm90_deferred_store_batched_grouped(form, defer, monkeypatch):
     sizes = [40, 300, 0, 64, 65, 190, 1, 129, 0, 256, 192]
     offs = offs_from_sizes(sizes, "cuda")
     T = sum(sizes) + 24
+    if form.startswith("swiglu"):  # bias (G, 2F): 4-byte pairs, or an odd start (not deferred)
+        G, F = len(sizes), 260
+        x, w = make((T, 200), dt, "cuda"), make((G, 200, 2 * F), dt, "cuda", "col")
+        buf = torch.randn(G * 2 * F + 1, device="cuda", dtype=dt)
+        bias = (buf[1:] if form == "swiglu_odd_bias" else buf[:-1]).view(G, 2 * F)
+        poison(T * F * 2)
+        out = cg.grouped_mm(x, w, offs, bias=bias, activation="swiglu")
+        full = ref_grouped_mm(x, w, offs, bias)
+        ref = torch.nn.functional.silu(full[:, :F]) * full[:, F:]
+        check(out, ref, dt, what=f"deferred store {form}")
+        assert torch.all(out[sum(sizes):] == 0)
+        return
     if form == "grouped_m":
         x, w = make((T, 200), dt, "cuda"), make((len(sizes), 200, 520), dt, "cuda", "col")
         poison(T * 520 * 2)

@@ -484,6 +484,60 @@ CG_DEVICE void sm90_store_packed_slice(const uint32_t (&pk)[kPk], uint8_t (*bufs
   }
 }
 
+// The fused SwiGLU's tile for the deferred store (the kernel's kSwiGlu: n8 blocks 0-15 of the
+// fragment are gate columns col_base + 8j + 2 (lane % 4) (+1), blocks 16-31 the matching up
+// columns): silu(gate + bias[c]) * (up + bias[f + c]) rounded to T, 32 packed registers in the
+// fragment's order (pk[2j + h], j < 16). The bias pairs as one batch of 4-byte loads: the caller
+// checks that bias16 is 4-byte aligned and f even (then every pair is).
+template <typename T>
+CG_DEVICE void sm90_pack_swiglu(const float (&acc)[128], const uint16_t* bias16, int f, int col_base, int lane,
+                                uint32_t (&pk)[32]) {
+  uint32_t bg[16], bu[16];
+#pragma unroll
+  for (int j = 0; j < 16; ++j) {
+    const int c = col_base + 8 * j + 2 * (lane % 4);
+    const bool in = bias16 && c < f;
+    bg[j] = in ? __ldg(reinterpret_cast<const unsigned int*>(bias16 + c)) : 0u;
+    bu[j] = in ? __ldg(reinterpret_cast<const unsigned int*>(bias16 + f + c)) : 0u;
+  }
+#pragma unroll
+  for (int i = 0; i < 32; ++i) {
+    const int j = i / 2, h = i % 2;
+    float v[2];
+#pragma unroll
+    for (int e = 0; e < 2; ++e) {
+      const float gb = sm90::half_bits_to_float<T>(uint16_t(bg[j] >> (16 * e)));
+      const float ub = sm90::half_bits_to_float<T>(uint16_t(bu[j] >> (16 * e)));
+      v[e] = apply_activation(Activation::kSilu, acc[4 * j + 2 * h + e] + gb) * (acc[4 * (j + 16) + 2 * h + e] + ub);
+    }
+    pk[i] = sm90::pack_pair<T>(v[0], v[1]);
+  }
+}
+
+// Slice kSlice of a packed tile from registers: a grouped-M tile whose 64 rows pass the group's
+// end (D's tensor map clips at the tensor's end, not at a group's, so TMA would write the next
+// group's rows). `d` is the warpgroup's first row of D at column 0, `rows` how many of its 64
+// rows belong to the group; this thread writes its column pairs (4 bytes: the deferred store's
+// launches have 16-byte aligned D rows and a multiple of 8 columns) below n.
+template <int kSlice, int kPk>
+CG_DEVICE void sm90_store_packed_slice_direct(const uint32_t (&pk)[kPk], uint16_t* d, index_t sm, int rows,
+                                              int col_base, int n, int tid_in_wg) {
+  static_assert(kSlice * 16 + 16 <= kPk, "16 packed registers per slice and thread");
+  const int warp = tid_in_wg / 32, lane = tid_in_wg % 32;
+  const int r0 = warp * 16 + lane / 4;
+  const bool in0 = r0 < rows, in1 = r0 + 8 < rows;
+  uint16_t* row0 = d + index_t(r0) * sm;
+  uint16_t* row1 = row0 + 8 * sm;
+#pragma unroll
+  for (int jj = 0; jj < 8; ++jj) {
+    const int j = kSlice * 8 + jj;
+    const int c = col_base + 8 * j + 2 * (lane % 4);
+    if (c >= n) continue;
+    if (in0) *reinterpret_cast<uint32_t*>(row0 + c) = pk[2 * j];
+    if (in1) *reinterpret_cast<uint32_t*>(row1 + c) = pk[2 * j + 1];
+  }
+}
+
 // sm90_store_tile_tma with the launch's activation (16-bit D: the TMA store of the bias +
 // activation epilogue, Sm90Params::tma_store_act): one unrolled copy per activation, so the
 // tile's elements never go through a runtime switch.

@@ -161,9 +161,11 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
   // NOTE: it replaced the tail split (the last k-block as two m64n128 groups, the first half of the
   // tile stored under the second): compiled beside this, ptxas serialized every wgmma (C7511), and
   // the split never covered an MN-major A (C7511 there too, or an R2UR per wgmma).
-  constexpr bool kDefer = !Cfg::kPingpong && !kSwiGlu && !kPtrArray && !Mma::kScaled && !Mma::kPromote &&
-                          Mma::kNarrowOk && Cfg::kBlockN == 256;
-  constexpr int kSlices = Cfg::kBlockN / 64;  // 64-column slices of a 16-bit tile row
+  // The fused SwiGLU's tiles too (kSwiGlu: 128 output columns, 32 packed registers, two slices,
+  // stored from registers as its epilogue always is).
+  constexpr bool kDefer = !Cfg::kPingpong && !kPtrArray && !Mma::kScaled && !Mma::kPromote && Mma::kNarrowOk &&
+                          Cfg::kBlockN == 256;
+  constexpr int kSlices = (kSwiGlu ? Cfg::kBlockN / 2 : Cfg::kBlockN) / 64;  // 64-column slices of a tile row
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using Storage = Sm90SharedStorage<Cfg, E>;
   using State = sm90::PipelineState<Cfg::kStages>;
@@ -266,21 +268,29 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
     State st;
     float acc[kAccRegs];
     // The deferred tile (kDefer): its packed D, where it goes, and the next slice to store
-    // (kSlices: nothing pending).
-    uint32_t pend[kDefer ? kAccRegs / 2 : 1];
+    // (kSlices: nothing pending). pend_d: a grouped-M tile past its group's end, stored from
+    // registers (its warpgroup's first row of D; pend_row then counts the rows in the group);
+    // nullptr: by TMA (pend_row: D's row).
+    uint32_t pend[kDefer ? (kSwiGlu ? kAccRegs / 4 : kAccRegs / 2) : 1];
     int pend_next = kSlices, pend_row = 0, pend_col = 0, pend_group = 0, pend_n = 0;
+    uint16_t* pend_d = nullptr;
     auto store_pending_slice = [&] {
       if constexpr (kDefer) {
         auto at = [&](auto slice) {
-          sm90_store_packed_slice<Cfg, decltype(slice)::value>(pend, s.epi_slot[consumer].u.out, &tma_d, p.d_3d,
-                                                               pend_group, pend_row, pend_col, pend_n, tid_in_wg,
-                                                               1 + consumer);
+          if (kSwiGlu || pend_d) {
+            sm90_store_packed_slice_direct<decltype(slice)::value>(pend, pend_d, g.shape.d_sm, pend_row, pend_col,
+                                                                   pend_n, tid_in_wg);
+          } else {
+            sm90_store_packed_slice<Cfg, decltype(slice)::value>(pend, s.epi_slot[consumer].u.out, &tma_d, p.d_3d,
+                                                                 pend_group, pend_row, pend_col, pend_n, tid_in_wg,
+                                                                 1 + consumer);
+          }
         };
-        static_assert(kSlices == 4, "four slices");
+        static_assert(kSlices == 4 || kSlices == 2, "four slices (two: SwiGLU)");
         if (pend_next == 0) at(std::integral_constant<int, 0>{});
-        else if (pend_next == 1) at(std::integral_constant<int, 1>{});
-        else if (pend_next == 2) at(std::integral_constant<int, 2>{});
-        else at(std::integral_constant<int, 3>{});
+        else if (kSlices == 2 || pend_next == 1) at(std::integral_constant<int, 1>{});
+        else if (pend_next == 2) at(std::integral_constant<int, kSlices == 4 ? 2 : 0>{});
+        else at(std::integral_constant<int, kSlices == 4 ? 3 : 0>{});
         ++pend_next;
       }
     };
@@ -561,19 +571,37 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
       // TMA stores need the 64 rows inside the problem: D's bounds clip at the tensor's end, not
       // at a group's (grouped-M), so a group's last partial tile stores from registers.
       const bool tma_rows = g.shape.mode != GroupMode::kGroupedM || w.m0 + row_in_tile + 64 <= prob.m;
-      if constexpr (kDefer) {
+      if constexpr (kDefer && !kSwiGlu) {
         // (an empty grouped-K problem: the epilogues below)
-        if (p.defer_store && tma_rows && k_blocks > 0 &&
-            sm90_pack_tile_for<T>(g, prob, acc, w.n0, tid_in_wg % 32, pend)) {
+        if (p.defer_store && k_blocks > 0 && sm90_pack_tile_for<T>(g, prob, acc, w.n0, tid_in_wg % 32, pend)) {
           pend_next = 0;
-          pend_row = w.a_row + row_in_tile;
           pend_col = w.n0;
           pend_group = w.group;
           pend_n = prob.n;
+          if (tma_rows) {
+            pend_d = nullptr;
+            pend_row = w.a_row + row_in_tile;
+          } else {  // (grouped-M: D's rows are the problem's, d_off on)
+            pend_d = static_cast<uint16_t*>(g.d) + prob.d_off + index_t(w.m0 + row_in_tile) * g.shape.d_sm;
+            pend_row = prob.m - (w.m0 + row_in_tile);
+          }
           continue;
         }
       }
       if constexpr (kSwiGlu) {  // grouped-M or batched, bias, no C
+        if constexpr (kDefer) {
+          const int f = prob.n / 2;
+          const uint16_t* b16 = g.bias ? static_cast<const uint16_t*>(g.bias) + prob.bias_off : nullptr;
+          if (p.defer_store && f % 2 == 0 && reinterpret_cast<uintptr_t>(b16) % 4 == 0) {
+            sm90_pack_swiglu<T>(acc, b16, f, w.n0, tid_in_wg % 32, pend);
+            pend_next = 0;
+            pend_col = w.n0;
+            pend_n = f;
+            pend_d = static_cast<uint16_t*>(g.d) + prob.d_off + index_t(w.m0 + row_in_tile) * g.shape.d_sm;
+            pend_row = prob.m - (w.m0 + row_in_tile);
+            continue;
+          }
+        }
         if (g.out_f32) {
           sm90_store_tile_swiglu<T, float>(g, prob, acc, w.m0 + row_in_tile, w.n0, tid_in_wg, p.direct_epilogue);
         } else {
