@@ -488,7 +488,9 @@ CG_DEVICE void sm90_store_packed_slice(const uint32_t (&pk)[kPk], uint8_t (*bufs
 // fragment are gate columns col_base + 8j + 2 (lane % 4) (+1), blocks 16-31 the matching up
 // columns): silu(gate + bias[c]) * (up + bias[f + c]) rounded to T, 32 packed registers in the
 // fragment's order (pk[2j + h], j < 16). The bias pairs as one batch of 4-byte loads: the caller
-// checks that bias16 is 4-byte aligned and f even (then every pair is).
+// checks that bias16 is 4-byte aligned and f even (then every pair is). SiLU in its fast form
+// (ex2.approx and a fast division, as the TMA activation epilogue's): the packing runs with the
+// tensor core idle, and the IEEE exp and division of apply_activation took most of it.
 template <typename T>
 CG_DEVICE void sm90_pack_swiglu(const float (&acc)[128], const uint16_t* bias16, int f, int col_base, int lane,
                                 uint32_t (&pk)[32]) {
@@ -508,7 +510,7 @@ CG_DEVICE void sm90_pack_swiglu(const float (&acc)[128], const uint16_t* bias16,
     for (int e = 0; e < 2; ++e) {
       const float gb = sm90::half_bits_to_float<T>(uint16_t(bg[j] >> (16 * e)));
       const float ub = sm90::half_bits_to_float<T>(uint16_t(bu[j] >> (16 * e)));
-      v[e] = apply_activation(Activation::kSilu, acc[4 * j + 2 * h + e] + gb) * (acc[4 * (j + 16) + 2 * h + e] + ub);
+      v[e] = activation_fast<Activation::kSilu>(acc[4 * j + 2 * h + e] + gb) * (acc[4 * (j + 16) + 2 * h + e] + ub);
     }
     pk[i] = sm90::pack_pair<T>(v[0], v[1]);
   }
