@@ -26,6 +26,8 @@ def _ref(a, b, bias=None, act=None):
         z = z + bias.double()
     if act == "gelu":
         z = torch.nn.functional.gelu(z)
+    elif act == "gelu_tanh":
+        z = torch.nn.functional.gelu(z, approximate="tanh")
     elif act == "silu":
         z = torch.nn.functional.silu(z)
     elif act == "relu":
