@@ -36,19 +36,6 @@ CG_DEVICE void tma_load_3d(void* smem_dst, const CUtensorMap* map, uint64_t* bar
       : "memory");
 }
 
-// L2 prefetches of the same boxes (no shared memory, no barrier): the data is on its way to L2
-// before the loads that will read it are issued.
-CG_DEVICE void tma_prefetch_l2_2d(const CUtensorMap* map, int c0, int c1) {
-  asm volatile("cp.async.bulk.prefetch.tensor.2d.L2.global.tile [%0, {%1, %2}];\n"
-               ::"l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1)
-               : "memory");
-}
-CG_DEVICE void tma_prefetch_l2_3d(const CUtensorMap* map, int c0, int c1, int c2) {
-  asm volatile("cp.async.bulk.prefetch.tensor.3d.L2.global.tile [%0, {%1, %2, %3}];\n"
-               ::"l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2)
-               : "memory");
-}
-
 // Tile stores shared -> global (bulk async group of the issuing thread). Box parts outside the
 // tensor are not written.
 CG_DEVICE void tma_store_2d(const CUtensorMap* map, const void* smem_src, int c0, int c1) {

@@ -164,8 +164,6 @@ cudaError_t launch_sm90(const GemmArgs& args, int num_sms, cudaStream_t stream) 
                                                    s.bias_sb % 2 == 0 && s.n % 2 == 0);
   p.defer_store = ((p.tma_store && !args.out_f32) || p.tma_store_act) && bias_pairs && args.act != Activation::kGelu &&
                   !(defer_env && std::string(defer_env) == "off");
-  const char* prefetch_env = std::getenv("CUTORCH_GEMM_SM90_PREFETCH");
-  p.prefetch_next = !(prefetch_env && std::string(prefetch_env) == "off");
   // SwiGLU: a 16-bit D with aligned pairs (its direct epilogue's condition; the kernel checks the
   // bias pairs per problem).
   if (kSwiGlu) p.defer_store = p.direct_epilogue && !args.out_f32 && !(defer_env && std::string(defer_env) == "off");

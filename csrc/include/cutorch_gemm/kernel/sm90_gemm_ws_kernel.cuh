@@ -52,7 +52,6 @@ struct Sm90SharedStorage {
   alignas(8) uint64_t full[Cfg::kStages];
   alignas(8) uint64_t empty[Cfg::kStages];
   alignas(8) uint64_t order[2];  // ping-pong: "consumer c finished a mainloop"
-  int prod_kb;                   // k-blocks the loading warp has issued (read by the prefetching warp)
 };
 
 // One stage's operand tiles. K-major: [rows][64 K] (one TMA box). MN-major: [rows / 64][64 K][64]
@@ -86,21 +85,6 @@ CG_DEVICE void sm90_load_operand_multicast(T* dst, const CUtensorMap* map, uint6
   } else {
     if (is_3d) sm90::tma_load_3d_multicast(dst, map, bar, k, row, z, mask);
     else sm90::tma_load_2d_multicast(dst, map, bar, k, row, mask);
-  }
-}
-
-// sm90_load_operand's boxes as L2 prefetches (no shared memory, no barrier).
-template <class Cfg, bool kMn, int kRows>
-CG_DEVICE void sm90_prefetch_operand(const CUtensorMap* map, int row, int k, int z, bool is_3d) {
-  if constexpr (kMn) {
-#pragma unroll
-    for (int j = 0; j < kRows / 64; ++j) {
-      if (is_3d) sm90::tma_prefetch_l2_3d(map, row + 64 * j, k, z);
-      else sm90::tma_prefetch_l2_2d(map, row + 64 * j, k);
-    }
-  } else {
-    if (is_3d) sm90::tma_prefetch_l2_3d(map, k, row, z);
-    else sm90::tma_prefetch_l2_2d(map, k, row);
   }
 }
 
@@ -203,7 +187,6 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
       // ping-pong: one's), from each CTA of the cluster.
       sm90::mbarrier_init(&s.empty[i], (Cfg::kPingpong ? 4 : 4 * Cfg::kConsumers) * p.cluster);
     }
-    s.prod_kb = 0;
     sm90::mbarrier_init(&s.order[0], 1);
     sm90::mbarrier_init(&s.order[1], 1);
     sm90::mbarrier_init_fence();
@@ -229,7 +212,6 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
       const CUtensorMap* map_a = &tma_a;
       const CUtensorMap* map_b = &tma_b;
       int fenced_group = -1;  // pointer-array: the problem whose maps were last made visible to TMA
-      int issued = 0;         // k-blocks loaded so far (s.prod_kb)
       for (int item = 0;; ++item) {
         const Sm90Work w = sched.get_item(item);
         if (w.group < 0) break;
@@ -268,46 +250,9 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
                                                             p.b_3d);
             }
             st.advance();
-            if (!kPtrArray) *reinterpret_cast<volatile int*>(&s.prod_kb) = ++issued;  // (the prefetching warp)
           }
         }
         __syncwarp();
-      }
-    } else if (tid_in_wg < 64 && !kPtrArray && p.prefetch_next) {
-      // The second producer warp prefetches into L2 (not pointer-array launches, whose maps change
-      // per problem): each tile's first kStages k-blocks, once the loading warp has issued all but
-      // 2 kStages k-blocks before that tile's (its count in s.prod_kb), so that the loads that open
-      // a tile find L2 warm. Where a round of tiles first touches its operands, all CTAs otherwise
-      // wait on DRAM at once as their tiles open. NOTE: in this warp, not the loading one: there the
-      // next work item beside the current one spilled the producer's 40 registers.
-      Scheduler sched(p);
-      const Sm90Work first = sched.get_item(0);
-      int start = first.group >= 0 ? Scheduler::k_blocks(first) : 0;  // k-blocks before item `it`
-      for (int it = 1; first.group >= 0; ++it) {
-        const Sm90Work w = sched.get_item(it);  // (the whole warp: the scheduler's scan)
-        if (w.group < 0) break;
-        if (tid_in_wg == 32) {
-          const volatile int* issued = &s.prod_kb;
-          while (*issued < start - 2 * Cfg::kStages) __nanosleep(256);
-          const int za = p.a_3d ? w.group : 0, zb = p.b_3d ? w.group : 0;
-          const int kbs = min(Scheduler::k_blocks(w), Cfg::kStages);
-          for (int kb = 0; kb < kbs; ++kb) {
-            const int k = w.k_begin + kb * Cfg::kBlockK;
-            sm90_prefetch_operand<Cfg, kAMn, Cfg::kBlockM>(&tma_a, w.a_row, k, za, p.a_3d);
-            if constexpr (kSwiGlu) {
-              constexpr int kHalf = Cfg::kBlockN / 2;
-              sm90_prefetch_operand<Cfg, kBMn, kHalf>(&tma_b, w.b_col, k, zb, p.b_3d);
-              sm90_prefetch_operand<Cfg, kBMn, kHalf>(&tma_b, g.shape.n / 2 + w.b_col, k, zb, p.b_3d);
-            } else if (p.cluster > 1) {
-              sm90_prefetch_operand<Cfg, kBMn, Cfg::kBlockN / 2>(&tma_b, w.b_col + rank * (Cfg::kBlockN / 2), k, zb,
-                                                                p.b_3d);
-            } else {
-              sm90_prefetch_operand<Cfg, kBMn, Cfg::kBlockN>(&tma_b, w.b_col, k, zb, p.b_3d);
-            }
-          }
-        }
-        __syncwarp();
-        start += Scheduler::k_blocks(w);
       }
     }
   } else {

@@ -73,9 +73,6 @@ struct Sm90Params {
   // store runs under the next tile's first k-blocks (the kernel's kDefer); CUTORCH_GEMM_SM90_DEFER=off
   // turns it off (A/B runs).
   int defer_store;
-  // The producer prefetches the CTA's next tile into L2 (the kernel; CUTORCH_GEMM_SM90_PREFETCH=off
-  // turns it off, A/B runs).
-  int prefetch_next;
 };
 
 struct Sm90Work {
