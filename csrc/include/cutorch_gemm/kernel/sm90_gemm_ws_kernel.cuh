@@ -528,10 +528,10 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
       flush_pending();  // (a tile shorter than kSlices k-blocks, or an empty one)
       if constexpr (kDefer) {
         // NOTE: nothing is pending from here on, which the compiler cannot see (its next use, in the
-        // next tile's mainloop, is behind a run-time check): without these constants it kept the 64
-        // registers live through the other epilogues and spilled ~1 KB.
+        // next tile's mainloop, is behind a run-time check): without these constants it kept the
+        // packed registers live through the other epilogues and spilled ~1 KB.
 #pragma unroll
-        for (int r = 0; r < kAccRegs / 2; ++r) pend[r] = 0u;
+        for (int r = 0; r < int(sizeof(pend) / sizeof(pend[0])); ++r) pend[r] = 0u;
       }
       if (Cfg::kPingpong && tid_in_wg == 0) sm90::mbarrier_arrive(&s.order[consumer]);
       sm90::wgmma_wait<0>();
