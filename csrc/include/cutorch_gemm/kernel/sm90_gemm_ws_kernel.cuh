@@ -166,6 +166,12 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
   constexpr bool kDefer = !Cfg::kPingpong && !kPtrArray && !Mma::kScaled && !Mma::kPromote && Mma::kNarrowOk &&
                           Cfg::kBlockN == 256;
   constexpr int kSlices = (kSwiGlu ? Cfg::kBlockN / 2 : Cfg::kBlockN) / 64;  // 64-column slices of a tile row
+  // Slices stored from registers (a grouped-M tile past its group's end, SwiGLU's tiles): not
+  // compiled where A is MN-major (the weight gradients; grouped-M forwards read a K-major x).
+  // NOTE: compiled into every layout, that path cost the others at fixed clocks (H100, against the
+  // kernel before it): a Qwen3-down-like grouped dW 361 K -> 389 K cycles, 4096x4096x512 60.1 K ->
+  // 63.2 K, 8192x14336x4096 +1%.
+  constexpr bool kDeferDirect = kSwiGlu || !kAMn;
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using Storage = Sm90SharedStorage<Cfg, E>;
   using State = sm90::PipelineState<Cfg::kStages>;
@@ -277,14 +283,16 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
     auto store_pending_slice = [&] {
       if constexpr (kDefer) {
         auto at = [&](auto slice) {
-          if (kSwiGlu || pend_d) {
-            sm90_store_packed_slice_direct<decltype(slice)::value>(pend, pend_d, g.shape.d_sm, pend_row, pend_col,
-                                                                   pend_n, tid_in_wg);
-          } else {
-            sm90_store_packed_slice<Cfg, decltype(slice)::value>(pend, s.epi_slot[consumer].u.out, &tma_d, p.d_3d,
-                                                                 pend_group, pend_row, pend_col, pend_n, tid_in_wg,
-                                                                 1 + consumer);
+          if constexpr (kDeferDirect) {
+            if (kSwiGlu || pend_d) {
+              sm90_store_packed_slice_direct<decltype(slice)::value>(pend, pend_d, g.shape.d_sm, pend_row, pend_col,
+                                                                     pend_n, tid_in_wg);
+              return;
+            }
           }
+          sm90_store_packed_slice<Cfg, decltype(slice)::value>(pend, s.epi_slot[consumer].u.out, &tma_d, p.d_3d,
+                                                               pend_group, pend_row, pend_col, pend_n, tid_in_wg,
+                                                               1 + consumer);
         };
         static_assert(kSlices == 4 || kSlices == 2, "four slices (two: SwiGLU)");
         if (pend_next == 0) at(std::integral_constant<int, 0>{});
@@ -573,7 +581,8 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
       const bool tma_rows = g.shape.mode != GroupMode::kGroupedM || w.m0 + row_in_tile + 64 <= prob.m;
       if constexpr (kDefer && !kSwiGlu) {
         // (an empty grouped-K problem: the epilogues below)
-        if (p.defer_store && k_blocks > 0 && sm90_pack_tile_for<T>(g, prob, acc, w.n0, tid_in_wg % 32, pend)) {
+        if (p.defer_store && k_blocks > 0 && (tma_rows || kDeferDirect) &&
+            sm90_pack_tile_for<T>(g, prob, acc, w.n0, tid_in_wg % 32, pend)) {
           pend_next = 0;
           pend_col = w.n0;
           pend_group = w.group;
