@@ -228,6 +228,7 @@ def explain(op: str, *args, **kwargs) -> Explanation:
             e.reason += ("; swiglu fused into the epilogue: each B tile holds 128 gate and the matching 128 up "
                          "columns, D gets silu(gate) * up")
         else:
+            e.reason = e.reason.split("; each tile's silu(gate) * up")[0]  # (no fused SwiGLU to defer)
             e.reason += ("; swiglu unfused: the GEMM writes z = a @ b + bias (full width) in the accumulator "
                          "dtype, then silu(gate) * up runs as a separate element-wise pass"
                          + ("" if up_aligned else " (b MN-major with N/2 columns not 16-byte aligned: the up "
@@ -322,21 +323,27 @@ def _cluster_note(config: str, fixed_grid: bool, swiglu: bool, m: int, a: torch.
 
 def _defer_note(config: str, a: torch.Tensor, mode: str, n: int, splits: int, kwargs) -> str:
     """The deferred store (sm90_launch.cuh's defer_store, the kernel's kDefer): cooperative 16-bit
-    launches whose 16-bit D takes TMA stores (rows 16-byte aligned, not grouped along N), without C
-    nor exact GELU, any bias read as 4-byte column pairs."""
-    if "_Coop_" not in config or a.element_size() != 2 or splits > 1 or mode == "n" or n % 8:
-        return ""
-    if kwargs.get("activation", "none") in ("gelu", "swiglu"):
-        return ""
-    if kwargs.get("c") is not None and float(kwargs.get("beta", 0.0)) != 0.0:
+    launches with a 16-bit D. Plain or bias + activation: D takes TMA stores (rows 16-byte aligned,
+    not grouped along N), no C, not exact GELU, a bias read as 4-byte column pairs. The fused
+    SwiGLU: its register epilogue's pairs (F = N / 2 even), the same bias pairs."""
+    if "_Coop_" not in config or a.element_size() != 2 or splits > 1 or mode == "n":
         return ""
     if kwargs.get("out_dtype") not in (None, a.dtype):
         return ""
-    bias = kwargs.get("bias")
-    if bias is not None and (bias.data_ptr() % 4 or n % 2 or (bias.dim() > 1 and bias.stride(0) % 2)):
+    if os.environ.get("CUTORCH_GEMM_SM90_DEFER", "").strip().lower() == "off":
         return ""
-    if (os.environ.get("CUTORCH_GEMM_SM90_DEFER", "").strip().lower() == "off"
-            or os.environ.get("CUTORCH_GEMM_SM90_EPILOGUE", "").strip()):
+    activation = kwargs.get("activation", "none")
+    epilogue = os.environ.get("CUTORCH_GEMM_SM90_EPILOGUE", "").strip()
+    bias = kwargs.get("bias")
+    pairs = bias is None or (bias.data_ptr() % 4 == 0 and (bias.dim() < 2 or bias.stride(0) % 2 == 0))
+    if activation == "swiglu":
+        if epilogue == "staged" or n % 4 or not pairs:
+            return ""
+        return ("; each tile's silu(gate) * up is packed into registers and stored one slice per k-block "
+                "under the next tile's wgmma (the deferred store)")
+    if activation == "gelu" or epilogue or n % 8 or not pairs:
+        return ""
+    if kwargs.get("c") is not None and float(kwargs.get("beta", 0.0)) != 0.0:
         return ""
     return ("; each tile's D is packed into registers and TMA-stored one slice per k-block under the next "
             "tile's wgmma (the deferred store)")

@@ -278,3 +278,38 @@ def test_explain_does_not_compute():
     a0, b0 = a.clone(), b.clone()
     cg.explain("mm", a, b)
     assert torch.equal(a, a0) and torch.equal(b, b0)
+
+
+def test_defer_note_follows_the_launch_rule(monkeypatch):
+    """explain's copy of the deferred store's rule (sm90_launch.cuh's defer_store): cooperative
+    16-bit launches with a 16-bit D; not exact GELU, C, split-K, grouped-N, N off the 16-byte TMA
+    rows, bias pairs that are not 4-byte aligned, nor with CUTORCH_GEMM_SM90_DEFER=off. The fused
+    SwiGLU: F = N / 2 even."""
+    from cutorch_gemm.explain import _defer_note
+    monkeypatch.delenv("CUTORCH_GEMM_SM90_DEFER", raising=False)
+    monkeypatch.delenv("CUTORCH_GEMM_SM90_EPILOGUE", raising=False)
+    a = torch.zeros(4, 8, dtype=torch.bfloat16)
+    coop, pingpong = "Sm90_128x256x64_Coop_S4", "Sm90_64x256x64_Pingpong_S5"
+
+    def deferred(config=coop, a=a, mode="none", n=1024, splits=1, **kwargs):
+        return "the deferred store" in _defer_note(config, a, mode, n, splits, kwargs)
+
+    assert deferred() and deferred(mode="m") and deferred(mode="k")
+    assert all(deferred(activation=act) for act in ("none", "relu", "gelu_tanh", "silu"))
+    assert not deferred(activation="gelu")
+    assert not deferred(config=pingpong)
+    assert not deferred(a=a.float()) and not deferred(a=a.half(), out_dtype=torch.float32)
+    assert deferred(out_dtype=torch.bfloat16)
+    assert not deferred(splits=2) and not deferred(mode="n") and not deferred(n=1020)
+    assert not deferred(c=torch.zeros(1), beta=1.0) and deferred(c=torch.zeros(1), beta=0.0)
+    buf = torch.zeros(2 * 1024 + 2, dtype=torch.bfloat16)
+    assert buf.data_ptr() % 4 == 0
+    assert deferred(bias=buf[:1024]) and not deferred(bias=buf[1:1025])
+    assert deferred(bias=buf[:2048].view(2, 1024)) and not deferred(bias=buf[:2 * 1023].view(2, 1023), n=1023)
+    assert deferred(activation="swiglu", n=1028) and not deferred(activation="swiglu", n=1026)
+    assert not deferred(activation="swiglu", bias=buf[1:1029], n=1028)
+    monkeypatch.setenv("CUTORCH_GEMM_SM90_EPILOGUE", "staged")
+    assert not deferred() and not deferred(activation="swiglu", n=1028)
+    monkeypatch.setenv("CUTORCH_GEMM_SM90_EPILOGUE", "")
+    monkeypatch.setenv("CUTORCH_GEMM_SM90_DEFER", "off")
+    assert not deferred() and not deferred(activation="swiglu", n=1028)
