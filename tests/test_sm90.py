@@ -535,6 +535,8 @@ def test_sm90_deferred_store_batched_grouped(form, defer, monkeypatch):
         x, w = make((T, 200), dt, "cuda"), make((G, 200, 2 * F), dt, "cuda", "col")
         buf = torch.randn(G * 2 * F + 1, device="cuda", dtype=dt)
         bias = (buf[1:] if form == "swiglu_odd_bias" else buf[:-1]).view(G, 2 * F)
+        e = cg.explain("grouped_mm", x, w, offs, bias=bias, activation="swiglu")
+        assert ("the deferred store" in e.reason) == (defer == "" and form == "swiglu"), e.reason
         poison(T * F * 2)
         out = cg.grouped_mm(x, w, offs, bias=bias, activation="swiglu")
         full = ref_grouped_mm(x, w, offs, bias)
