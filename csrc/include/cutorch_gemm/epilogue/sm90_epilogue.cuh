@@ -147,6 +147,22 @@ CG_DEVICE void named_barrier_sync(int id, int threads) {
   asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
 }
 
+// The end of a TMA-store epilogue's slice: the warpgroup's shared-memory writes of `buf` made
+// visible to the async proxy, then one thread stores the 64-row box at (column c0, row_abs) of D
+// (nothing past column n) and commits it as one bulk group (the buffer's next writer waits for it).
+CG_DEVICE void sm90_tma_store_slice(const uint8_t* buf, const CUtensorMap* map_d, bool d_3d, int group, int row_abs,
+                                    int c0, int n, int tid_in_wg, int barrier_id) {
+  sm90::fence_proxy_async_shared();  // the writes, before TMA (async proxy) reads them
+  named_barrier_sync(barrier_id, 128);
+  if (tid_in_wg == 0) {
+    if (c0 < n) {
+      if (d_3d) sm90::tma_store_3d(map_d, buf, c0, row_abs, group);
+      else sm90::tma_store_2d(map_d, buf, c0, row_abs);
+    }
+    sm90::bulk_commit_group();
+  }
+}
+
 // Fused epilogue of one consumer warpgroup, staged through shared memory 32 columns at a time.
 // wgmma's accumulator layout gives thread (warp w, lane l) rows 16w + l/4 (+8) and column pairs
 // 8j + 2(l%4) of its 64 x 256 slice; each slice goes to smem in that layout, then the
@@ -341,16 +357,7 @@ CG_DEVICE void sm90_store_tile_tma(const GemmArgs& g, const Problem& prob, const
         }
       }
     }
-    sm90::fence_proxy_async_shared();  // the writes above, before TMA (async proxy) reads them
-    named_barrier_sync(barrier_id, 128);
-    if (tid_in_wg == 0) {
-      const int c0 = col_base + chunk * kCols;
-      if (c0 < prob.n) {
-        if (d_3d) sm90::tma_store_3d(map_d, buf, c0, row_abs, group);
-        else sm90::tma_store_2d(map_d, buf, c0, row_abs);
-      }
-      sm90::bulk_commit_group();
-    }
+    sm90_tma_store_slice(buf, map_d, d_3d, group, row_abs, col_base + chunk * kCols, prob.n, tid_in_wg, barrier_id);
   }
 }
 
@@ -472,16 +479,7 @@ CG_DEVICE void sm90_store_packed_slice(const uint32_t (&pk)[kPk], uint8_t (*bufs
     sm90::stmatrix_x4(buf_s + uint32_t((((jj + lane / 16) ^ (lane % 8)) * 16)), pk[2 * j], pk[2 * j + 1],
                       pk[2 * j + 2], pk[2 * j + 3]);
   }
-  sm90::fence_proxy_async_shared();  // the writes above, before TMA (async proxy) reads them
-  named_barrier_sync(barrier_id, 128);
-  if (tid_in_wg == 0) {
-    const int c0 = col_base + kSlice * 64;
-    if (c0 < n) {
-      if (d_3d) sm90::tma_store_3d(map_d, buf, c0, row_abs, group);
-      else sm90::tma_store_2d(map_d, buf, c0, row_abs);
-    }
-    sm90::bulk_commit_group();
-  }
+  sm90_tma_store_slice(buf, map_d, d_3d, group, row_abs, col_base + kSlice * 64, n, tid_in_wg, barrier_id);
 }
 
 // The fused SwiGLU's tile for the deferred store (the kernel's kSwiGlu: n8 blocks 0-15 of the
@@ -622,16 +620,7 @@ CG_DEVICE void sm90_store_tile_tma_fused(const GemmArgs& g, const Problem& prob,
         store_pair<Out>(reinterpret_cast<Out*>(dst) + 2, x[2], x[3]);
       }
     }
-    sm90::fence_proxy_async_shared();
-    named_barrier_sync(barrier_id, 128);
-    if (tid_in_wg == 0) {
-      const int c0 = col_base + chunk * kCols;
-      if (c0 < prob.n) {
-        if (d_3d) sm90::tma_store_3d(map_d, out, c0, row_abs, group);
-        else sm90::tma_store_2d(map_d, out, c0, row_abs);
-      }
-      sm90::bulk_commit_group();
-    }
+    sm90_tma_store_slice(out, map_d, d_3d, group, row_abs, col_base + chunk * kCols, prob.n, tid_in_wg, barrier_id);
   }
 }
 
