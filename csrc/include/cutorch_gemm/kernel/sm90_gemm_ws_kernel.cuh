@@ -579,21 +579,26 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
       // TMA stores need the 64 rows inside the problem: D's bounds clip at the tensor's end, not
       // at a group's (grouped-M), so a group's last partial tile stores from registers.
       const bool tma_rows = g.shape.mode != GroupMode::kGroupedM || w.m0 + row_in_tile + 64 <= prob.m;
+      // The packed tile (in pend) now pending: n columns; by TMA at D row `row`, or from registers
+      // (d: the warpgroup's first row of D; `row`: its rows in the group).
+      auto set_pending = [&](int n, uint16_t* d, int row) {
+        pend_next = 0;
+        pend_col = w.n0;
+        pend_group = w.group;
+        pend_n = n;
+        pend_d = d;
+        pend_row = row;
+      };
+      // (grouped-M: D's rows are the problem's, d_off on)
+      auto rows_d = [&] {
+        return static_cast<uint16_t*>(g.d) + prob.d_off + index_t(w.m0 + row_in_tile) * g.shape.d_sm;
+      };
       if constexpr (kDefer && !kSwiGlu) {
         // (an empty grouped-K problem: the epilogues below)
         if (p.defer_store && k_blocks > 0 && (tma_rows || kDeferDirect) &&
             sm90_pack_tile_for<T>(g, prob, acc, w.n0, tid_in_wg % 32, pend)) {
-          pend_next = 0;
-          pend_col = w.n0;
-          pend_group = w.group;
-          pend_n = prob.n;
-          if (tma_rows) {
-            pend_d = nullptr;
-            pend_row = w.a_row + row_in_tile;
-          } else {  // (grouped-M: D's rows are the problem's, d_off on)
-            pend_d = static_cast<uint16_t*>(g.d) + prob.d_off + index_t(w.m0 + row_in_tile) * g.shape.d_sm;
-            pend_row = prob.m - (w.m0 + row_in_tile);
-          }
+          if (tma_rows) set_pending(prob.n, nullptr, w.a_row + row_in_tile);
+          else set_pending(prob.n, rows_d(), prob.m - (w.m0 + row_in_tile));
           continue;
         }
       }
@@ -603,11 +608,7 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
           const uint16_t* b16 = g.bias ? static_cast<const uint16_t*>(g.bias) + prob.bias_off : nullptr;
           if (p.defer_store && f % 2 == 0 && reinterpret_cast<uintptr_t>(b16) % 4 == 0) {
             sm90_pack_swiglu<T>(acc, b16, f, w.n0, tid_in_wg % 32, pend);
-            pend_next = 0;
-            pend_col = w.n0;
-            pend_n = f;
-            pend_d = static_cast<uint16_t*>(g.d) + prob.d_off + index_t(w.m0 + row_in_tile) * g.shape.d_sm;
-            pend_row = prob.m - (w.m0 + row_in_tile);
+            set_pending(f, rows_d(), prob.m - (w.m0 + row_in_tile));
             continue;
           }
         }
