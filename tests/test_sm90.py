@@ -514,11 +514,15 @@ def test_sm90_deferred_store_bias_activation(activation, bias_kind, defer, monke
 
 
 @pytest.mark.parametrize("defer", ["", "off"])
-@pytest.mark.parametrize("form", ["bmm", "grouped_m", "grouped_k", "swiglu", "swiglu_odd_bias"])
+@pytest.mark.parametrize("form", ["bmm", "grouped_m", "grouped_m_row_w", "grouped_m_ends_off", "grouped_k", "swiglu",
+                                  "swiglu_odd_bias"])
 def test_sm90_deferred_store_batched_grouped(form, defer, monkeypatch):
     """3-D D (batched), grouped-M tiles (whole ones deferred, a group's partial last tile stored
-    from registers, half tiles flushing what is pending) and grouped-K (dW, empty groups)."""
+    from registers by the kGroupEnds variant, or by the normal epilogue with
+    CUTORCH_GEMM_SM90_GROUP_ENDS=off; half tiles flushing what is pending) and grouped-K (dW,
+    empty groups)."""
     monkeypatch.setenv("CUTORCH_GEMM_SM90_CONFIG", "coop")
+    monkeypatch.setenv("CUTORCH_GEMM_SM90_GROUP_ENDS", "off" if form == "grouped_m_ends_off" else "")
     monkeypatch.setenv("CUTORCH_GEMM_SM90_DEFER", defer)
     monkeypatch.setenv("CUTORCH_GEMM_SM90_GRID", "3")
     dt = torch.bfloat16
@@ -544,11 +548,12 @@ def test_sm90_deferred_store_batched_grouped(form, defer, monkeypatch):
         check(out, ref, dt, what=f"deferred store {form}")
         assert torch.all(out[sum(sizes):] == 0)
         return
-    if form == "grouped_m":
-        x, w = make((T, 200), dt, "cuda"), make((len(sizes), 200, 520), dt, "cuda", "col")
+    if form.startswith("grouped_m"):
+        w_layout = "row" if form == "grouped_m_row_w" else "col"
+        x, w = make((T, 200), dt, "cuda"), make((len(sizes), 200, 520), dt, "cuda", w_layout)
         poison(T * 520 * 2)
         out = cg.grouped_mm(x, w, offs)
-        check(out, ref_grouped_mm(x, w, offs), dt, what="deferred store grouped-M")
+        check(out, ref_grouped_mm(x, w, offs), dt, what=f"deferred store {form}")
         assert torch.all(out[sum(sizes):] == 0)
     else:
         x, dy = make((200, T), dt, "cuda", "col"), make((T, 520), dt, "cuda")

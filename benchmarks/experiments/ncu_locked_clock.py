@@ -8,7 +8,8 @@ dram__bytes_read.sum,smsp__inst_executed.sum python benchmarks/experiments/ncu_l
         mm:8192x14336x4096 dw:8x16384x4096x14336 fp8:4096x4096x4096
 
 Cases: mm:MxNxK (bf16, b = W.t()), dw:ExTxKxN (grouped_mm x^T @ dy, uniform groups),
-fp8:MxNxK (scaled_mm, per-tensor scales, bf16 out), fp8fast:MxNxK (the same, use_fast_accum=True).
+gm:ExTxKxN (grouped_mm x @ w, w (E, N, K) viewed as (E, K, N), groups T/E -+ 37 rows: every group
+ends in a partial tile), fp8:MxNxK (scaled_mm, per-tensor scales, bf16 out), fp8fast:MxNxK (the same, use_fast_accum=True).
 """
 import sys
 
@@ -30,6 +31,13 @@ def case(spec):
         offs = (torch.arange(1, e + 1, device="cuda") * (t // e)).to(torch.int32)
         a = torch.randn(t, k, device="cuda", dtype=bf16).t()
         b = torch.randn(t, n, device="cuda", dtype=bf16)
+        return (lambda: cg.grouped_mm(a, b, offs)), (lambda: torch._grouped_mm(a, b, offs=offs))
+    if kind == "gm":  # grouped-M forward x (T, K) @ w (E, K, N), group sizes T/E -+ 37 (partial tiles)
+        e, t, k, n = d
+        sizes = [t // e + (37 if g % 2 else -37) for g in range(e)]
+        offs = torch.tensor(sizes, device="cuda").cumsum(0).to(torch.int32)
+        a = torch.randn(int(offs[-1]), k, device="cuda", dtype=bf16)
+        b = torch.randn(e, n, k, device="cuda", dtype=bf16).transpose(1, 2)
         return (lambda: cg.grouped_mm(a, b, offs)), (lambda: torch._grouped_mm(a, b, offs=offs))
     if kind in ("fp8", "fp8fast"):
         m, n, k = d

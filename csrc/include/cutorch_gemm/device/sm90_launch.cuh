@@ -185,6 +185,17 @@ cudaError_t launch_sm90(const GemmArgs& args, int num_sms, cudaStream_t stream) 
   // allocation (C7511, every wgmma serialized: 4096^3 0.97x -> 0.80x cuBLAS on an H100).
   // CUTORCH_GEMM_SM90_EPILOGUE=general keeps the general kernel (tests, A/B).
   auto launched = kernel;
+  // Grouped-M forwards that defer the store take the kGroupEnds variant (a group's last partial
+  // tile deferred too, from registers); the dense kernels do without that path (its cost: the
+  // kernel's kGroupEnds note). CUTORCH_GEMM_SM90_GROUP_ENDS=off keeps the general kernel (A/B).
+  if constexpr (sm90_defers<Cfg, Mma>() && !kAMn && !kSwiGlu) {
+    const char* ends_env = std::getenv("CUTORCH_GEMM_SM90_GROUP_ENDS");
+    if (p.defer_store && s.mode == GroupMode::kGroupedM && !(ends_env && std::string(ends_env) == "off")) {
+      launched = sm90_gemm_ws_kernel<Cfg, Mma, T, false, kBMn, false, false, false, true>;
+      err = ensure_dynamic_smem(reinterpret_cast<const void*>(launched), smem);
+      if (err != cudaSuccess) return err;
+    }
+  }
   if constexpr (Cfg::kPingpong && !kSwiGlu && !Mma::kScaled) {
     if (p.tma_store && s.mode != GroupMode::kGroupedM && epi != "general") {
       launched = sm90_gemm_ws_kernel<Cfg, Mma, T, kAMn, kBMn, false, false, true>;

@@ -122,6 +122,13 @@ CG_DEVICE void sm90_zero_k_tail(T* tile, int rows, int valid_k, int part, int pa
   }
 }
 
+// The configs and operand types whose kernels defer the store (kDefer below): cooperative, 16-bit,
+// 256-column tiles. (launch_sm90 asks too, to pick the kGroupEnds variant.)
+template <class Cfg, class Mma>
+constexpr bool sm90_defers() {
+  return !Cfg::kPingpong && !Mma::kScaled && !Mma::kPromote && Mma::kNarrowOk && Cfg::kBlockN == 256;
+}
+
 // kSwiGlu: grouped_mm's fused SwiGLU. Output tiles are kBlockN / 2 wide; the B tile holds their
 // gate columns [n0, n0 + kBlockN / 2) and then their up columns F + [n0, ...) (F = N / 2), and
 // the epilogue writes silu(gate) * up (epilogue/sm90_epilogue.cuh).
@@ -134,8 +141,13 @@ CG_DEVICE void sm90_zero_k_tail(T* tile, int rows, int valid_k, int part, int pa
 // epilogue path (direct, staged, fused C, activations, scaled), ~3x the code, and a launch on
 // cold caches stalled on instruction fetch (H100, 128x128x64: 11.1 us -> 7.6 us with caches
 // flushed; benchmarks/RESULTS.md, eleventh session).
+// kGroupEnds: the grouped-M variant of the cooperative 16-bit kernels with a K-major A (launch_sm90
+// picks it for grouped-M forwards with the deferred store): a group's last, partial tile is deferred
+// too, its slices stored from registers (sm90_store_packed_slice_direct). Why a variant: that path,
+// compiled into the dense kernels, cost them at fixed clocks (H100): 4096x4096x512 60.1 K -> 63.7 K
+// cycles, 8192x14336x4096 +1%, and a Qwen3-down-like grouped dW (MN-major A) 361 K -> 389 K.
 template <class Cfg, class Mma, typename T, bool kAMn, bool kBMn, bool kSwiGlu = false, bool kPtrArray = false,
-          bool kPlainTma = false>
+          bool kPlainTma = false, bool kGroupEnds = false>
 __global__ void __launch_bounds__(Cfg::kThreads, 1)
 sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_constant__ CUtensorMap tma_b,
                     const __grid_constant__ CUtensorMap tma_d, const Sm90Params p) {
@@ -163,15 +175,13 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
   // the split never covered an MN-major A (C7511 there too, or an R2UR per wgmma).
   // The fused SwiGLU's tiles too (kSwiGlu: 128 output columns, 32 packed registers, two slices,
   // stored from registers as its epilogue always is).
-  constexpr bool kDefer = !Cfg::kPingpong && !kPtrArray && !Mma::kScaled && !Mma::kPromote && Mma::kNarrowOk &&
-                          Cfg::kBlockN == 256;
+  constexpr bool kDefer = sm90_defers<Cfg, Mma>() && !kPtrArray;
   constexpr int kSlices = (kSwiGlu ? Cfg::kBlockN / 2 : Cfg::kBlockN) / 64;  // 64-column slices of a tile row
-  // Slices stored from registers (a grouped-M tile past its group's end, SwiGLU's tiles): not
-  // compiled where A is MN-major (the weight gradients; grouped-M forwards read a K-major x).
-  // NOTE: compiled into every layout, that path cost the others at fixed clocks (H100, against the
-  // kernel before it): a Qwen3-down-like grouped dW 361 K -> 389 K cycles, 4096x4096x512 60.1 K ->
-  // 63.2 K, 8192x14336x4096 +1%.
-  constexpr bool kDeferDirect = kSwiGlu || !kAMn;
+  // Slices stored from registers: SwiGLU's tiles, and a grouped-M group's last partial tile in the
+  // kGroupEnds variant (elsewhere such a tile takes the normal epilogue).
+  static_assert(!kGroupEnds || (sm90_defers<Cfg, Mma>() && !kAMn && !kSwiGlu && !kPtrArray),
+                "kGroupEnds: the deferring cooperative kernels with a K-major A");
+  constexpr bool kDeferDirect = kSwiGlu || kGroupEnds;
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using Storage = Sm90SharedStorage<Cfg, E>;
   using State = sm90::PipelineState<Cfg::kStages>;
