@@ -673,8 +673,13 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
       }
     }
     flush_pending();  // the CTA's last tile
-    // Shared memory must outlive the TMA stores that read it.
-    if ((p.tma_store || p.tma_store_act || p.tma_store_fused) && tid_in_wg == 0) sm90::bulk_wait_group_all();
+    // Shared memory must outlive the TMA stores that read it. Their writes need no wait here:
+    // nothing in this kernel reads D back, and work later in the stream sees the grid's writes
+    // once the grid completes.
+    if ((p.tma_store || p.tma_store_act || p.tma_store_fused) && tid_in_wg == 0) {
+      if (p.exit_wait_all) sm90::bulk_wait_group_all();
+      else sm90::bulk_wait_group_read<0>();
+    }
   }
   // NOTE: a CTA's shared memory must outlive the peer's last arrives on its empty barriers (and
   // multicasts into it, which its own consumers have waited for): leave together.

@@ -73,6 +73,10 @@ struct Sm90Params {
   // store runs under the next tile's first k-blocks (the kernel's kDefer); CUTORCH_GEMM_SM90_DEFER=off
   // turns it off (A/B runs).
   int defer_store;
+  // The consumers' wait for their last TMA stores before the CTA exits: 0 until the stores have
+  // read shared memory (all the CTA needs), 1 until their writes are complete as well
+  // (CUTORCH_GEMM_SM90_EXIT_WAIT=all; A/B runs).
+  int exit_wait_all;
 };
 
 struct Sm90Work {
