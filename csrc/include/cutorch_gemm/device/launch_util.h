@@ -3,11 +3,19 @@
 
 #include <cuda_runtime_api.h>
 
+#include <cstdlib>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <utility>
 
 namespace cutorch_gemm {
+
+// Whether the environment variable `name` is set to exactly `value` (the launchers' A/B switches).
+inline bool env_is(const char* name, const char* value) {
+  const char* v = std::getenv(name);
+  return v != nullptr && std::strcmp(v, value) == 0;
+}
 
 // One int per (kernel, device), shared by the launchers' once-per-kernel facts below.
 class KernelDeviceInts {

@@ -159,16 +159,14 @@ cudaError_t launch_sm90(const GemmArgs& args, int num_sms, cudaStream_t stream) 
   // The deferred store (cooperative 16-bit kernels; ignored by the others): a 16-bit D by TMA
   // stores, plain or with bias and activation from registers (no C); a bias read as column pairs
   // (4-byte aligned pairs: sm90_pack_tile).
-  const char* defer_env = std::getenv("CUTORCH_GEMM_SM90_DEFER");
+  const bool defer_off = env_is("CUTORCH_GEMM_SM90_DEFER", "off");
   const bool bias_pairs = args.bias == nullptr || (reinterpret_cast<uintptr_t>(args.bias) % 4 == 0 &&
                                                    s.bias_sb % 2 == 0 && s.n % 2 == 0);
-  p.defer_store = ((p.tma_store && !args.out_f32) || p.tma_store_act) && bias_pairs && args.act != Activation::kGelu &&
-                  !(defer_env && std::string(defer_env) == "off");
+  p.defer_store = ((p.tma_store && !args.out_f32) || p.tma_store_act) && bias_pairs && args.act != Activation::kGelu && !defer_off;
   // SwiGLU: a 16-bit D with aligned pairs (its direct epilogue's condition; the kernel checks the
   // bias pairs per problem).
-  if (kSwiGlu) p.defer_store = p.direct_epilogue && !args.out_f32 && !(defer_env && std::string(defer_env) == "off");
-  const char* exit_env = std::getenv("CUTORCH_GEMM_SM90_EXIT_WAIT");
-  p.exit_wait_all = exit_env && std::string(exit_env) == "all";
+  if (kSwiGlu) p.defer_store = p.direct_epilogue && !args.out_f32 && !defer_off;
+  p.exit_wait_all = env_is("CUTORCH_GEMM_SM90_EXIT_WAIT", "all");
   // Half tiles: grouped-M cooperative launches whose groups' B fits L2 (choose_sm90_half_tiles).
   const char* half_env = std::getenv("CUTORCH_GEMM_SM90_HALF_TILES");
   p.half_tiles = choose_sm90_half_tiles(s.k, s.n, elem_bytes, half_env ? half_env : "");
@@ -191,8 +189,7 @@ cudaError_t launch_sm90(const GemmArgs& args, int num_sms, cudaStream_t stream) 
   // tile deferred too, from registers); the dense kernels do without that path (its cost: the
   // kernel's kGroupEnds note). CUTORCH_GEMM_SM90_GROUP_ENDS=off keeps the general kernel (A/B).
   if constexpr (sm90_defers<Cfg, Mma>() && !kAMn && !kSwiGlu) {
-    const char* ends_env = std::getenv("CUTORCH_GEMM_SM90_GROUP_ENDS");
-    if (p.defer_store && s.mode == GroupMode::kGroupedM && !(ends_env && std::string(ends_env) == "off")) {
+    if (p.defer_store && s.mode == GroupMode::kGroupedM && !env_is("CUTORCH_GEMM_SM90_GROUP_ENDS", "off")) {
       launched = sm90_gemm_ws_kernel<Cfg, Mma, T, false, kBMn, false, false, false, true>;
       err = ensure_dynamic_smem(reinterpret_cast<const void*>(launched), smem);
       if (err != cudaSuccess) return err;
