@@ -1,11 +1,16 @@
-"""One launch of ours and one of PyTorch's for a case, inside the profiler range, so that ncu (which
-locks the clocks at base by default) compares the kernels per clock, away from the 700 W power cap
-that decides the timed benchmarks (benchmarks/RESULTS.md, eleventh session). Run on a GPU machine:
+"""One launch of ours and one of PyTorch's for a case, inside the profiler range, so that ncu compares
+the two kernels launch by launch: cycles, instructions, tensor-pipe activity and bytes, which depend far less
+than microseconds on the clock the 700 W power cap leaves the timed benchmarks (benchmarks/RESULTS.md, eleventh
+session). Run on a GPU machine:
 
-    ncu --profile-from-start off --metrics gpu__time_duration.sum,sm__cycles_elapsed.max,\
+    ncu --clock-control none --profile-from-start off --metrics gpu__time_duration.sum,sm__cycles_active.avg,\
 sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_elapsed,lts__t_bytes.sum,\
 dram__bytes_read.sum,smsp__inst_executed.sum python benchmarks/experiments/ncu_locked_clock.py \
         mm:8192x14336x4096 dw:8x16384x4096x14336 fp8:4096x4096x4096
+
+NOTE: pass --clock-control none. The machines' rule is to leave the card's clocks alone, and without
+the flag ncu locks them at base for the run (the "fixed clocks" of the sessions up to the eighteenth).
+Compare cycles, not microseconds, between runs.
 
 Cases: mm:MxNxK (bf16, b = W.t()), dw:ExTxKxN (grouped_mm x^T @ dy, uniform groups),
 gm:ExTxKxN (grouped_mm x @ w, w (E, N, K) viewed as (E, K, N), groups T/E -+ 37 rows: every group
