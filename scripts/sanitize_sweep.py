@@ -134,9 +134,12 @@ def cases(quick: bool):
              grouped([40, 300, 64, 0, 190, 1], k=1000))]
     # the deferred store: capped grids give a CTA several tiles, each stored under the next one's
     # first k-blocks (K of 1 and 3 k-blocks: the rest after the mainloop), with bias + gelu_tanh
-    # and plain; grouped-M (whole tiles deferred, partial ones from registers)
+    # and plain (the cooperative compact kernel; the general kernel's copy too); grouped-M (whole
+    # tiles deferred, partial ones from registers)
     dgrid = {"CUTORCH_GEMM_SM90_CONFIG": "coop", "CUTORCH_GEMM_SM90_GRID": "3"}
     out += [("sm90 deferred store plain 1000x1000x64 grid 3", dgrid, mm(1000, 1000, 64, plain=True)),
+            ("sm90 deferred store plain general kernel 1000x1000x64 grid 3",
+             {**dgrid, "CUTORCH_GEMM_SM90_EPILOGUE": "general"}, mm(1000, 1000, 64, plain=True)),
             ("sm90 deferred store gelu_tanh 700x1000x136 grid 3", dgrid, mm(700, 1000, 136, act="gelu_tanh")),
             ("sm90 deferred store grouped-M grid 3", dgrid, grouped([300, 0, 129, 256, 1], k=200))]
     # the 8-bit 128x192 cooperative config (scaled_mm only)

@@ -310,6 +310,12 @@ def test_defer_note_follows_the_launch_rule(monkeypatch):
     assert not deferred(activation="swiglu", bias=buf[1:1029], n=1028)
     monkeypatch.setenv("CUTORCH_GEMM_SM90_EPILOGUE", "staged")
     assert not deferred() and not deferred(activation="swiglu", n=1028)
+    # "general" / "fused" keep a plain D's TMA store (the general kernel defers it); "direct" does not.
+    # Every forced path takes an activation off the packed registers.
+    for epi, plain in (("general", True), ("fused", True), ("direct", False)):
+        monkeypatch.setenv("CUTORCH_GEMM_SM90_EPILOGUE", epi)
+        assert deferred() == plain and deferred(bias=buf[:1024]) == plain, epi
+        assert not deferred(activation="relu") and not deferred(activation="gelu_tanh"), epi
     monkeypatch.setenv("CUTORCH_GEMM_SM90_EPILOGUE", "")
     monkeypatch.setenv("CUTORCH_GEMM_SM90_DEFER", "off")
     assert not deferred() and not deferred(activation="swiglu", n=1028)

@@ -286,8 +286,8 @@ def test_sm90_grouped_cuda_graph_new_offsets():
 # epilogue paths: TMA store (default when D allows it), direct register stores, staged functor
 # --------------------------------------------------------------------------------------
 
-# "tma": plain ping-pong launches take the compact kernel variant (kPlainTma); "general": the
-# general kernel's TMA store for them.
+# "tma": plain ping-pong launches take the compact kernel variant (kPlainTma), plain cooperative ones
+# with a K-major A its cooperative compact variant; "general": the general kernel's TMA store for them.
 EPILOGUES = ["tma", "general", "direct", "staged"]
 
 
@@ -470,14 +470,18 @@ def test_sm90_cluster_tf32_fp8(cluster, monkeypatch):
 DEFER_CASES = [(1000, 1000, 64, 3), (640, 1024, 136, 4), (520, 600, 200, 2), (1000, 2000, 1000, 5)]
 
 
+# kernel "": a K-major A takes the cooperative compact variant (kPlainTma: the deferred store only, no
+# grouped scan); "general": CUTORCH_GEMM_SM90_EPILOGUE=general keeps the general kernel's deferred store.
+@pytest.mark.parametrize("kernel", ["", "general"])
 @pytest.mark.parametrize("defer", ["", "off"])
 @pytest.mark.parametrize("case", DEFER_CASES, ids=lambda c: "x".join(map(str, c)))
 @pytest.mark.parametrize("layouts", [("row", "col"), ("row", "row"), ("col", "row"), ("col", "col")], ids="-".join)
-def test_sm90_deferred_store(case, layouts, defer, monkeypatch):
+def test_sm90_deferred_store(case, layouts, defer, kernel, monkeypatch):
     m, n, k, grid = case
     dt = torch.bfloat16
     monkeypatch.setenv("CUTORCH_GEMM_SM90_CONFIG", "coop")
     monkeypatch.setenv("CUTORCH_GEMM_SM90_DEFER", defer)
+    monkeypatch.setenv("CUTORCH_GEMM_SM90_EPILOGUE", kernel)
     monkeypatch.setenv("CUTORCH_GEMM_SM90_GRID", str(grid))
     a = make((m, k), dt, "cuda", layouts[0])
     b = make((k, n), dt, "cuda", layouts[1])
@@ -492,18 +496,27 @@ def test_sm90_deferred_store(case, layouts, defer, monkeypatch):
         check(cg.mm(a, b), ref_gemm(a, b), dt, what=f"deferred store + stream-K {case} {layouts}")
 
 
+@pytest.mark.parametrize("kernel", ["compact", "compact_streamk", "general_streamk"])
 @pytest.mark.parametrize("defer", ["", "off"])
 @pytest.mark.parametrize("activation", ACTIVATIONS)
 @pytest.mark.parametrize("bias_kind", ["none", "aligned", "odd_start", "odd_n"])
-def test_sm90_deferred_store_bias_activation(activation, bias_kind, defer, monkeypatch):
+def test_sm90_deferred_store_bias_activation(activation, bias_kind, defer, kernel, monkeypatch):
     """Bias and activation applied in the packing (exact GELU and bias pairs that are not 4-byte
-    aligned, an odd start or an odd N, take the non-deferred epilogue)."""
+    aligned, an odd start or an odd N, take the non-deferred epilogue). A K-major A takes the
+    cooperative compact kernel where the store defers, an MN-major A the general kernel; "compact":
+    3 CTAs over 24 tiles, no stream-K; "*_streamk": 5 CTAs with stream-K pieces in the last rounds."""
     monkeypatch.setenv("CUTORCH_GEMM_SM90_CONFIG", "coop")
     monkeypatch.setenv("CUTORCH_GEMM_SM90_DEFER", defer)
-    monkeypatch.setenv("CUTORCH_GEMM_SM90_GRID", "3")
+    monkeypatch.setenv("CUTORCH_GEMM_SM90_GRID", "3" if kernel == "compact" else "5")
+    monkeypatch.setenv("CUTORCH_GEMM_SM90_STREAMK", "off" if kernel == "compact" else "on")
     dt = torch.bfloat16
-    m, n, k = 700, 1000 if bias_kind != "odd_n" else 1001, 136
+    # (stream-K: rows of A and B 128-byte multiples, so no 2x1 clusters; M a multiple of 8 for an MN-major A's TMA)
+    m, n, k = (700, 1000, 136) if kernel == "compact" else (704, 1000, 192)
+    n += bias_kind == "odd_n"
     a, b = linear_operands(m, n, k, dt)
+    if kernel.startswith("general"):
+        a = make((m, k), dt, "cuda", "col")
+    assert ("stream-K" in cg.explain("mm", a, b).reason) == kernel.endswith("streamk")
     bias = None
     if bias_kind != "none":
         buf = torch.randn(n + 1, device="cuda", dtype=dt)

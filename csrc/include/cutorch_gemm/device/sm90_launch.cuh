@@ -180,10 +180,11 @@ cudaError_t launch_sm90(const GemmArgs& args, int num_sms, cudaStream_t stream) 
   }
   // Plain ping-pong launches with the TMA store take the compact variant (kPlainTma: that
   // epilogue only; same shared memory and threads, so the occupancy above holds). The ping-pong
-  // configs serve the small problems, where a launch's fixed cost shows. NOTE: not the
-  // cooperative config: its compact variant lost the wgmma pipeline to ptxas's register
-  // allocation (C7511, every wgmma serialized: 4096^3 0.97x -> 0.80x cuBLAS on an H100).
-  // CUTORCH_GEMM_SM90_EPILOGUE=general keeps the general kernel (tests, A/B).
+  // configs serve the small problems, where a launch's fixed cost shows. NOTE: an earlier cooperative
+  // compact variant (the whole-tile store, before the deferred store) lost the wgmma pipeline to ptxas's
+  // register allocation (C7511, every wgmma serialized: 4096^3 0.97x -> 0.80x cuBLAS on an H100); the
+  // one below keeps the deferred store and its register budget.
+  // CUTORCH_GEMM_SM90_EPILOGUE=general keeps the general kernel (tests, A/B), for both schedules.
   auto launched = kernel;
   // Grouped-M forwards that defer the store take the kGroupEnds variant (a group's last partial
   // tile deferred too, from registers); the dense kernels do without that path (its cost: the
@@ -198,6 +199,15 @@ cudaError_t launch_sm90(const GemmArgs& args, int num_sms, cudaStream_t stream) 
   if constexpr (Cfg::kPingpong && !kSwiGlu && !Mma::kScaled) {
     if (p.tma_store && s.mode != GroupMode::kGroupedM && epi != "general") {
       launched = sm90_gemm_ws_kernel<Cfg, Mma, T, kAMn, kBMn, false, false, true>;
+      err = ensure_dynamic_smem(reinterpret_cast<const void*>(launched), smem);
+      if (err != cudaSuccess) return err;
+    }
+  }
+  // Dense / batched cooperative launches whose every tile defers its store take the cooperative compact
+  // variant; a K-major A, as the forward of a linear layer has.
+  if constexpr (!Cfg::kPingpong && sm90_defers<Cfg, Mma>() && !kAMn && !kSwiGlu) {
+    if (p.defer_store && s.mode == GroupMode::kBatched && epi != "general") {
+      launched = sm90_gemm_ws_kernel<Cfg, Mma, T, false, kBMn, false, false, true>;
       err = ensure_dynamic_smem(reinterpret_cast<const void*>(launched), smem);
       if (err != cudaSuccess) return err;
     }

@@ -136,11 +136,13 @@ constexpr bool sm90_defers() {
 // (p.ptr_problems, p.ptr_maps: global memory, not the tma_a / tma_b parameters); tiles are
 // found by the scheduler's scan over host-computed tile counts; D is written from registers
 // (direct or staged, per problem).
-// kPlainTma: the compact variant for plain ping-pong launches whose D takes the TMA store
-// (launch_sm90 picks it): that epilogue is the only one compiled in. Why: the general kernel inlines every
-// epilogue path (direct, staged, fused C, activations, scaled), ~3x the code, and a launch on
-// cold caches stalled on instruction fetch (H100, 128x128x64: 11.1 us -> 7.6 us with caches
-// flushed; benchmarks/RESULTS.md, eleventh session).
+// kPlainTma: the compact variant, with one epilogue compiled in (launch_sm90 picks it). Ping-pong:
+// plain launches whose D takes the TMA store, that store. Cooperative (K-major A, 16-bit): dense or
+// batched launches with the deferred store (stream-K pieces included), that store, and a scheduler
+// without the grouped scan. Why: the general kernel inlines every epilogue path (direct, staged, fused C,
+// activations, scaled, stream-K), ~3x the code, and a launch on cold caches stalls on instruction
+// fetch (H100, ping-pong 128x128x64: 11.1 us -> 7.6 us with caches flushed; benchmarks/RESULTS.md,
+// eleventh session; H200, 1024^3: 21% of the warps' samples were instruction fetch, nineteenth).
 // kGroupEnds: the grouped-M variant of the cooperative 16-bit kernels with a K-major A (launch_sm90
 // picks it for grouped-M forwards with the deferred store): a group's last, partial tile is deferred
 // too, its slices stored from registers (sm90_store_packed_slice_direct). Why a variant: that path,
@@ -155,8 +157,11 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
   static_assert(Cfg::kBlockK * sizeof(E) == 128, "a tile row of K is one 128-byte swizzle row");
   static_assert(Mma::kInstrK * sizeof(E) == 32, "the descriptors' K step is 32 bytes (K-major)");
   static_assert(Mma::kMnMajorOk || (!kAMn && !kBMn), "this operand type reads K-major tiles only");
-  static_assert(!kPlainTma || (Cfg::kPingpong && !kSwiGlu && !kPtrArray && !Mma::kScaled),
-                "the compact variant: plain ping-pong launches");
+  static_assert(!kPlainTma || (!kSwiGlu && !kPtrArray && !Mma::kScaled && !kGroupEnds &&
+                                (Cfg::kPingpong || (sm90_defers<Cfg, Mma>() && !kAMn))),
+                "the compact variants: plain ping-pong launches; deferring cooperative ones with a K-major A");
+  // The cooperative compact variant: dense / batched launches only, every tile deferred.
+  constexpr bool kCompactCoop = kPlainTma && !Cfg::kPingpong;
   static_assert(Cfg::kBlockN == 256 || (Cfg::kBlockN == 128 && Mma::kNarrowOk && !kSwiGlu && !kPtrArray) ||
                     (Cfg::kBlockN == 192 && Mma::kPromote && !Cfg::kPingpong) ||
                     (Cfg::kBlockN == 64 && Mma::kPromote && Cfg::kPingpong),
@@ -186,7 +191,8 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
   using Storage = Sm90SharedStorage<Cfg, E>;
   using State = sm90::PipelineState<Cfg::kStages>;
   static_assert(!(kSwiGlu && kPtrArray), "one variant at a time");
-  using Scheduler = Sm90TileScheduler<Cfg::kBlockM, kSwiGlu ? Cfg::kBlockN / 2 : Cfg::kBlockN, Cfg::kBlockK, kPtrArray>;
+  using Scheduler =
+      Sm90TileScheduler<Cfg::kBlockM, kSwiGlu ? Cfg::kBlockN / 2 : Cfg::kBlockN, Cfg::kBlockK, kPtrArray, kCompactCoop>;
   extern __shared__ uint8_t smem_raw[];
   // NOTE: the 128-byte swizzle pattern repeats every 1024 bytes; stages must start on it.
   Storage& s = *reinterpret_cast<Storage*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
@@ -338,7 +344,7 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
       if (w.group < 0) break;
       const int k_blocks = Scheduler::k_blocks(w);
       const int tail_k = w.k_len % Cfg::kBlockK;  // grouped-K: the last slice holds the next group's K
-      const bool zero_tail = g.shape.mode == GroupMode::kGroupedK && tail_k != 0;
+      const bool zero_tail = !kCompactCoop && g.shape.mode == GroupMode::kGroupedK && tail_k != 0;
       // NOTE: ping-pong mainloops take turns: a warpgroup starts only after the other has
       // passed every full-barrier wait of the tile before it in the ring. Besides staggering
       // the epilogues against the other's wgmma, this keeps every parity wait within one
@@ -355,7 +361,7 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
       // about half as long. With skewed routing about half the groups end that way. Where the
       // launch allows it (p.half_tiles: device/sm90_configs.h, choose_sm90_half_tiles). NOTE: not with
       // both operands MN-major (not a forward layout): there ptxas then serialized the wgmma (C7511).
-      if constexpr (!Cfg::kPingpong && !Mma::kPromote && !kPtrArray && !(kAMn && kBMn)) {
+      if constexpr (!Cfg::kPingpong && !Mma::kPromote && !kPtrArray && !(kAMn && kBMn) && !kCompactCoop) {
         if (g.shape.mode == GroupMode::kGroupedM && row_in_tile > 0 && p.half_tiles) {
           if (w.m0 + row_in_tile >= w.m_len) {
             flush_pending();  // (no wgmma here to hide the stores under)
@@ -580,7 +586,7 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
         }
         continue;
       }
-      if constexpr (kPlainTma) {  // (launched only with p.tma_store, never grouped-M: whole tiles)
+      if constexpr (kPlainTma && Cfg::kPingpong) {  // (launched only with p.tma_store, never grouped-M: whole tiles)
         sm90_store_tma_whole<Cfg, T>(g, resolve_problem(g.shape, w.group), acc, s.epi_slot[consumer].u.out, &tma_d,
                                      p.d_3d, w.group, w.a_row + row_in_tile, w.n0, tid_in_wg, 1 + consumer);
         continue;
@@ -603,7 +609,14 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
       auto rows_d = [&] {
         return static_cast<uint16_t*>(g.d) + prob.d_off + index_t(w.m0 + row_in_tile) * g.shape.d_sm;
       };
-      if constexpr (kDefer && !kSwiGlu) {
+      if constexpr (kCompactCoop) {
+        // launch_sm90 takes this variant only where every tile defers (p.defer_store: a 16-bit D by
+        // TMA, no C, bias pairs, an activation the packing has), so the pack cannot decline; with
+        // K = 0 the accumulator was zeroed above.
+        sm90_pack_tile_for<T>(g, prob, acc, w.n0, tid_in_wg % 32, pend);
+        set_pending(prob.n, nullptr, w.a_row + row_in_tile);
+        continue;
+      } else if constexpr (kDefer && !kSwiGlu) {
         // (an empty grouped-K problem: the epilogues below)
         if (p.defer_store && k_blocks > 0 && (tma_rows || kDeferDirect) &&
             sm90_pack_tile_for<T>(g, prob, acc, w.n0, tid_in_wg % 32, pend)) {
