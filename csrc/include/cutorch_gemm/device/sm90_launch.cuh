@@ -203,11 +203,11 @@ cudaError_t launch_sm90(const GemmArgs& args, int num_sms, cudaStream_t stream) 
       if (err != cudaSuccess) return err;
     }
   }
-  // Dense / batched cooperative launches whose every tile defers its store take the cooperative compact
-  // variant; a K-major A, as the forward of a linear layer has.
-  if constexpr (!Cfg::kPingpong && sm90_defers<Cfg, Mma>() && !kAMn && !kSwiGlu) {
-    if (p.defer_store && s.mode == GroupMode::kBatched && epi != "general") {
-      launched = sm90_gemm_ws_kernel<Cfg, Mma, T, false, kBMn, false, false, true>;
+  // Cooperative launches on a fixed tile grid (dense, batched, grouped-K) whose every tile defers its
+  // store take the cooperative compact variant.
+  if constexpr (!Cfg::kPingpong && sm90_defers<Cfg, Mma>() && !kSwiGlu) {
+    if (p.defer_store && fixed_grid && epi != "general") {
+      launched = sm90_gemm_ws_kernel<Cfg, Mma, T, kAMn, kBMn, false, false, true>;
       err = ensure_dynamic_smem(reinterpret_cast<const void*>(launched), smem);
       if (err != cudaSuccess) return err;
     }

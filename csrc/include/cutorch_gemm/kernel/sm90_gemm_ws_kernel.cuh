@@ -137,8 +137,8 @@ constexpr bool sm90_defers() {
 // found by the scheduler's scan over host-computed tile counts; D is written from registers
 // (direct or staged, per problem).
 // kPlainTma: the compact variant, with one epilogue compiled in (launch_sm90 picks it). Ping-pong:
-// plain launches whose D takes the TMA store, that store. Cooperative (K-major A, 16-bit): dense or
-// batched launches with the deferred store (stream-K pieces included), that store, and a scheduler
+// plain launches whose D takes the TMA store, that store. Cooperative (16-bit): dense, batched and
+// grouped-K launches with the deferred store (stream-K pieces included), that store, and a scheduler
 // without the grouped scan. Why: the general kernel inlines every epilogue path (direct, staged, fused C,
 // activations, scaled, stream-K), ~3x the code, and a launch on cold caches stalls on instruction
 // fetch (H100, ping-pong 128x128x64: 11.1 us -> 7.6 us with caches flushed; benchmarks/RESULTS.md,
@@ -158,10 +158,8 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
   static_assert(Mma::kInstrK * sizeof(E) == 32, "the descriptors' K step is 32 bytes (K-major)");
   static_assert(Mma::kMnMajorOk || (!kAMn && !kBMn), "this operand type reads K-major tiles only");
   static_assert(!kPlainTma || (!kSwiGlu && !kPtrArray && !Mma::kScaled && !kGroupEnds &&
-                                (Cfg::kPingpong || (sm90_defers<Cfg, Mma>() && !kAMn))),
-                "the compact variants: plain ping-pong launches; deferring cooperative ones with a K-major A");
-  // The cooperative compact variant: dense / batched launches only, every tile deferred.
-  constexpr bool kCompactCoop = kPlainTma && !Cfg::kPingpong;
+                                (Cfg::kPingpong || sm90_defers<Cfg, Mma>())),
+                "the compact variants: plain ping-pong launches; deferring cooperative ones");
   static_assert(Cfg::kBlockN == 256 || (Cfg::kBlockN == 128 && Mma::kNarrowOk && !kSwiGlu && !kPtrArray) ||
                     (Cfg::kBlockN == 192 && Mma::kPromote && !Cfg::kPingpong) ||
                     (Cfg::kBlockN == 64 && Mma::kPromote && Cfg::kPingpong),
@@ -188,6 +186,8 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
                 "kGroupEnds: the deferring cooperative kernels with a K-major A");
   constexpr bool kDeferDirect = kSwiGlu || kGroupEnds;
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  // The cooperative compact variant: fixed tile grids (dense, batched, grouped-K), every tile deferred.
+  constexpr bool kCompactCoop = kPlainTma && !Cfg::kPingpong;
   using Storage = Sm90SharedStorage<Cfg, E>;
   using State = sm90::PipelineState<Cfg::kStages>;
   static_assert(!(kSwiGlu && kPtrArray), "one variant at a time");
@@ -344,7 +344,7 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
       if (w.group < 0) break;
       const int k_blocks = Scheduler::k_blocks(w);
       const int tail_k = w.k_len % Cfg::kBlockK;  // grouped-K: the last slice holds the next group's K
-      const bool zero_tail = !kCompactCoop && g.shape.mode == GroupMode::kGroupedK && tail_k != 0;
+      const bool zero_tail = g.shape.mode == GroupMode::kGroupedK && tail_k != 0;
       // NOTE: ping-pong mainloops take turns: a warpgroup starts only after the other has
       // passed every full-barrier wait of the tile before it in the ring. Besides staggering
       // the epilogues against the other's wgmma, this keeps every parity wait within one
@@ -612,7 +612,7 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
       if constexpr (kCompactCoop) {
         // launch_sm90 takes this variant only where every tile defers (p.defer_store: a 16-bit D by
         // TMA, no C, bias pairs, an activation the packing has), so the pack cannot decline; with
-        // K = 0 the accumulator was zeroed above.
+        // K = 0 (an empty grouped-K group) the accumulator was zeroed above.
         sm90_pack_tile_for<T>(g, prob, acc, w.n0, tid_in_wg % 32, pend);
         set_pending(prob.n, nullptr, w.a_row + row_in_tile);
         continue;

@@ -94,9 +94,9 @@ struct Sm90Work {
   int sk_first = 0;
 };
 
-// kBatchedOnly: the launch is dense or batched (the compact cooperative kernel): the device-only
-// scan is not compiled in.
-template <int kBlockM, int kBlockN, int kBlockK, bool kPtrArray = false, bool kBatchedOnly = false>
+// kFixedGrid: the launch is dense, batched or grouped-K (the compact cooperative kernel): the
+// device-only scan is not compiled in.
+template <int kBlockM, int kBlockN, int kBlockK, bool kPtrArray = false, bool kFixedGrid = false>
 struct Sm90TileScheduler {
   const Sm90Params& p;
   int scan_group = 0;   // grouped-M/N scan state: the first group that may hold the next tile
@@ -153,7 +153,7 @@ struct Sm90TileScheduler {
   CG_DEVICE Sm90Work get(int tile) {
     const ProblemShape& s = p.args.shape;
     Sm90Work w{-1, 0, 0, 0, 0, 0, s.k};
-    if (kBatchedOnly || (!kPtrArray && (s.mode == GroupMode::kBatched || s.mode == GroupMode::kGroupedK))) {
+    if (kFixedGrid || (!kPtrArray && (s.mode == GroupMode::kBatched || s.mode == GroupMode::kGroupedK))) {
       // Clustered: `tile` is a pair tile of a (tiles_m / 2) x tiles_n grid per problem.
       const int rows = p.cluster > 1 ? ceil_div(p.tiles_m, p.cluster) : p.tiles_m;
       const int per = rows * p.tiles_n;
@@ -168,7 +168,7 @@ struct Sm90TileScheduler {
         w.k_begin = group * p.args.k_chunk;
         w.k_len = min_of(p.args.k_chunk, s.k - w.k_begin);
       }
-      if (!kBatchedOnly && s.mode == GroupMode::kGroupedK) {
+      if (s.mode == GroupMode::kGroupedK) {
         const GroupRange r = clamp_group(s.offs, group, s.k);
         w.k_begin = r.begin;
         w.k_len = r.end - r.begin;
