@@ -145,7 +145,8 @@ constexpr bool sm90_defers() {
 // eleventh session; H200, 1024^3: 21% of the warps' samples were instruction fetch, nineteenth).
 // kGroupEnds: the grouped-M variant of the cooperative 16-bit kernels with a K-major A (launch_sm90
 // picks it for grouped-M forwards with the deferred store): a group's last, partial tile is deferred
-// too, its slices stored from registers (sm90_store_packed_slice_direct). Why a variant: that path,
+// too, its slices stored from registers (sm90_store_packed_slice_direct). Every tile of such a launch
+// defers, so, like the compact kernels, it has no other epilogue compiled in. Why a variant: that path,
 // compiled into the dense kernels, cost them at fixed clocks (H100): 4096x4096x512 60.1 K -> 63.7 K
 // cycles, 8192x14336x4096 +1%, and a Qwen3-down-like grouped dW (MN-major A) 361 K -> 389 K.
 template <class Cfg, class Mma, typename T, bool kAMn, bool kBMn, bool kSwiGlu = false, bool kPtrArray = false,
@@ -561,7 +562,7 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
       sm90::wgmma_wait<0>();
       sm90::fence_accumulators(acc);
       if (k_blocks > 0) pipe.consumer_release(prev);  // (the last k-block's stage)
-      if constexpr (!Cfg::kPingpong && !kSwiGlu && !kPtrArray) {  // stream-K pieces (dense launches)
+      if constexpr (!Cfg::kPingpong && !kSwiGlu && !kPtrArray && !kGroupEnds) {  // stream-K pieces (dense launches)
         if (p.sk_tiles > 0) {
           // (the piece's role looked up again here: kept live across the mainloop, it spilled)
           const Sm90Work piece = sched.get_item(i);
@@ -609,12 +610,14 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
       auto rows_d = [&] {
         return static_cast<uint16_t*>(g.d) + prob.d_off + index_t(w.m0 + row_in_tile) * g.shape.d_sm;
       };
-      if constexpr (kCompactCoop) {
-        // launch_sm90 takes this variant only where every tile defers (p.defer_store: a 16-bit D by
+      if constexpr (kCompactCoop || kGroupEnds) {
+        // launch_sm90 takes these variants only where every tile defers (p.defer_store: a 16-bit D by
         // TMA, no C, bias pairs, an activation the packing has), so the pack cannot decline; with
-        // K = 0 (an empty grouped-K group) the accumulator was zeroed above.
+        // K = 0 (an empty grouped-K group) the accumulator was zeroed above. kGroupEnds: a tile past its
+        // group's end goes out from registers.
         sm90_pack_tile_for<T>(g, prob, acc, w.n0, tid_in_wg % 32, pend);
-        set_pending(prob.n, nullptr, w.a_row + row_in_tile);
+        if (kCompactCoop || tma_rows) set_pending(prob.n, nullptr, w.a_row + row_in_tile);
+        else set_pending(prob.n, rows_d(), prob.m - (w.m0 + row_in_tile));
         continue;
       } else if constexpr (kDefer && !kSwiGlu) {
         // (an empty grouped-K problem: the epilogues below)
