@@ -341,10 +341,10 @@ def _defer_note(config: str, a: torch.Tensor, mode: str, n: int, splits: int, kw
             return ""
         return ("; each tile's silu(gate) * up is packed into registers and stored one slice per k-block "
                 "under the next tile's wgmma (the deferred store)")
-    # CUTORCH_GEMM_SM90_EPILOGUE: "general" and "fused" keep the TMA store of a plain D (so it defers);
-    # any forced path takes an activation off the packed registers.
-    plain_tma = epilogue in ("", "general", "fused")
-    if activation == "gelu" or not (plain_tma if activation in (None, "none") else not epilogue) or n % 8 or not pairs:
+    # Forced epilogue paths (CUTORCH_GEMM_SM90_EPILOGUE): "general" and "fused" keep a plain D's TMA store,
+    # so it defers; any forced path takes an activation off the packed registers.
+    tma_store = epilogue in ("", "general", "fused") if activation in (None, "none") else not epilogue
+    if activation == "gelu" or not tma_store or n % 8 or not pairs:
         return ""
     if kwargs.get("c") is not None and float(kwargs.get("beta", 0.0)) != 0.0:
         return ""
