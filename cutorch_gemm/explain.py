@@ -321,6 +321,21 @@ def _cluster_note(config: str, fixed_grid: bool, swiglu: bool, m: int, a: torch.
     return ""
 
 
+def _variant_note(mode: str, a_mn_major: bool, defer_note: str, swiglu: bool) -> str:
+    """Which build of the cooperative kernel runs a deferring launch (sm90_launch.cuh): the compact one on
+    fixed tile grids (dense, batched, grouped-K), kGroupEnds for grouped-M forwards with a K-major A."""
+    if not defer_note or swiglu:
+        return ""
+    if mode in ("none", "k"):
+        if os.environ.get("CUTORCH_GEMM_SM90_EPILOGUE", "").strip() == "general":
+            return ""
+        return "; the compact kernel (only the deferred-store epilogue and a fixed-grid scheduler compiled in)"
+    if mode == "m" and not a_mn_major and \
+            os.environ.get("CUTORCH_GEMM_SM90_GROUP_ENDS", "").strip().lower() != "off":
+        return "; the kGroupEnds kernel (the deferred store only; a group's partial last tile from registers)"
+    return ""
+
+
 def _defer_note(config: str, a: torch.Tensor, mode: str, n: int, splits: int, kwargs) -> str:
     """The deferred store (sm90_launch.cuh's defer_store, the kernel's kDefer): cooperative 16-bit
     launches with a 16-bit D. Plain or bias + activation: D takes TMA stores (rows 16-byte aligned,
@@ -446,10 +461,11 @@ def _explain_gemm(op: str, args, kwargs, skinny: bool = True) -> Explanation:
             half_note = ("; a group's last tile computes only its first 64 rows when the rest lie past the "
                          "group's end (a group's B fits L2)")
         defer_note = _defer_note(config, a, mode, n_per, splits, kwargs)
+        variant_note = _variant_note(mode, op_a[1], defer_note, swiglu)
         return Explanation(op, str(a.device), "sm90", config, splits, layouts,
                            f"sm_{prop.major}{prop.minor}; {fam['reason']}"
                            + (f"; CUTORCH_GEMM_SM90_CONFIG={sm90_forced}" if sm90_forced else "") + split_note
-                           + cluster_note + streamk_note + half_note + defer_note)
+                           + cluster_note + streamk_note + half_note + defer_note + variant_note)
     if fam["family"] == "sm80":
         env = {name: os.environ.get(name, "").strip().lower()
                for name in ("CUTORCH_GEMM_SM80_CONFIG", "CUTORCH_GEMM_SPLIT_K")}

@@ -280,6 +280,26 @@ def test_explain_does_not_compute():
     assert torch.equal(a, a0) and torch.equal(b, b0)
 
 
+def test_variant_note_names_the_kernel_build(monkeypatch):
+    """explain names the cooperative kernel's build that runs a deferring launch (sm90_launch.cuh):
+    the compact one on fixed tile grids unless CUTORCH_GEMM_SM90_EPILOGUE=general, kGroupEnds for
+    grouped-M forwards with a K-major A unless CUTORCH_GEMM_SM90_GROUP_ENDS=off; nothing otherwise."""
+    from cutorch_gemm.explain import _variant_note
+    monkeypatch.delenv("CUTORCH_GEMM_SM90_EPILOGUE", raising=False)
+    monkeypatch.delenv("CUTORCH_GEMM_SM90_GROUP_ENDS", raising=False)
+    d = "; ... (the deferred store)"
+    for mode in ("none", "k"):
+        for a_mn in (False, True):
+            assert "the compact kernel" in _variant_note(mode, a_mn, d, False)
+    assert "kGroupEnds" in _variant_note("m", False, d, False)
+    assert _variant_note("m", True, d, False) == "" and _variant_note("n", False, d, False) == ""
+    assert _variant_note("none", False, "", False) == "" and _variant_note("m", False, d, True) == ""
+    monkeypatch.setenv("CUTORCH_GEMM_SM90_EPILOGUE", "general")
+    assert _variant_note("none", False, d, False) == "" and "kGroupEnds" in _variant_note("m", False, d, False)
+    monkeypatch.setenv("CUTORCH_GEMM_SM90_GROUP_ENDS", "off")
+    assert _variant_note("m", False, d, False) == ""
+
+
 def test_defer_note_follows_the_launch_rule(monkeypatch):
     """explain's copy of the deferred store's rule (sm90_launch.cuh's defer_store): cooperative
     16-bit launches with a 16-bit D; not exact GELU, C, split-K, grouped-N, N off the 16-byte TMA

@@ -487,6 +487,7 @@ def test_sm90_deferred_store(case, layouts, defer, kernel, monkeypatch):
     b = make((k, n), dt, "cuda", layouts[1])
     e = cg.explain("mm", a, b)
     assert e.kernel == "sm90" and ("the deferred store" in e.reason) == (defer == ""), str(e)
+    assert ("the compact kernel" in e.reason) == (defer == "" and kernel == ""), str(e)
     poison(m * n * 2)
     check(cg.mm(a, b), ref_gemm(a, b), dt, what=f"deferred store mm {case} {layouts}")
     poison(m * n * 2)
@@ -516,7 +517,7 @@ def test_sm90_deferred_store_bias_activation(activation, bias_kind, defer, kerne
     a, b = linear_operands(m, n, k, dt)
     if kernel.startswith("general"):
         a = make((m, k), dt, "cuda", "col")
-    assert ("stream-K" in cg.explain("mm", a, b).reason) == kernel.endswith("streamk")
+    assert ("; stream-K over the last" in cg.explain("mm", a, b).reason) == kernel.endswith("streamk")
     bias = None
     if bias_kind != "none":
         buf = torch.randn(n + 1, device="cuda", dtype=dt)
