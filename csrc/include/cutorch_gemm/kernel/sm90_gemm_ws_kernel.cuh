@@ -25,6 +25,7 @@
 #include "cutorch_gemm/arch/sm90_warpgroup.cuh"
 #include "cutorch_gemm/arch/sm90_wgmma.cuh"
 #include "cutorch_gemm/collective/sm90_mma.cuh"
+#include "cutorch_gemm/collective/sm90_operand_load.cuh"
 #include "cutorch_gemm/device/gemm_args.h"
 #include "cutorch_gemm/epilogue/sm90_epilogue.cuh"
 #include "cutorch_gemm/epilogue/sm90_streamk.cuh"
@@ -53,74 +54,6 @@ struct Sm90SharedStorage {
   alignas(8) uint64_t empty[Cfg::kStages];
   alignas(8) uint64_t order[2];  // ping-pong: "consumer c finished a mainloop"
 };
-
-// One stage's operand tiles. K-major: [rows][64 K] (one TMA box). MN-major: [rows / 64][64 K][64]
-// (one box per 64-wide MN block), the layout make_desc_mn_major_sw128 describes.
-template <class Cfg, typename T, bool kMn, int kRows>
-CG_DEVICE void sm90_load_operand(T* dst, const CUtensorMap* map, uint64_t* bar, int row, int k, int z, bool is_3d) {
-  if constexpr (kMn) {
-#pragma unroll
-    for (int j = 0; j < kRows / 64; ++j) {
-      if (is_3d) sm90::tma_load_3d(dst + j * 64 * Cfg::kBlockK, map, bar, row + 64 * j, k, z);
-      else sm90::tma_load_2d(dst + j * 64 * Cfg::kBlockK, map, bar, row + 64 * j, k);
-    }
-  } else {
-    if (is_3d) sm90::tma_load_3d(dst, map, bar, k, row, z);
-    else sm90::tma_load_2d(dst, map, bar, k, row);
-  }
-}
-
-// sm90_load_operand for rows [row, row + kRows) of a tile that two CTAs share, landing at `dst`
-// in every CTA of `mask`. K-major: one box of kRows rows (the host encodes B's map with boxes of
-// kBlockN / 2 rows for clustered launches); MN-major: kRows / 64 of the 64-wide boxes.
-template <class Cfg, typename T, bool kMn, int kRows>
-CG_DEVICE void sm90_load_operand_multicast(T* dst, const CUtensorMap* map, uint64_t* bar, int row, int k, int z,
-                                           bool is_3d, uint16_t mask) {
-  if constexpr (kMn) {
-#pragma unroll
-    for (int j = 0; j < kRows / 64; ++j) {
-      if (is_3d) sm90::tma_load_3d_multicast(dst + j * 64 * Cfg::kBlockK, map, bar, row + 64 * j, k, z, mask);
-      else sm90::tma_load_2d_multicast(dst + j * 64 * Cfg::kBlockK, map, bar, row + 64 * j, k, mask);
-    }
-  } else {
-    if (is_3d) sm90::tma_load_3d_multicast(dst, map, bar, k, row, z, mask);
-    else sm90::tma_load_2d_multicast(dst, map, bar, k, row, mask);
-  }
-}
-
-// Zeroes K positions >= valid_k of `rows` rows of one operand tile (share `part` of `parts`).
-// Grouped-K problems end inside a K slice; TMA fills the rest of that slice with the next
-// group's K (only the tensor's own end is zero-filled), which must not enter the sum.
-template <class Cfg, typename T, bool kMn>
-CG_DEVICE void sm90_zero_k_tail(T* tile, int rows, int valid_k, int part, int parts) {
-  constexpr int kChunks = Cfg::kBlockK * int(sizeof(T)) / 16;  // 16-byte chunks per 128-byte line
-  uint8_t* base = reinterpret_cast<uint8_t*>(tile);
-  const uint4 zero = make_uint4(0, 0, 0, 0);
-  if constexpr (kMn) {
-    // [rows / 64][K row][128 bytes]: whole K rows, swizzle or not.
-    const int dead = Cfg::kBlockK - valid_k;
-    const int total = (rows / 64) * dead * kChunks;
-    for (int i = part; i < total; i += parts) {
-      const int blk = i / (dead * kChunks);
-      const int rest = i % (dead * kChunks);
-      const int r = valid_k + rest / kChunks;
-      *reinterpret_cast<uint4*>(base + (blk * Cfg::kBlockK + r) * 128 + (rest % kChunks) * 16) = zero;
-    }
-  } else {
-    // [row][128 bytes], logical 16-byte chunk c of row r stored at chunk c ^ (r % 8).
-    constexpr int kPerChunk = 16 / int(sizeof(T));
-    for (int i = part; i < rows * kChunks; i += parts) {
-      const int r = i / kChunks, c = i % kChunks;
-      if ((c + 1) * kPerChunk <= valid_k) continue;
-      uint8_t* chunk = base + r * 128 + ((c ^ (r % 8)) * 16);
-      if (c * kPerChunk >= valid_k) {
-        *reinterpret_cast<uint4*>(chunk) = zero;
-      } else {
-        for (int e = valid_k - c * kPerChunk; e < kPerChunk; ++e) reinterpret_cast<T*>(chunk)[e] = from_acc<T>(0.0f);
-      }
-    }
-  }
-}
 
 // The configs and operand types whose kernels defer the store (kDefer below): cooperative, 16-bit,
 // 256-column tiles. (launch_sm90 asks too, to pick the kGroupEnds variant.)
