@@ -286,8 +286,8 @@ def test_sm90_grouped_cuda_graph_new_offsets():
 # epilogue paths: TMA store (default when D allows it), direct register stores, staged functor
 # --------------------------------------------------------------------------------------
 
-# "tma": plain ping-pong launches take the compact kernel variant (kPlainTma), plain cooperative ones
-# with a K-major A its cooperative compact variant; "general": the general kernel's TMA store for them.
+# "tma": plain ping-pong launches take the compact kernel variant (kPlainTma), deferring cooperative ones
+# on a fixed tile grid the cooperative compact variant; "general": the general kernel for them.
 EPILOGUES = ["tma", "general", "direct", "staged"]
 
 
@@ -470,8 +470,8 @@ def test_sm90_cluster_tf32_fp8(cluster, monkeypatch):
 DEFER_CASES = [(1000, 1000, 64, 3), (640, 1024, 136, 4), (520, 600, 200, 2), (1000, 2000, 1000, 5)]
 
 
-# kernel "": a K-major A takes the cooperative compact variant (kPlainTma: the deferred store only, no
-# grouped scan); "general": CUTORCH_GEMM_SM90_EPILOGUE=general keeps the general kernel's deferred store.
+# kernel "": the cooperative compact variant (kPlainTma: the deferred store only, no grouped scan), every
+# layout; "general": CUTORCH_GEMM_SM90_EPILOGUE=general keeps the general kernel's deferred store.
 @pytest.mark.parametrize("kernel", ["", "general"])
 @pytest.mark.parametrize("defer", ["", "off"])
 @pytest.mark.parametrize("case", DEFER_CASES, ids=lambda c: "x".join(map(str, c)))
@@ -497,15 +497,15 @@ def test_sm90_deferred_store(case, layouts, defer, kernel, monkeypatch):
         check(cg.mm(a, b), ref_gemm(a, b), dt, what=f"deferred store + stream-K {case} {layouts}")
 
 
-@pytest.mark.parametrize("kernel", ["compact", "compact_streamk", "general_streamk"])
+@pytest.mark.parametrize("kernel", ["compact", "compact_streamk", "mn_major_streamk"])
 @pytest.mark.parametrize("defer", ["", "off"])
 @pytest.mark.parametrize("activation", ACTIVATIONS)
 @pytest.mark.parametrize("bias_kind", ["none", "aligned", "odd_start", "odd_n"])
 def test_sm90_deferred_store_bias_activation(activation, bias_kind, defer, kernel, monkeypatch):
     """Bias and activation applied in the packing (exact GELU and bias pairs that are not 4-byte
-    aligned, an odd start or an odd N, take the non-deferred epilogue). A K-major A takes the
-    cooperative compact kernel where the store defers, an MN-major A the general kernel; "compact":
-    3 CTAs over 24 tiles, no stream-K; "*_streamk": 5 CTAs with stream-K pieces in the last rounds."""
+    aligned, an odd start or an odd N, take the general kernel's non-deferred epilogue; where the store
+    defers, the cooperative compact kernel runs). "compact": 3 CTAs over 24 tiles, no stream-K;
+    "*_streamk": 5 CTAs with stream-K pieces in the last rounds; "mn_major_*": an MN-major A."""
     monkeypatch.setenv("CUTORCH_GEMM_SM90_CONFIG", "coop")
     monkeypatch.setenv("CUTORCH_GEMM_SM90_DEFER", defer)
     monkeypatch.setenv("CUTORCH_GEMM_SM90_GRID", "3" if kernel == "compact" else "5")
@@ -515,7 +515,7 @@ def test_sm90_deferred_store_bias_activation(activation, bias_kind, defer, kerne
     m, n, k = (700, 1000, 136) if kernel == "compact" else (704, 1000, 192)
     n += bias_kind == "odd_n"
     a, b = linear_operands(m, n, k, dt)
-    if kernel.startswith("general"):
+    if kernel.startswith("mn_major"):
         a = make((m, k), dt, "cuda", "col")
     assert ("; stream-K over the last" in cg.explain("mm", a, b).reason) == kernel.endswith("streamk")
     bias = None

@@ -553,11 +553,12 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
         else set_pending(prob.n, rows_d(), prob.m - (w.m0 + row_in_tile));
         continue;
       } else if constexpr (kDefer && !kSwiGlu) {
-        // (an empty grouped-K problem: the epilogues below)
-        if (p.defer_store && k_blocks > 0 && (tma_rows || kDeferDirect) &&
+        // The general kernel's deferring launches (CUTORCH_GEMM_SM90_EPILOGUE=general, grouped-M with
+        // CUTORCH_GEMM_SM90_GROUP_ENDS=off): whole TMA tiles only; an empty grouped-K problem and a
+        // group's partial last tile take the epilogues below.
+        if (p.defer_store && k_blocks > 0 && tma_rows &&
             sm90_pack_tile_for<T>(g, prob, acc, w.n0, tid_in_wg % 32, pend)) {
-          if (tma_rows) set_pending(prob.n, nullptr, w.a_row + row_in_tile);
-          else set_pending(prob.n, rows_d(), prob.m - (w.m0 + row_in_tile));
+          set_pending(prob.n, nullptr, w.a_row + row_in_tile);
           continue;
         }
       }
