@@ -70,7 +70,8 @@ constexpr bool sm90_defers() {
 // found by the scheduler's scan over host-computed tile counts; D is written from registers
 // (direct or staged, per problem).
 // kPlainTma: the compact variant, with one epilogue compiled in (launch_sm90 picks it). Ping-pong:
-// plain launches whose D takes the TMA store, that store. Cooperative (16-bit): dense, batched and
+// plain launches on fixed tile grids whose D takes the TMA store, that store, and a scheduler
+// without the grouped scan or stream-K pieces. Cooperative (16-bit): dense, batched and
 // grouped-K launches with the deferred store (stream-K pieces included), that store, and a scheduler
 // without the grouped scan. Why: the general kernel inlines every epilogue path (direct, staged, fused C,
 // activations, scaled, stream-K), ~3x the code, and a launch on cold caches stalls on instruction
@@ -125,8 +126,11 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
   using Storage = Sm90SharedStorage<Cfg, E>;
   using State = sm90::PipelineState<Cfg::kStages>;
   static_assert(!(kSwiGlu && kPtrArray), "one variant at a time");
-  using Scheduler =
-      Sm90TileScheduler<Cfg::kBlockM, kSwiGlu ? Cfg::kBlockN / 2 : Cfg::kBlockN, Cfg::kBlockK, kPtrArray, kCompactCoop>;
+  // The compact kernels run on fixed tile grids (launch_sm90); stream-K pieces come only to the
+  // dense cooperative launches of the kernels that test for them below.
+  constexpr bool kStreamK = !Cfg::kPingpong && !kSwiGlu && !kPtrArray && !kGroupEnds;
+  using Scheduler = Sm90TileScheduler<Cfg::kBlockM, kSwiGlu ? Cfg::kBlockN / 2 : Cfg::kBlockN, Cfg::kBlockK, kPtrArray,
+                                      kPlainTma, kStreamK>;
   extern __shared__ uint8_t smem_raw[];
   // NOTE: the 128-byte swizzle pattern repeats every 1024 bytes; stages must start on it.
   Storage& s = *reinterpret_cast<Storage*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
@@ -495,7 +499,7 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
       sm90::wgmma_wait<0>();
       sm90::fence_accumulators(acc);
       if (k_blocks > 0) pipe.consumer_release(prev);  // (the last k-block's stage)
-      if constexpr (!Cfg::kPingpong && !kSwiGlu && !kPtrArray && !kGroupEnds) {  // stream-K pieces (dense launches)
+      if constexpr (kStreamK) {  // stream-K pieces (dense launches)
         if (p.sk_tiles > 0) {
           // (the piece's role looked up again here: kept live across the mainloop, it spilled)
           const Sm90Work piece = sched.get_item(i);
@@ -520,7 +524,7 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
         }
         continue;
       }
-      if constexpr (kPlainTma && Cfg::kPingpong) {  // (launched only with p.tma_store, never grouped-M: whole tiles)
+      if constexpr (kPlainTma && Cfg::kPingpong) {  // (launched only with p.tma_store on fixed grids: whole tiles)
         sm90_store_tma_whole<Cfg, T>(g, resolve_problem(g.shape, w.group), acc, s.epi_slot[consumer].u.out, &tma_d,
                                      p.d_3d, w.group, w.a_row + row_in_tile, w.n0, tid_in_wg, 1 + consumer);
         continue;

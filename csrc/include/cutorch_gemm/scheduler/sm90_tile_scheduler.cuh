@@ -94,9 +94,15 @@ struct Sm90Work {
   int sk_first = 0;
 };
 
-// kFixedGrid: the launch is dense, batched or grouped-K (the compact cooperative kernel): the
-// device-only scan is not compiled in.
-template <int kBlockM, int kBlockN, int kBlockK, bool kPtrArray = false, bool kFixedGrid = false>
+// kFixedGrid: the launch is dense, batched or grouped-K (the compact kernels): the device-only
+// scan is not compiled in.
+// kStreamK: the kernel may be launched with stream-K pieces (p.sk_tiles > 0; only dense cooperative
+// launches are: launch_sm90). Without it the pieces' lookup is not compiled in.
+// Why both: every get_item call site inlines the whole lookup; in the compact ping-pong kernel
+// the scan, the pieces and their divisions were 3.3 K of its 5.1 K SASS instructions, cold code
+// that a one-tile-per-CTA launch (1024^3) fetches from memory.
+template <int kBlockM, int kBlockN, int kBlockK, bool kPtrArray = false, bool kFixedGrid = false,
+          bool kStreamK = true>
 struct Sm90TileScheduler {
   const Sm90Params& p;
   int scan_group = 0;   // grouped-M/N scan state: the first group that may hold the next tile
@@ -105,8 +111,9 @@ struct Sm90TileScheduler {
   CG_DEVICE explicit Sm90TileScheduler(const Sm90Params& params) : p(params) {}
 
   // The CTA's (or, clustered, its cluster's) first work index and the step between its items.
-  CG_DEVICE static int first_item(const Sm90Params& params) { return int(blockIdx.x) / params.cluster; }
-  CG_DEVICE static int item_step(const Sm90Params& params) { return int(gridDim.x) / params.cluster; }
+  // (p.cluster is 1 or 2: shifts, not the ~20-instruction integer divisions, at every call site)
+  CG_DEVICE static int first_item(const Sm90Params& params) { return int(blockIdx.x) >> (params.cluster - 1); }
+  CG_DEVICE static int item_step(const Sm90Params& params) { return int(gridDim.x) >> (params.cluster - 1); }
 
   CG_DEVICE static int k_blocks(const Sm90Work& w) { return ceil_div(w.k_len, kBlockK); }
 
@@ -116,7 +123,7 @@ struct Sm90TileScheduler {
   // last tile to its first, so a CTA's partial (its last tile's first k-blocks) comes before
   // anything it waits for, and a tile's owner waits only for CTAs of lower index.
   CG_DEVICE Sm90Work get_item(int j) {
-    if (p.sk_tiles == 0) return get(first_item(p) + j * item_step(p));
+    if (!kStreamK || p.sk_tiles == 0) return get(first_item(p) + j * item_step(p));
     const int ctas = int(gridDim.x), cta = int(blockIdx.x);
     const int dp = p.tiles_m * p.tiles_n - p.sk_tiles;
     const int n_dp = dp > cta ? (dp - cta + ctas - 1) / ctas : 0;
@@ -155,12 +162,12 @@ struct Sm90TileScheduler {
     Sm90Work w{-1, 0, 0, 0, 0, 0, s.k};
     if (kFixedGrid || (!kPtrArray && (s.mode == GroupMode::kBatched || s.mode == GroupMode::kGroupedK))) {
       // Clustered: `tile` is a pair tile of a (tiles_m / 2) x tiles_n grid per problem.
-      const int rows = p.cluster > 1 ? ceil_div(p.tiles_m, p.cluster) : p.tiles_m;
+      const int rows = (p.tiles_m + p.cluster - 1) >> (p.cluster - 1);
       const int per = rows * p.tiles_n;
-      const int group = tile / per;
+      const int group = p.args.batch == 1 ? int(tile >= per) : tile / per;  // (dense: no division)
       if (group >= p.args.batch) return w;
       TileCoord tc = raster_tile(tile - group * per, rows, p.tiles_n, p.raster_group);
-      if (p.cluster > 1) tc.m = tc.m * p.cluster + int(cluster_rank());
+      if (p.cluster > 1) tc.m = 2 * tc.m + int(cluster_rank());
       w.group = group;
       w.m0 = w.a_row = tc.m * kBlockM;
       w.n0 = w.b_col = tc.n * kBlockN;
