@@ -140,6 +140,37 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
 
   const int warpgroup = threadIdx.x / 128;
   const int tid_in_wg = threadIdx.x % 128;
+  const GemmArgs& g = p.args;
+  constexpr uint32_t kStageBytes = (Cfg::kBlockM + Cfg::kBlockN) * Cfg::kBlockK * sizeof(E);
+  // The producer's k-block kb of work item w: wait for the stage to be free, expect its bytes, load.
+  auto load_stage = [&](State& st, const Sm90Work& w, int kb, const CUtensorMap* map_a, const CUtensorMap* map_b) {
+    const int za = p.a_3d ? w.group : 0, zb = p.b_3d ? w.group : 0;
+    const int k = w.k_begin + kb * Cfg::kBlockK;
+    pipe.producer_acquire(st);
+    pipe.producer_commit(st, kStageBytes);
+    sm90_load_operand<Cfg, E, kAMn, Cfg::kBlockM>(s.a[st.index], map_a, &s.full[st.index], w.a_row, k, za, p.a_3d);
+    if constexpr (kSwiGlu) {  // gate rows, then the matching up rows F further on
+      constexpr int kHalf = Cfg::kBlockN / 2;
+      sm90_load_operand<Cfg, E, kBMn, kHalf>(s.b[st.index], &tma_b, &s.full[st.index], w.b_col, k, zb, p.b_3d);
+      sm90_load_operand<Cfg, E, kBMn, kHalf>(s.b[st.index] + kHalf * Cfg::kBlockK, &tma_b, &s.full[st.index],
+                                             g.shape.n / 2 + w.b_col, k, zb, p.b_3d);
+    } else if (p.cluster > 1) {
+      // This CTA's half of the shared B tile, multicast to both CTAs (the full barrier of
+      // each expects the whole stage: its own A, this half and the peer's half).
+      sm90_load_operand_multicast<Cfg, E, kBMn, Cfg::kBlockN / 2>(
+          s.b[st.index] + rank * (Cfg::kBlockN / 2) * Cfg::kBlockK, map_b, &s.full[st.index],
+          w.b_col + rank * (Cfg::kBlockN / 2), k, zb, p.b_3d, uint16_t(0x3));
+    } else {
+      sm90_load_operand<Cfg, E, kBMn, Cfg::kBlockN>(s.b[st.index], map_b, &s.full[st.index], w.b_col, k, zb, p.b_3d);
+    }
+    st.advance();
+  };
+  // Early start (compact kernels without clusters, p.early_start): the thread that initialises the
+  // barriers, which is also the producer's issuing lane, loads the first stages of the CTA's first
+  // tile right away, before the CTA barrier, the producer's register release and its scheduler
+  // call. Why: a launch with one tile per CTA (1024^3, 2048^3) exposes everything before its first
+  // load; the producer branch sits at the kernel's far end, cold in the instruction cache.
+  int early = 0;  // k-blocks of the first tile already issued (thread 0 only)
   if (threadIdx.x == 0) {
     for (int i = 0; i < Cfg::kStages; ++i) {
       sm90::mbarrier_init(&s.full[i], 1);
@@ -154,14 +185,22 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
       sm90::tma_prefetch_descriptor(&tma_a);
       sm90::tma_prefetch_descriptor(&tma_b);
     }
+    if constexpr (kPlainTma) {
+      if (p.cluster == 1 && p.early_start) {
+        Scheduler first(p);  // (fixed grid: no warp-wide scan inside)
+        const Sm90Work w = first.get_item(0);
+        if (w.group >= 0) {
+          State st;
+          early = min_of(Cfg::kStages, Scheduler::k_blocks(w));
+          for (int kb = 0; kb < early; ++kb) load_stage(st, w, kb, &tma_a, &tma_b);
+        }
+      }
+    }
     if (p.tma_store) sm90::tma_prefetch_descriptor(&tma_d);
   }
   // The peer's barriers must be initialised before this CTA's multicasts and arrives reach them.
   if (p.cluster > 1) sm90::cluster_sync();
   else __syncthreads();
-
-  const GemmArgs& g = p.args;
-  constexpr uint32_t kStageBytes = (Cfg::kBlockM + Cfg::kBlockN) * Cfg::kBlockK * sizeof(E);
 
   if (warpgroup == 0) {
     sm90::setmaxnreg_dec<Cfg::kProducerRegs>();
@@ -172,11 +211,11 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
       const CUtensorMap* map_a = &tma_a;
       const CUtensorMap* map_b = &tma_b;
       int fenced_group = -1;  // pointer-array: the problem whose maps were last made visible to TMA
+      st.advance(early);
       for (int item = 0;; ++item) {
         const Sm90Work w = sched.get_item(item);
         if (w.group < 0) break;
         if (tid_in_wg == 0) {
-          const int za = p.a_3d ? w.group : 0, zb = p.b_3d ? w.group : 0;
           const int kbs = Scheduler::k_blocks(w);
           if constexpr (kPtrArray) {
             map_a = p.ptr_maps + 2 * w.group;
@@ -187,30 +226,7 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
               fenced_group = w.group;
             }
           }
-          for (int kb = 0; kb < kbs; ++kb) {
-            const int k = w.k_begin + kb * Cfg::kBlockK;
-            pipe.producer_acquire(st);
-            pipe.producer_commit(st, kStageBytes);
-            sm90_load_operand<Cfg, E, kAMn, Cfg::kBlockM>(s.a[st.index], map_a, &s.full[st.index], w.a_row, k, za,
-                                                          p.a_3d);
-            if constexpr (kSwiGlu) {  // gate rows, then the matching up rows F further on
-              constexpr int kHalf = Cfg::kBlockN / 2;
-              sm90_load_operand<Cfg, E, kBMn, kHalf>(s.b[st.index], &tma_b, &s.full[st.index], w.b_col, k, zb,
-                                                     p.b_3d);
-              sm90_load_operand<Cfg, E, kBMn, kHalf>(s.b[st.index] + kHalf * Cfg::kBlockK, &tma_b, &s.full[st.index],
-                                                     g.shape.n / 2 + w.b_col, k, zb, p.b_3d);
-            } else if (p.cluster > 1) {
-              // This CTA's half of the shared B tile, multicast to both CTAs (the full barrier of
-              // each expects the whole stage: its own A, this half and the peer's half).
-              sm90_load_operand_multicast<Cfg, E, kBMn, Cfg::kBlockN / 2>(
-                  s.b[st.index] + rank * (Cfg::kBlockN / 2) * Cfg::kBlockK, map_b, &s.full[st.index],
-                  w.b_col + rank * (Cfg::kBlockN / 2), k, zb, p.b_3d, uint16_t(0x3));
-            } else {
-              sm90_load_operand<Cfg, E, kBMn, Cfg::kBlockN>(s.b[st.index], map_b, &s.full[st.index], w.b_col, k, zb,
-                                                            p.b_3d);
-            }
-            st.advance();
-          }
+          for (int kb = item == 0 ? early : 0; kb < kbs; ++kb) load_stage(st, w, kb, map_a, map_b);
         }
         __syncwarp();
       }

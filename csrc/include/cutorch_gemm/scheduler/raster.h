@@ -13,13 +13,15 @@ struct TileCoord {
   int n;
 };
 
+// (linear >= 0, group >= 1: unsigned divisions, about half the instructions of signed ones)
 CG_HOST_DEVICE TileCoord raster_tile(int linear, int tiles_m, int tiles_n, int group) {
-  const int band_size = group * tiles_n;          // tiles in one full band
-  const int band = linear / band_size;
-  const int first_m = band * group;
-  const int rows = min_of(tiles_m - first_m, group);  // last band may be thinner
-  const int in_band = linear - band * band_size;
-  return TileCoord{first_m + in_band % rows, in_band / rows};
+  const unsigned band_size = unsigned(group) * unsigned(tiles_n);  // tiles in one full band
+  const unsigned band = unsigned(linear) / band_size;
+  const int first_m = int(band) * group;
+  const unsigned rows = unsigned(min_of(tiles_m - first_m, group));  // last band may be thinner
+  const unsigned in_band = unsigned(linear) - band * band_size;
+  const unsigned n = in_band / rows;
+  return TileCoord{first_m + int(in_band - n * rows), int(n)};
 }
 
 // Band height: wide enough that a wave of CTAs reuses B tiles, no taller than the grid.

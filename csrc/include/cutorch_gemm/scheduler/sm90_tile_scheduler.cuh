@@ -77,6 +77,9 @@ struct Sm90Params {
   // read shared memory (all the CTA needs), 1 until their writes are complete as well
   // (CUTORCH_GEMM_SM90_EXIT_WAIT=all; A/B runs).
   int exit_wait_all;
+  // The compact kernels' early start (the kernel's note; CUTORCH_GEMM_SM90_EARLY=off turns it off
+  // for A/B runs): thread 0 issues the first tile's first stages before the CTA barrier.
+  int early_start;
 };
 
 struct Sm90Work {
@@ -164,7 +167,7 @@ struct Sm90TileScheduler {
       // Clustered: `tile` is a pair tile of a (tiles_m / 2) x tiles_n grid per problem.
       const int rows = (p.tiles_m + p.cluster - 1) >> (p.cluster - 1);
       const int per = rows * p.tiles_n;
-      const int group = p.args.batch == 1 ? int(tile >= per) : tile / per;  // (dense: no division)
+      const int group = p.args.batch == 1 ? int(tile >= per) : int(unsigned(tile) / unsigned(per));  // (dense: none)
       if (group >= p.args.batch) return w;
       TileCoord tc = raster_tile(tile - group * per, rows, p.tiles_n, p.raster_group);
       if (p.cluster > 1) tc.m = 2 * tc.m + int(cluster_rank());
