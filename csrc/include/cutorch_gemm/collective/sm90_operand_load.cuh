@@ -56,14 +56,17 @@ CG_DEVICE void sm90_zero_k_tail(T* tile, int rows, int valid_k, int part, int pa
   uint8_t* base = reinterpret_cast<uint8_t*>(tile);
   const uint4 zero = make_uint4(0, 0, 0, 0);
   if constexpr (kMn) {
-    // [rows / 64][K row][128 bytes]: whole K rows, swizzle or not.
-    const int dead = Cfg::kBlockK - valid_k;
-    const int total = (rows / 64) * dead * kChunks;
-    for (int i = part; i < total; i += parts) {
-      const int blk = i / (dead * kChunks);
-      const int rest = i % (dead * kChunks);
-      const int r = valid_k + rest / kChunks;
-      *reinterpret_cast<uint4*>(base + (blk * Cfg::kBlockK + r) * 128 + (rest % kChunks) * 16) = zero;
+    // [rows / 64][K row][128 bytes]: whole K rows, swizzle or not. Thread `part` zeroes 16-byte chunk
+    // part % kChunks of every (parts / kChunks)-th dead row of each 64-row block: no run-time
+    // divisions (the flat index over blocks x dead rows x chunks took two per store).
+    const int c = part % kChunks;
+    const int step = parts / kChunks;
+#pragma unroll 1
+    for (int blk = 0; blk < rows / 64; ++blk) {
+      uint8_t* block = base + blk * Cfg::kBlockK * 128 + c * 16;
+#pragma unroll 1
+      for (int r = valid_k + part / kChunks; r < Cfg::kBlockK; r += step)
+        *reinterpret_cast<uint4*>(block + r * 128) = zero;
     }
   } else {
     // [row][128 bytes], logical 16-byte chunk c of row r stored at chunk c ^ (r % 8).
