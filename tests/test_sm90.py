@@ -84,7 +84,9 @@ def test_sm90_bias_activation(dtype, activation, config, path, monkeypatch):
     # registers (activation_fast); "fused" forces the fp32-scratch path, "staged" the functor.
     # Pre-activations reach |z| ~ 60, past every activation's tail (exp overflow included).
     monkeypatch.setenv("CUTORCH_GEMM_SM90_CONFIG", config)
-    if path != "tma":
+    if path == "tma_late":
+        monkeypatch.setenv("CUTORCH_GEMM_SM90_EARLY", "off")
+    elif path != "tma":
         monkeypatch.setenv("CUTORCH_GEMM_SM90_EPILOGUE", path)
     for m, n, k in ((257, 520, 200), (64, 136, 64), (1000, 1000, 1000)):
         a, b = linear_operands(m, n, k, dtype)
@@ -286,9 +288,10 @@ def test_sm90_grouped_cuda_graph_new_offsets():
 # epilogue paths: TMA store (default when D allows it), direct register stores, staged functor
 # --------------------------------------------------------------------------------------
 
-# "tma": plain ping-pong launches take the compact kernel variant (kPlainTma), deferring cooperative ones
-# on a fixed tile grid the cooperative compact variant; "general": the general kernel for them.
-EPILOGUES = ["tma", "general", "direct", "staged"]
+# "tma": plain ping-pong launches on a fixed tile grid take the compact kernel variant (kPlainTma),
+# deferring cooperative ones the cooperative compact variant; both start their first loads before the
+# CTA barrier ("tma_late": CUTORCH_GEMM_SM90_EARLY=off, after it); "general": the general kernel.
+EPILOGUES = ["tma", "tma_late", "general", "direct", "staged"]
 
 
 @pytest.mark.parametrize("config", list(CONFIGS))
@@ -297,7 +300,9 @@ EPILOGUES = ["tma", "general", "direct", "staged"]
                          ids=lambda s: "x".join(map(str, s)))
 def test_sm90_epilogue_paths(mnk, path, config, monkeypatch):
     monkeypatch.setenv("CUTORCH_GEMM_SM90_CONFIG", config)
-    if path != "tma":
+    if path == "tma_late":
+        monkeypatch.setenv("CUTORCH_GEMM_SM90_EARLY", "off")
+    elif path != "tma":
         monkeypatch.setenv("CUTORCH_GEMM_SM90_EPILOGUE", path)
     m, n, k = mnk
     dt = torch.bfloat16
