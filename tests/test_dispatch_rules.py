@@ -398,7 +398,28 @@ def test_sm90_skinny_refusals_say_why(over, word):
 
 def test_sm90_skinny_takes_n_up_to_the_grid_limit():
     assert skinny90(n=65535 * 64, knob="sm90")["taken"]
-    assert skinny90(n=65535 * 64)["taken"]
+    assert not skinny90(n=65535 * 64)["taken"]  # one split and the tiles fill the SMs: the tile kernels
+
+
+@pytest.mark.parametrize("m, n, k, taken", [
+    (32, 14336, 4096, False),  # one split, 112 tiles of 128 columns fill 3/4 of 132 SMs
+    (32, 8192, 8192, True),    # one split, 64 tiles do not
+    (24, 8192, 8192, True),
+    (17, 12288, 4096, True),   # one split, 96 tiles: 4 * 96 = 384 < 3 * 132
+    (17, 13312, 4096, False),  # 104 tiles: 416 >= 396
+    (33, 8192, 8192, False),   # one split and more than 32 tokens
+    (64, 14336, 4096, False),
+    (64, 4096, 14336, True),   # two splits
+    (32, 4096, 4096, True),
+    (48, 1024, 256, True),     # one split for want of K blocks, not of SMs: 16 row tiles
+    (64, 4096, 64, True),
+])
+def test_sm90_skinny_leaves_one_split_launches_to_the_tiles(m, n, k, taken):
+    p = skinny90(m=m, n=n, k=k)
+    assert p["taken"] == taken, p
+    if not taken:
+        assert "one K split" in p["reason"] and "tile kernels" in p["reason"], p
+        assert skinny90(m=m, n=n, k=k, knob="sm90")["taken"]  # the knob still sends it there
 
 
 def test_sm90_skinny_knob_takes_1_to_128_tokens():

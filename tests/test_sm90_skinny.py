@@ -74,7 +74,7 @@ def test_sm90_skinny_epilogue(monkeypatch, dtype, activation, splits):
                   what=f"sm90 skinny gemm {activation} c {c.stride()} out={out_dtype}")
 
 
-@pytest.mark.parametrize("mnk", [(17, 4096, 4096), (32, 14336, 4096), (64, 4096, 14336), (24, 1024, 8192),
+@pytest.mark.parametrize("mnk", [(17, 4096, 4096), (32, 8192, 4096), (64, 4096, 14336), (24, 1024, 8192),
                                  (48, 1024, 256), (33, 512, 512)],
                          ids=lambda s: "x".join(map(str, s)))
 def test_sm90_skinny_auto_rule_on_decode_shapes(mnk):
@@ -93,6 +93,8 @@ def test_sm90_skinny_refusals_fall_back_correctly():
     cases = {
         "M = 65 (auto rule: tiles)": linear_operands(65, 4096, 4096, dtype),
         "M = 16 (auto rule: the mma.sync skinny kernel)": linear_operands(16, 4096, 4096, dtype),
+        "one K split, N / 128 tiles fill the SMs (auto rule: tiles)": linear_operands(32, 14336, 4096, dtype),
+        "one K split, M > 32 (auto rule: tiles)": linear_operands(48, 8192, 1024, dtype),
         "K % 8 != 0": linear_operands(32, 4096, 4097, dtype),
         "b row-major (N contiguous)": (make((32, 4096), dtype, "cuda"), make((4096, 4096), dtype, "cuda")),
         "a column-major": (make((32, 4096), dtype, "cuda", "col"), w_t),
