@@ -180,8 +180,9 @@ cudaError_t launch_sm90(const GemmArgs& args, int num_sms, cudaStream_t stream) 
     p.sk_tiles = choose_sm90_streamk(items, int(config.gridDim.x), p.sk_kb, forced_sk ? forced_sk : "");
   }
   // Plain ping-pong launches on a fixed tile grid (dense, batched, grouped-K) with the TMA store take
-  // the compact variant (kPlainTma: that epilogue only, no grouped scan; same shared memory and threads, so the occupancy above holds). The ping-pong
-  // configs serve the small problems, where a launch's fixed cost shows. NOTE: an earlier cooperative
+  // the compact variant (kPlainTma: that epilogue only, no grouped scan; same shared memory and
+  // threads, so the occupancy above holds). The ping-pong configs serve the small problems, where a
+  // launch's fixed cost shows. NOTE: an earlier cooperative
   // compact variant (the whole-tile store, before the deferred store) lost the wgmma pipeline to ptxas's
   // register allocation (C7511, every wgmma serialized: 4096^3 0.97x -> 0.80x cuBLAS on an H100); the
   // one below keeps the deferred store and its register budget.

@@ -86,13 +86,13 @@ inline std::string sm90_skinny_refusal(const SkinnyQuery& q) {
   if (q.knob == "sm90") return "";
   if (q.m < kSm90SkinnyAutoMinM) return "M <= 16: the mma.sync skinny kernel serves it";
   if (q.m > kSm90SkinnyAutoMaxM) return "M > 64: the tile kernels serve it";
-  // One K split because W has more 64-row tiles than half the SMs, against the tile kernels (64x128 ping-pong),
-  // H200, benchmarks/experiments/skinny_ab.py, ratio to cuBLAS skinny / tiles: 33-64 tokens lost on
-  // every shape (48x8192x8192 0.895 / 0.963, 64x8192x8192 0.891 / 0.975, 40x14336x4096 0.927 / 0.994,
-  // 64x14336x4096 0.929 / 1.019); 17-32 tokens lost where the tiles (N / 128) fill three quarters of
+  // One K split because W has more 64-row tiles than half the SMs, against the tile kernels (64x128
+  // ping-pong), H200, benchmarks/experiments/skinny_ab.py, ratio to cuBLAS skinny / tiles: 33-64
+  // tokens lost on every shape (48x8192x8192 0.895 / 0.963, 64x8192x8192 0.891 / 0.975, 40x14336x4096
+  // 0.927 / 0.994, 64x14336x4096 0.929 / 1.019); 17-32 tokens lost where the tiles (N / 128) fill three quarters of
   // the SMs (32x14336x4096 0.916 / 0.975) and won where they do not (32x8192x8192 0.928 / 0.864,
   // 24x8192x8192 0.930 / 0.858). With two or more splits it kept its lead (32x4096x4096 0.984 / 0.836).
-  const int64_t row_tiles = (q.n + sm90_skinny_rows(sm90_skinny_tokens(q.m)) - 1) / sm90_skinny_rows(sm90_skinny_tokens(q.m));
+  const int64_t row_tiles = (q.n + rows - 1) / rows;  // (rows: W rows per CTA, above)
   if (q.num_sms > 0 && 2 * row_tiles > q.num_sms) {  // (choose_sm90_skinny_splits then keeps one split)
     if (q.m > 32) return "one K split (N / 64 above half the SMs) and M > 32: the tile kernels serve it";
     if (4 * ((q.n + 127) / 128) >= 3 * int64_t(q.num_sms))
