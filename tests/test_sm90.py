@@ -84,9 +84,7 @@ def test_sm90_bias_activation(dtype, activation, config, path, monkeypatch):
     # registers (activation_fast); "fused" forces the fp32-scratch path, "staged" the functor.
     # Pre-activations reach |z| ~ 60, past every activation's tail (exp overflow included).
     monkeypatch.setenv("CUTORCH_GEMM_SM90_CONFIG", config)
-    if path == "tma_late":
-        monkeypatch.setenv("CUTORCH_GEMM_SM90_EARLY", "off")
-    elif path != "tma":
+    if path != "tma":
         monkeypatch.setenv("CUTORCH_GEMM_SM90_EPILOGUE", path)
     for m, n, k in ((257, 520, 200), (64, 136, 64), (1000, 1000, 1000)):
         a, b = linear_operands(m, n, k, dtype)

@@ -67,6 +67,8 @@ cudaError_t launch_sm90(const GemmArgs& args, int num_sms, cudaStream_t stream) 
   int cluster = choose_sm90_cluster(!Cfg::kPingpong, fixed_grid, kSwiGlu, ceil_div(s.m, Cfg::kBlockM), rows_128b,
                                     forced_cluster ? forced_cluster : "", dense16, s.k,
                                     (long long)ceil_div(s.m, Cfg::kBlockM) * ceil_div(s.n, Cfg::kBlockN), num_sms);
+  // The scheduler maps work items with shifts by (cluster - 1): one CTA or pairs only.
+  if (cluster != 1 && cluster != 2) return cudaErrorNotSupported;
   int cluster_fit = 0;  // clusters of this kernel that fit on the GPU at once
   if (cluster > 1) {
     attr[0].id = cudaLaunchAttributeClusterDimension;
