@@ -281,6 +281,21 @@ def test_sm90_cluster_rule():
     assert _C.choose_sm90_cluster(False, True, False, 128, True, "", True, 1024, 128 * 64, 132) == 1  # ping-pong
 
 
+def test_sm90_b_streams():
+    """B loads take the L2 evict-first policy only where B is streamed: <= 2 tile rows, B not shared
+    between problems (a shared 2-D B in a batched launch is read once per batch entry)."""
+    assert _C.sm90_b_streams(1, "batched")
+    assert _C.sm90_b_streams(2, "batched")
+    assert not _C.sm90_b_streams(3, "batched")
+    assert not _C.sm90_b_streams(0, "batched")
+    assert not _C.sm90_b_streams(1, "batched", batch=4)                  # one B for every entry
+    assert _C.sm90_b_streams(1, "batched", batch=4, b_3d=True)           # a B per entry
+    assert _C.sm90_b_streams(1, "batched", batch=4, k_chunk=1024)        # split-K: K ranges of one B
+    assert _C.sm90_b_streams(2, "grouped_k", batch=8)
+    assert not _C.sm90_b_streams(1, "grouped_m", batch=8)                # groups may span many rows
+    assert not _C.sm90_b_streams(1, "grouped_n", batch=8)
+
+
 def test_sm90_rows_128b():
     """The rows TMA reads: K-major -> the M/N stride, MN-major -> the K stride, in bytes."""
     assert _C.sm90_rows_128b(1, 4096, 2)          # K-major, 8192-byte rows
@@ -394,6 +409,22 @@ def test_sm90_skinny_takes_17_to_64_tokens(m, config):
 def test_sm90_skinny_refusals_say_why(over, word):
     p = skinny90(**over)
     assert not p["taken"] and word in p["reason"], p
+
+
+@pytest.mark.parametrize("m, n, k, taken", [
+    (16, 8192, 4096, True),    # 128 row tiles of 64: one K split fills the SMs
+    (1, 8192, 8192, True),
+    (8, 14336, 4096, True),
+    (16, 4096, 4096, False),   # 64 row tiles: a K split; the mma.sync kernel's shorter ramp wins
+    (1, 4096, 14336, False),
+    (16, 64 * 66, 4096, False),  # 66 row tiles = half the SMs
+    (16, 64 * 67, 4096, True),
+])
+def test_sm90_skinny_takes_up_to_16_tokens_where_one_split_fills_the_sms(m, n, k, taken):
+    p = skinny90(m=m, n=n, k=k)
+    assert p["taken"] == taken, p
+    if not taken:
+        assert "mma.sync skinny" in p["reason"], p
 
 
 def test_sm90_skinny_takes_n_up_to_the_grid_limit():

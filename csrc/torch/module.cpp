@@ -213,6 +213,15 @@ PYBIND11_MODULE(_C, m) {
   }, "Whether a grouped-M cooperative sm90 launch skips the wgmma of a warpgroup whose rows lie past a "
      "group's end (k, n: one group's B; forced: CUTORCH_GEMM_SM90_HALF_TILES).", pybind11::arg("k"),
         pybind11::arg("n"), pybind11::arg("elem_bytes"), pybind11::arg("forced") = "");
+  m.def("sm90_b_streams", [](int64_t tiles_m, const std::string& mode, int64_t batch, bool b_3d, int64_t k_chunk) {
+    const GroupMode gm = mode == "grouped_m" ? GroupMode::kGroupedM
+                         : mode == "grouped_n" ? GroupMode::kGroupedN
+                         : mode == "grouped_k" ? GroupMode::kGroupedK
+                                               : GroupMode::kBatched;
+    return sm90_b_streams(int(tiles_m), gm, int(batch), b_3d, int(k_chunk));
+  }, "Whether an sm90 launch streams B from DRAM (its TMA loads then carry the L2 evict-first policy); "
+     "mode: batched | grouped_m | grouped_n | grouped_k.", pybind11::arg("tiles_m"), pybind11::arg("mode"),
+        pybind11::arg("batch") = 1, pybind11::arg("b_3d") = false, pybind11::arg("k_chunk") = 0);
   m.def("choose_sm90_cluster", [](bool cooperative, bool fixed_grid, bool swiglu, int64_t tiles_m, bool rows_128b,
                                   const std::string& forced, bool dense16, int64_t k, int64_t tiles, int num_sms) {
     return choose_sm90_cluster(cooperative, fixed_grid, swiglu, int(tiles_m), rows_128b, forced, dense16, int(k),

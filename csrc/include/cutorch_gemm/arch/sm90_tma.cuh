@@ -36,6 +36,39 @@ CG_DEVICE void tma_load_3d(void* smem_dst, const CUtensorMap* map, uint64_t* bar
       : "memory");
 }
 
+// An L2 cache policy for operands read once (a weight that a small-M GEMM streams from DRAM): their
+// lines are the first that a later allocation in their set evicts, so the stream recycles its own
+// lines instead of evicting what L2 held before it. Evicting dirty lines costs write-backs that
+// compete with the stream for DRAM bandwidth: H200, after a 256 MB memset, a one-pass read of
+// 117 MB took 44.4 us without the policy and 37.0 us with it (benchmarks/RESULTS.md, twenty-first
+// session). (On the sm80 skinny kernel's loads this hint measured no different from their cache-
+// streaming LDG.E.EF.)
+CG_DEVICE uint64_t l2_policy_evict_first() {
+  uint64_t policy;
+  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(policy));
+  return policy;
+}
+
+// tma_load_2d / tma_load_3d with an L2 cache policy (l2_policy_evict_first).
+CG_DEVICE void tma_load_2d_hint(void* smem_dst, const CUtensorMap* map, uint64_t* bar, int c0, int c1,
+                                uint64_t policy) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint"
+      " [%0], [%1, {%2, %3}], [%4], %5;\n"
+      ::"r"(smem_addr(smem_dst)), "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(smem_addr(bar)),
+      "l"(policy)
+      : "memory");
+}
+CG_DEVICE void tma_load_3d_hint(void* smem_dst, const CUtensorMap* map, uint64_t* bar, int c0, int c1, int c2,
+                                uint64_t policy) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint"
+      " [%0], [%1, {%2, %3, %4}], [%5], %6;\n"
+      ::"r"(smem_addr(smem_dst)), "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2),
+      "r"(smem_addr(bar)), "l"(policy)
+      : "memory");
+}
+
 // Tile stores shared -> global (bulk async group of the issuing thread). Box parts outside the
 // tensor are not written.
 CG_DEVICE void tma_store_2d(const CUtensorMap* map, const void* smem_src, int c0, int c1) {

@@ -15,17 +15,24 @@ namespace cutorch_gemm {
 
 // One stage's operand tiles. K-major: [rows][64 K] (one TMA box). MN-major: [rows / 64][64 K][64]
 // (one box per 64-wide MN block), the layout make_desc_mn_major_sw128 describes.
+// hint: the loads carry L2 cache policy `policy` (an operand read once: sm90::l2_policy_evict_first).
 template <class Cfg, typename T, bool kMn, int kRows>
-CG_DEVICE void sm90_load_operand(T* dst, const CUtensorMap* map, uint64_t* bar, int row, int k, int z, bool is_3d) {
+CG_DEVICE void sm90_load_operand(T* dst, const CUtensorMap* map, uint64_t* bar, int row, int k, int z, bool is_3d,
+                                 bool hint = false, uint64_t policy = 0) {
+  auto box = [&](T* to, int c0, int c1) {
+    if (hint) {
+      if (is_3d) sm90::tma_load_3d_hint(to, map, bar, c0, c1, z, policy);
+      else sm90::tma_load_2d_hint(to, map, bar, c0, c1, policy);
+    } else {
+      if (is_3d) sm90::tma_load_3d(to, map, bar, c0, c1, z);
+      else sm90::tma_load_2d(to, map, bar, c0, c1);
+    }
+  };
   if constexpr (kMn) {
 #pragma unroll
-    for (int j = 0; j < kRows / 64; ++j) {
-      if (is_3d) sm90::tma_load_3d(dst + j * 64 * Cfg::kBlockK, map, bar, row + 64 * j, k, z);
-      else sm90::tma_load_2d(dst + j * 64 * Cfg::kBlockK, map, bar, row + 64 * j, k);
-    }
+    for (int j = 0; j < kRows / 64; ++j) box(dst + j * 64 * Cfg::kBlockK, row + 64 * j, k);
   } else {
-    if (is_3d) sm90::tma_load_3d(dst, map, bar, k, row, z);
-    else sm90::tma_load_2d(dst, map, bar, k, row);
+    box(dst, k, row);
   }
 }
 

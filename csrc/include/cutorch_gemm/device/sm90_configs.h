@@ -339,6 +339,21 @@ inline bool choose_sm90_half_tiles(long long k, long long n, int elem_bytes, con
   return k * n * elem_bytes <= (16LL << 20);
 }
 
+// Whether a launch streams B from DRAM: at most two tile rows (small M), and B not shared by
+// several problems (dense, split-K's K ranges, batched with a stacked B, grouped-K's K ranges;
+// grouped-M groups may span many tile rows, which the host does not know). Its TMA loads then carry
+// the L2 evict-first policy (sm90::l2_policy_evict_first says why). With two tile rows the two CTAs
+// of a tile column are neighbours in the raster order and load each B tile at about the same time.
+// H200, after do_bench's L2 flush (a 256 MB memset), ratio to cuBLAS without / with the policy:
+// 32x14336x4096 0.984 / 1.063, 48x8192x8192 0.968 / 1.038, 64x8192x8192 0.977 / 1.063,
+// 128x8192x8192 (two rows) 0.996 / 1.057; after a flush that leaves L2 clean: no change (0.93, 0.91,
+// 0.92, 0.93 either way).
+inline bool sm90_b_streams(int tiles_m, GroupMode mode, int batch, bool b_3d, int k_chunk) {
+  if (tiles_m < 1 || tiles_m > 2) return false;
+  if (mode == GroupMode::kGroupedK) return true;
+  return mode == GroupMode::kBatched && (batch <= 1 || b_3d || k_chunk > 0);
+}
+
 // The stride in bytes between the rows TMA reads of an operand (K-major: its M / N stride; MN-major:
 // its K stride) is a multiple of 128.
 inline bool sm90_rows_128b(long long k_stride, long long mn_stride, int elem_bytes) {

@@ -23,7 +23,8 @@ constexpr int kSm90SkinnyBlockK = 64;     // K per stage: one 128-byte swizzle r
 constexpr int64_t kSm90SkinnyMaxM = 128;  // the widest config (CUTORCH_GEMM_SKINNY=sm90)
 // The auto rule's token range (measured on an H100, benchmarks/RESULTS.md): up to 16 tokens the
 // mma.sync kernel has less fixed latency (no TMA ramp, no cluster sums) and was 4-5% faster on
-// W of 32 MB; above 64, x's boxes (read once per CTA from L2) outweigh W's and the tiles win.
+// W of 32 MB (it keeps M <= 16 unless one K split fills the SMs: sm90_skinny_refusal); above 64,
+// x's boxes (read once per CTA from L2) outweigh W's and the tiles win.
 constexpr int64_t kSm90SkinnyAutoMinM = 17;
 constexpr int64_t kSm90SkinnyAutoMaxM = 64;
 constexpr int kSm90SkinnyMaxSplits = 8;   // a portable cluster
@@ -84,16 +85,25 @@ inline std::string sm90_skinny_refusal(const SkinnyQuery& q) {
   const int64_t rows = sm90_skinny_rows(sm90_skinny_tokens(q.m));
   if ((q.n + rows - 1) / rows > 65535) return "N above 65535 row tiles (the grid's y limit)";
   if (q.knob == "sm90") return "";
-  if (q.m < kSm90SkinnyAutoMinM) return "M <= 16: the mma.sync skinny kernel serves it";
   if (q.m > kSm90SkinnyAutoMaxM) return "M > 64: the tile kernels serve it";
+  const int64_t row_tiles = (q.n + rows - 1) / rows;  // (rows: W rows per CTA, above)
+  // Up to 16 tokens, where one K split fills the SMs (N / 64 above half of them), this kernel streams
+  // W at least as fast as the mma.sync one. H200, us, mma.sync / this kernel (three interleaved
+  // rounds): after do_bench's flush, a memset that leaves L2 dirty, 1x8192x8192 43.2 / 41.8,
+  // 8x14336x4096 40.8 / 38.4, 16x8192x4096 25.7 / 25.5 (its W loads carry the L2 evict-first policy,
+  // sm90::l2_policy_evict_first); after a flush that leaves L2 clean 40.4 / 37.2, 34.6 / 34.7,
+  // 22.0 / 22.2. With a K split (16x4096x4096: 64 row tiles x 2) the mma.sync kernel's shorter ramp
+  // won on the H200 too (14.3 / 14.8).
+  if (q.m < kSm90SkinnyAutoMinM && (q.num_sms <= 0 || 2 * row_tiles <= q.num_sms))
+    return "M <= 16 and N / 64 row tiles at most half the SMs: the mma.sync skinny kernel serves it";
   // One K split because W has more 64-row tiles than half the SMs, against the tile kernels (64x128
   // ping-pong), H200, benchmarks/experiments/skinny_ab.py, ratio to cuBLAS skinny / tiles: 33-64
   // tokens lost on every shape (48x8192x8192 0.895 / 0.963, 64x8192x8192 0.891 / 0.975, 40x14336x4096
   // 0.927 / 0.994, 64x14336x4096 0.929 / 1.019); 17-32 tokens lost where the tiles (N / 128) fill three quarters of
   // the SMs (32x14336x4096 0.916 / 0.975) and won where they do not (32x8192x8192 0.928 / 0.864,
   // 24x8192x8192 0.930 / 0.858). With two or more splits it kept its lead (32x4096x4096 0.984 / 0.836).
-  const int64_t row_tiles = (q.n + rows - 1) / rows;  // (rows: W rows per CTA, above)
-  if (q.num_sms > 0 && 2 * row_tiles > q.num_sms) {  // (choose_sm90_skinny_splits then keeps one split)
+  // (choose_sm90_skinny_splits then keeps one split)
+  if (q.num_sms > 0 && 2 * row_tiles > q.num_sms && q.m >= kSm90SkinnyAutoMinM) {
     if (q.m > 32) return "one K split (N / 64 above half the SMs) and M > 32: the tile kernels serve it";
     if (4 * ((q.n + 127) / 128) >= 3 * int64_t(q.num_sms))
       return "one K split (N / 64 above half the SMs) and N / 128 tiles fill the SMs: the tile kernels serve it";

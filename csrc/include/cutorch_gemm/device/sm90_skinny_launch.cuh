@@ -49,7 +49,8 @@ cudaError_t launch_sm90_skinny(const GemmArgs& g, int splits, cudaStream_t strea
     config.attrs = attr;
     config.numAttrs = 1;
   }
-  err = cudaLaunchKernelEx(&config, kernel, tma_w, tma_x, g);
+  const int w_hint = env_is("CUTORCH_GEMM_L2_HINT", "off") ? 0 : 1;
+  err = cudaLaunchKernelEx(&config, kernel, tma_w, tma_x, g, w_hint);
   return err == cudaSuccess ? cudaGetLastError() : err;
 }
 

@@ -142,6 +142,8 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
   const int tid_in_wg = threadIdx.x % 128;
   const GemmArgs& g = p.args;
   constexpr uint32_t kStageBytes = (Cfg::kBlockM + Cfg::kBlockN) * Cfg::kBlockK * sizeof(E);
+  // (createpolicy is a few instructions; only the issuing thread uses it)
+  const uint64_t b_policy = p.b_stream ? sm90::l2_policy_evict_first() : 0;
   // The producer's k-block kb of work item w: wait for the stage to be free, expect its bytes, load.
   auto load_stage = [&](State& st, const Sm90Work& w, int kb, const CUtensorMap* map_a, const CUtensorMap* map_b) {
     const int za = p.a_3d ? w.group : 0, zb = p.b_3d ? w.group : 0;
@@ -161,7 +163,8 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
           s.b[st.index] + rank * (Cfg::kBlockN / 2) * Cfg::kBlockK, map_b, &s.full[st.index],
           w.b_col + rank * (Cfg::kBlockN / 2), k, zb, p.b_3d, uint16_t(0x3));
     } else {
-      sm90_load_operand<Cfg, E, kBMn, Cfg::kBlockN>(s.b[st.index], map_b, &s.full[st.index], w.b_col, k, zb, p.b_3d);
+      sm90_load_operand<Cfg, E, kBMn, Cfg::kBlockN>(s.b[st.index], map_b, &s.full[st.index], w.b_col, k, zb, p.b_3d,
+                                                    p.b_stream != 0, b_policy);
     }
     st.advance();
   };

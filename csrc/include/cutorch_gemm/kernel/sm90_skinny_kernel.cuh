@@ -62,7 +62,7 @@ CG_DEVICE void skinny_wgmma(float (&acc)[kRegs], uint64_t desc_w, uint64_t desc_
 template <typename T, typename Out, int kTok>
 __global__ void __launch_bounds__(sm90_skinny_threads(kTok), 1)
     sm90_skinny_kernel(const __grid_constant__ CUtensorMap tma_w, const __grid_constant__ CUtensorMap tma_x,
-                       const GemmArgs g) {
+                       const GemmArgs g, const int w_hint) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using Smem = Sm90SkinnySmem<T, kTok>;
   constexpr int kStages = Smem::kStages;
@@ -101,11 +101,15 @@ __global__ void __launch_bounds__(sm90_skinny_threads(kTok), 1)
     // Producer: one thread issues every load of the CTA's K range.
     if (threadIdx.x == kConsumerThreads) {
       State st;
+      // W is read once (its rows and K range belong to this CTA): the L2 evict-first policy
+      // (w_hint; CUTORCH_GEMM_L2_HINT=off clears it for A/B runs).
+      const uint64_t policy = sm90::l2_policy_evict_first();
       for (int kb = kb_begin; kb < kb_end; ++kb) {
         const int k0 = kb * kSm90SkinnyBlockK;
         sm90::mbarrier_wait(&s.empty[st.index], st.phase ^ 1);
         sm90::mbarrier_arrive_expect_tx(&s.full[st.index], kStageBytes);
-        sm90::tma_load_2d(s.w[st.index], &tma_w, &s.full[st.index], k0, row0);
+        if (w_hint) sm90::tma_load_2d_hint(s.w[st.index], &tma_w, &s.full[st.index], k0, row0, policy);
+        else sm90::tma_load_2d(s.w[st.index], &tma_w, &s.full[st.index], k0, row0);
         sm90::tma_load_2d(s.x[st.index], &tma_x, &s.full[st.index], k0, 0);
         st.advance();
       }

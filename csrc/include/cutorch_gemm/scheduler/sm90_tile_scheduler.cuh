@@ -80,6 +80,9 @@ struct Sm90Params {
   // The compact kernels' early start (the kernel's note; CUTORCH_GEMM_SM90_EARLY=off turns it off
   // for A/B runs): thread 0 issues the first tile's first stages before the CTA barrier.
   int early_start;
+  // B is streamed from DRAM (at most two tile rows: small M; sm90_b_streams), so its TMA loads
+  // carry the L2 evict-first policy (sm90::l2_policy_evict_first; CUTORCH_GEMM_L2_HINT=off: A/B).
+  int b_stream;
 };
 
 struct Sm90Work {
