@@ -292,6 +292,13 @@ def _rows_128b(t: torch.Tensor, k_dim: int, mn_dim: int) -> bool:
     return _C.sm90_rows_128b(st(k_dim), st(mn_dim), t.element_size())
 
 
+_MODE_NAMES = {"none": "batched", "m": "grouped_m", "n": "grouped_n", "k": "grouped_k"}
+
+
+def _env_is(name: str, value: str) -> bool:
+    return os.environ.get(name, "").strip().lower() == value
+
+
 def _split_fill() -> int:
     """choose_sm90_split's `fill` as the binding reads it (CUTORCH_GEMM_SM90_SPLIT_FILL, default 4)."""
     fill = os.environ.get("CUTORCH_GEMM_SM90_SPLIT_FILL", "").strip()
@@ -416,6 +423,8 @@ def _explain_gemm(op: str, args, kwargs, skinny: bool = True) -> Explanation:
                                "skinny kernel (D^T = W x^T: TMA streams 64-row W boxes into wgmma with the "
                                f"{sk90['config'].split('T')[-1]} token columns on N; K split over a cluster of "
                                f"{sk90['splits']} CTA(s) whose partial tiles are summed in distributed shared memory)"
+                               + ("" if _env_is("CUTORCH_GEMM_L2_HINT", "off")
+                                  else "; W's TMA loads carry the L2 evict-first policy")
                                + (f"; CUTORCH_GEMM_SKINNY={knob}" if knob else ""))
         sk = _C.skinny_plan(prop.major, sm80_built, dtype, batch, m, n, k, a_m, a_k, b_k, b_n,
                             a.data_ptr() % 16 == 0, b.data_ptr() % 16 == 0,
@@ -462,6 +471,14 @@ def _explain_gemm(op: str, args, kwargs, skinny: bool = True) -> Explanation:
                          "group's end (a group's B fits L2)")
         defer_note = _defer_note(config, a, mode, n_per, splits, kwargs)
         variant_note = _variant_note(mode, op_a[1], defer_note, swiglu)
+        # the binding's sm90_b_streams (B read once: its loads carry the L2 evict-first policy)
+        block_m = 128 if "_Coop_" in config else 64
+        b_3d = b.dim() == 3 and b.shape[0] > 1 and b.stride(0) != 0
+        if (not _env_is("CUTORCH_GEMM_L2_HINT", "off") and cluster_note == ""
+                and _C.sm90_b_streams((m_per + block_m - 1) // block_m, _MODE_NAMES[mode], batch, b_3d,
+                                      chunk if splits > 1 else 0)):
+            variant_note += "; B streamed from DRAM: its TMA loads carry the L2 evict-first policy"
+
         return Explanation(op, str(a.device), "sm90", config, splits, layouts,
                            f"sm_{prop.major}{prop.minor}; {fam['reason']}"
                            + (f"; CUTORCH_GEMM_SM90_CONFIG={sm90_forced}" if sm90_forced else "") + split_note

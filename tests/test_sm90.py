@@ -44,6 +44,22 @@ CONFIGS = {"coop": "Sm90_128x256x64_Coop_S4", "pingpong": "Sm90_64x256x64_Pingpo
 GROUPED_CONFIGS = dict(CONFIGS, pingpong128=CONFIGS["pingpong"])
 
 
+@pytest.mark.parametrize("mnk, streams", [((32, 1000, 520), True), ((128, 600, 264), True), ((257, 600, 264), False),
+                                          ((64, 300, 136), True)], ids=lambda v: "x".join(map(str, v)) if isinstance(v, tuple) else str(v))
+def test_sm90_streamed_b_takes_the_l2_hint(mnk, streams, monkeypatch):
+    """At most two tile rows: B's TMA loads carry the L2 evict-first policy (explain says so); the
+    policy changes where lines go in L2, never the result (bit-equal with CUTORCH_GEMM_L2_HINT=off)."""
+    a, b = linear_operands(*mnk, torch.bfloat16)
+    e = cg.explain("mm", a, b)
+    assert e.kernel == "sm90" and ("evict-first" in e.reason) == streams, str(e)
+    poison(mnk[0] * mnk[1] * 2)
+    out = cg.mm(a, b)
+    check(out, ref_gemm(a, b), torch.bfloat16, what=f"streamed B {mnk}")
+    monkeypatch.setenv("CUTORCH_GEMM_L2_HINT", "off")
+    assert "evict-first" not in cg.explain("mm", a, b).reason
+    assert torch.equal(out, cg.mm(a, b))
+
+
 @pytest.mark.parametrize("config", list(CONFIGS))
 @pytest.mark.parametrize("dtype", HALF_DTYPES, ids=dtype_id)
 @pytest.mark.parametrize("mnk", SHAPES + [(8960, 256, 320), (2048, 2048, 1024)],
