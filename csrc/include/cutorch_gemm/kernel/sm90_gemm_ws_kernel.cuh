@@ -142,10 +142,13 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
   const int tid_in_wg = threadIdx.x % 128;
   const GemmArgs& g = p.args;
   constexpr uint32_t kStageBytes = (Cfg::kBlockM + Cfg::kBlockN) * Cfg::kBlockK * sizeof(E);
-  // (createpolicy is a few instructions; only the issuing thread uses it)
-  const uint64_t b_policy = p.b_stream ? sm90::l2_policy_evict_first() : 0;
   // The producer's k-block kb of work item w: wait for the stage to be free, expect its bytes, load.
-  auto load_stage = [&](State& st, const Sm90Work& w, int kb, const CUtensorMap* map_a, const CUtensorMap* map_b) {
+  // b_hint: B's loads carry L2 policy b_policy (the producer loop's streamed B: p.b_stream). NOTE: the
+  // early start's loads go without it: each call site inlines both load sequences, and the compact
+  // kernels' size shows at 1024^3. (Hinting every load instead, with the evict-normal policy where B
+  // is not streamed, cost H200 4096^3 and 8192x4096x14336 3-4%.)
+  auto load_stage = [&](State& st, const Sm90Work& w, int kb, const CUtensorMap* map_a, const CUtensorMap* map_b,
+                        bool b_hint = false, uint64_t b_policy = 0) {
     const int za = p.a_3d ? w.group : 0, zb = p.b_3d ? w.group : 0;
     const int k = w.k_begin + kb * Cfg::kBlockK;
     pipe.producer_acquire(st);
@@ -164,7 +167,7 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
           w.b_col + rank * (Cfg::kBlockN / 2), k, zb, p.b_3d, uint16_t(0x3));
     } else {
       sm90_load_operand<Cfg, E, kBMn, Cfg::kBlockN>(s.b[st.index], map_b, &s.full[st.index], w.b_col, k, zb, p.b_3d,
-                                                    p.b_stream != 0, b_policy);
+                                                    b_hint, b_policy);
     }
     st.advance();
   };
@@ -214,6 +217,8 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
       const CUtensorMap* map_a = &tma_a;
       const CUtensorMap* map_b = &tma_b;
       int fenced_group = -1;  // pointer-array: the problem whose maps were last made visible to TMA
+      const bool b_hint = p.b_stream != 0;
+      const uint64_t b_policy = b_hint ? sm90::l2_policy_evict_first() : 0;
       st.advance(early);
       for (int item = 0;; ++item) {
         const Sm90Work w = sched.get_item(item);
@@ -229,7 +234,7 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
               fenced_group = w.group;
             }
           }
-          for (int kb = item == 0 ? early : 0; kb < kbs; ++kb) load_stage(st, w, kb, map_a, map_b);
+          for (int kb = item == 0 ? early : 0; kb < kbs; ++kb) load_stage(st, w, kb, map_a, map_b, b_hint, b_policy);
         }
         __syncwarp();
       }
