@@ -195,11 +195,13 @@ def _explain_scaled_mm(args, kwargs) -> Explanation:
         where = ("the fp32 accumulators in the epilogue" if splits == 1 else
                  f"the sum of split-K x{splits}'s fp32 partials (K ranges of {chunk}: the tiles alone would "
                  "leave SMs idle), in split order")
+        cluster_note = _cluster_note(config, True, False, m, a, b)
         return Explanation("scaled_mm", str(a.device), "sm90", config, splits, layouts,
                            f"sm_{prop.major}{prop.minor}; TMA + 8-bit wgmma ({kinds}), both operands K-major, "
                            f"{accum}; "
                            f"{scaling} applied to {where}"
-                           + _cluster_note(config, True, False, m, a, b))
+                           + cluster_note + _stream_note(config, m, "none", 1, b, chunk if splits > 1 else 0,
+                                                         cluster_note))
     inner = explain("gemm", a.to(torch.bfloat16), b.to(torch.bfloat16), out_dtype=torch.float32)
     return Explanation("scaled_mm", str(a.device), inner.kernel, inner.config, inner.splits, layouts,
                        f"exact bf16 upcasts of a and b ({refusal}), then the bf16 GEMM: {inner.reason}; "
@@ -295,8 +297,20 @@ def _rows_128b(t: torch.Tensor, k_dim: int, mn_dim: int) -> bool:
 _MODE_NAMES = {"none": "batched", "m": "grouped_m", "n": "grouped_n", "k": "grouped_k"}
 
 
-def _env_is(name: str, value: str) -> bool:
-    return os.environ.get(name, "").strip().lower() == value
+def _l2_hint_on() -> bool:
+    """CUTORCH_GEMM_L2_HINT as the launchers read it (exactly "off" turns the policy off)."""
+    return os.environ.get("CUTORCH_GEMM_L2_HINT") != "off"
+
+
+def _stream_note(config: str, m: int, mode: str, batch: int, b: torch.Tensor, k_chunk: int, cluster_note: str) -> str:
+    """The binding's sm90_b_streams: B read once, its TMA loads carry the L2 evict-first policy (not in
+    clustered launches, whose B halves are multicast)."""
+    block_m = 128 if "_Coop_" in config else 64
+    b_3d = b.dim() == 3 and b.shape[0] > 1 and b.stride(0) != 0
+    if (_l2_hint_on() and not cluster_note
+            and _C.sm90_b_streams((m + block_m - 1) // block_m, _MODE_NAMES[mode], batch, b_3d, k_chunk)):
+        return "; B streamed from DRAM: its TMA loads carry the L2 evict-first policy"
+    return ""
 
 
 def _split_fill() -> int:
@@ -423,8 +437,7 @@ def _explain_gemm(op: str, args, kwargs, skinny: bool = True) -> Explanation:
                                "skinny kernel (D^T = W x^T: TMA streams 64-row W boxes into wgmma with the "
                                f"{sk90['config'].split('T')[-1]} token columns on N; K split over a cluster of "
                                f"{sk90['splits']} CTA(s) whose partial tiles are summed in distributed shared memory)"
-                               + ("" if _env_is("CUTORCH_GEMM_L2_HINT", "off")
-                                  else "; W's TMA loads carry the L2 evict-first policy")
+                               + ("; W's TMA loads carry the L2 evict-first policy" if _l2_hint_on() else "")
                                + (f"; CUTORCH_GEMM_SKINNY={knob}" if knob else ""))
         sk = _C.skinny_plan(prop.major, sm80_built, dtype, batch, m, n, k, a_m, a_k, b_k, b_n,
                             a.data_ptr() % 16 == 0, b.data_ptr() % 16 == 0,
@@ -471,13 +484,7 @@ def _explain_gemm(op: str, args, kwargs, skinny: bool = True) -> Explanation:
                          "group's end (a group's B fits L2)")
         defer_note = _defer_note(config, a, mode, n_per, splits, kwargs)
         variant_note = _variant_note(mode, op_a[1], defer_note, swiglu)
-        # the binding's sm90_b_streams (B read once: its loads carry the L2 evict-first policy)
-        block_m = 128 if "_Coop_" in config else 64
-        b_3d = b.dim() == 3 and b.shape[0] > 1 and b.stride(0) != 0
-        if (not _env_is("CUTORCH_GEMM_L2_HINT", "off") and cluster_note == ""
-                and _C.sm90_b_streams((m_per + block_m - 1) // block_m, _MODE_NAMES[mode], batch, b_3d,
-                                      chunk if splits > 1 else 0)):
-            variant_note += "; B streamed from DRAM: its TMA loads carry the L2 evict-first policy"
+        variant_note += _stream_note(config, m_per, mode, batch, b, chunk if splits > 1 else 0, cluster_note)
 
         return Explanation(op, str(a.device), "sm90", config, splits, layouts,
                            f"sm_{prop.major}{prop.minor}; {fam['reason']}"

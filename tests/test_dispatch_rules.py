@@ -4,6 +4,7 @@ shared by the binding and `explain`; checked here on the CPU against the documen
 from __future__ import annotations
 
 import pytest
+import torch
 
 from cutorch_gemm import _C
 
@@ -294,6 +295,26 @@ def test_sm90_b_streams():
     assert _C.sm90_b_streams(2, "grouped_k", batch=8)
     assert not _C.sm90_b_streams(1, "grouped_m", batch=8)                # groups may span many rows
     assert not _C.sm90_b_streams(1, "grouped_n", batch=8)
+
+
+def test_explain_stream_note_follows_the_rule(monkeypatch):
+    """explain's note on the L2 policy asks the binding's rule with the launch's tile rows (64- or 128-row
+    configs), and drops it for clustered launches and with CUTORCH_GEMM_L2_HINT=off."""
+    import importlib
+    ex = importlib.import_module("cutorch_gemm.explain")
+    monkeypatch.delenv("CUTORCH_GEMM_L2_HINT", raising=False)
+    w_t = torch.empty(4096, 8192).t()
+    note = "evict-first"
+    assert note in ex._stream_note("Sm90_64x128x64_Pingpong_S8", 128, "none", 1, w_t, 0, "")  # two 64-row tiles
+    assert note not in ex._stream_note("Sm90_64x128x64_Pingpong_S8", 129, "none", 1, w_t, 0, "")
+    assert note in ex._stream_note("Sm90_128x256x64_Coop_S4", 256, "none", 1, w_t, 0, "")
+    assert note not in ex._stream_note("Sm90_128x256x64_Coop_S4", 256, "none", 1, w_t, 0, "; 2x1 clusters")
+    assert note in ex._stream_note("Sm90_64x256x64_Pingpong_S5", 64, "none", 8, torch.empty(8, 512, 256), 0, "")
+    assert note not in ex._stream_note("Sm90_64x256x64_Pingpong_S5", 64, "none", 8,
+                                       torch.empty(1, 512, 256).expand(8, 512, 256), 0, "")  # one B, 8 entries
+    assert note not in ex._stream_note("Sm90_64x256x64_Pingpong_S5", 64, "m", 8, torch.empty(8, 512, 256), 0, "")
+    monkeypatch.setenv("CUTORCH_GEMM_L2_HINT", "off")
+    assert ex._stream_note("Sm90_64x128x64_Pingpong_S8", 32, "none", 1, w_t, 0, "") == ""
 
 
 def test_sm90_rows_128b():

@@ -41,10 +41,9 @@ inline bool encode_sw128(CUtensorMap* map, CUtensorMapDataType type, const void*
   const cuuint32_t elem_strides[3] = {1, 1, 1};
   // L2 promotion: a box row's requests fetch 256 bytes, except where the rows are not 128-byte
   // multiples (a 128-byte box row then straddles two lines), where 128 measured faster. H200, ratio
-  // to cuBLAS, 256 / 128-byte
-  // promotion (9 interleaved rounds): 3000x5000x1000 (2000-byte rows) 0.914 / 0.951, 5000x3000x1000
-  // 0.895 / 0.925; 3000x5000x1024 (aligned) 0.955 / 0.960; small-M streams and 1024^3 measured within
-  // +-2% either way, so aligned rows keep 256.
+  // to cuBLAS with 256 / 128-byte promotion (9 interleaved rounds): 3000x5000x1000 (2000-byte rows)
+  // 0.914 / 0.951, 5000x3000x1000 0.895 / 0.925; 3000x5000x1024 (aligned) 0.955 / 0.960. Small-M
+  // streams and 1024^3 measured within +-2% either way, so aligned rows keep 256.
   const CUtensorMapL2promotion promo =
       strides[0] % 128 == 0 ? CU_TENSOR_MAP_L2_PROMOTION_L2_256B : CU_TENSOR_MAP_L2_PROMOTION_L2_128B;
   return fn(map, type, batch > 0 ? 3 : 2, const_cast<void*>(base), dims, strides, box, elem_strides,
