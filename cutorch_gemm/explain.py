@@ -458,9 +458,14 @@ def _explain_gemm(op: str, args, kwargs, skinny: bool = True) -> Explanation:
     if fam["family"] == "sm90" and m > 0 and n > 0 and batch > 0:
         sm90_forced = os.environ.get("CUTORCH_GEMM_SM90_CONFIG", "").strip().lower()
         swiglu = kwargs.get("activation", "none") == "swiglu"
-        # the binding's 64x128 config: fp16 / bf16 launches that are not grouped (nor SwiGLU)
-        narrow = a.dtype in (torch.float16, torch.bfloat16) and mode == "none" and not swiglu
-        config = _C.choose_sm90_config(m_per, n_per, k, batch, prop.multi_processor_count, sm90_forced,
+        # the binding's 64x128 config: fp16 / bf16 launches that are dense, batched or grouped along
+        # M (CUTORCH_GEMM_SM90_GROUPED_NARROW=off: not grouped), not SwiGLU; grouped along M, the
+        # groups that can have tiles are at most the rows (heuristic_extents)
+        grouped_narrow = os.environ.get("CUTORCH_GEMM_SM90_GROUPED_NARROW", "").strip().lower() != "off"
+        narrow = (a.dtype in (torch.float16, torch.bfloat16) and not swiglu
+                  and (mode == "none" or (mode == "m" and grouped_narrow)))
+        problems = max(1, min(batch, m)) if mode == "m" and not swiglu else batch
+        config = _C.choose_sm90_config(m_per, n_per, k, problems, prop.multi_processor_count, sm90_forced,
                                        elem_bytes=a.element_size(), narrow=narrow)
         splits, chunk = 1, 0
         if mode == "none" and batch == 1:

@@ -133,9 +133,11 @@ def grouped_gemm(a: Sequence[torch.Tensor], b: Sequence[torch.Tensor], *,
     Returns:
         list of (M_i, N_i) contiguous tensors.
     """
+    a_list, b_list = list(a), list(b)
     bias_list = None if bias is None else list(bias)
-    return list(torch.ops.gemm.grouped_gemm(list(a), list(b), bias=bias_list,
-                                            activation=_act(activation), out_dtype=out_dtype))
+    tensors = a_list + b_list + (bias_list or [])
+    return list(_call(torch.ops.gemm.grouped_gemm, tensors, a_list, b_list, bias=bias_list,
+                      activation=_act(activation), out_dtype=out_dtype))
 
 
 def scaled_mm(a: torch.Tensor, b: torch.Tensor, scale_a: torch.Tensor, scale_b: torch.Tensor, *,

@@ -191,13 +191,25 @@ NARROW = "Sm90_64x128x64_Pingpong_S8"
     (2048, 2048, 2048, "Sm90_128x256x64_Coop_S4"),       # coop's
 ])
 def test_sm90_narrow_config_rule(m, n, k, expected):
-    """The 64x128 config only where the caller allows it (fp16 / bf16, not grouped), when the 64x256
+    """The 64x128 config only where the caller allows it (fp16 / bf16, not grouped along N or K), when the 64x256
     tiles fill under half the SMs and, up to 32 rows, it does not give up a split-K the wide tiles
     would get."""
     assert _C.choose_sm90_config(m, n, k, 1, 132, "", narrow=True) == expected
     assert _C.choose_sm90_config(m, n, k, 1, 132, "", narrow=False) != NARROW
     assert _C.choose_sm90_config(8192, 8192, 4096, 1, 132, "pingpong128", narrow=True) == NARROW
     assert _C.choose_sm90_config(8192, 8192, 4096, 1, 132, "pingpong128") == "Sm90_64x256x64_Pingpong_S5"
+
+
+@pytest.mark.parametrize("m,n,problems,expected", [
+    (1, 4096, 2, NARROW),                                # Mixtral down, one token: 32 wide tiles, no split
+    (1, 1536, 8, NARROW),                                # Qwen3 up, one token: 8 groups hit, 48 wide tiles
+    (1, 14336, 2, "Sm90_64x256x64_Pingpong_S5"),         # Mixtral up, one token: 112 wide tiles fill over half
+    (8, 2048, 64, "Sm90_64x256x64_Pingpong_S5"),         # 512 wide tiles fill the GPU
+])
+def test_sm90_narrow_config_several_problems(m, n, problems, expected):
+    """Several problems (grouped along M, batched) never split K, so the 32-row exception (keep
+    64x256 where it would split) does not apply: 64x128 whenever 64x256 fills under half the SMs."""
+    assert _C.choose_sm90_config(m, n, 4096, problems, 132, "", narrow=True) == expected
 
 
 def test_sm90_narrow_split():

@@ -65,7 +65,10 @@ def test_backward_matches_reference(device, dtype, weights):
 @pytest.mark.parametrize("device", DEVICES)
 def test_int32_indices_and_empty(device):
     y, inv, w = sample(6, 2, 16, torch.float32, device, idx_dtype=torch.int32)
-    torch.testing.assert_close(cg.ops.moe_combine(y, inv, w, 2).double(), reference(y, inv, w, 2))
+    # fp32 output against the float64 reference: fp32's tolerance (float64's default flaked, 3.7e-5
+    # relative on one element near zero with CUTORCH_TEST_SEED=584021285)
+    tol = TOL[torch.float32]
+    torch.testing.assert_close(cg.ops.moe_combine(y, inv, w, 2).double(), reference(y, inv, w, 2), rtol=tol, atol=tol)
     e = cg.ops.moe_combine(torch.empty(0, 16, device=device), torch.empty(0, dtype=torch.long, device=device), None, 2)
     assert e.shape == (0, 16)
     z = cg.ops.moe_combine(torch.empty(12, 0, device=device), inv, w, 2)

@@ -177,7 +177,7 @@ PYBIND11_MODULE(_C, m) {
     return std::string(sm90_config_name(id, elem_bytes));
   }, "The sm90 heuristic's config (m, n: one problem or the average group; forced: CUTORCH_GEMM_SM90_CONFIG), "
      "named for operands of elem_bytes bytes (2: fp16/bf16, 1: fp8 (scaled_mm; fast_accum: its use_fast_accum), "
-     "4: tf32); narrow: the launch may take the 64x128 config (fp16 / bf16, not grouped).", pybind11::arg("m"),
+     "4: tf32); narrow: the launch may take the 64x128 config (fp16 / bf16 dense, batched or grouped-M).", pybind11::arg("m"),
         pybind11::arg("n"), pybind11::arg("k"), pybind11::arg("problems"), pybind11::arg("num_sms"),
         pybind11::arg("forced"), pybind11::arg("elem_bytes") = 2, pybind11::arg("narrow") = false,
         pybind11::arg("fast_accum") = false);

@@ -2,6 +2,7 @@
 // launch (declarations and notes in cuda_common.h).
 #include "cuda_common.h"
 
+#include <algorithm>
 #include <array>
 #include <cctype>
 #include <cstdlib>
@@ -101,8 +102,10 @@ Sm90Operand sm90_b(const GemmArgs& g, const at::Tensor& b) {
 
 HeuristicExtents heuristic_extents(const GemmArgs& g) {
   const int groups = g.batch > 0 ? g.batch : 1;
-  return {g.shape.mode == GroupMode::kGroupedM ? ceil_div(g.shape.m, groups) : g.shape.m,
-          g.shape.mode == GroupMode::kGroupedN ? ceil_div(g.shape.n, groups) : g.shape.n};
+  const bool by_m = g.shape.mode == GroupMode::kGroupedM;
+  return {by_m ? ceil_div(g.shape.m, groups) : g.shape.m,
+          g.shape.mode == GroupMode::kGroupedN ? ceil_div(g.shape.n, groups) : g.shape.n,
+          by_m ? std::max(1, std::min(groups, g.shape.m)) : groups};
 }
 
 // The arrival counters parallel split-K sums its partials with inside the sm80 kernel
@@ -214,9 +217,13 @@ void run_gemm(const GemmArgs& g, const at::Tensor& a, const at::Tensor& b) {
   if (fc.family == GemmFamily::kSm80) return run_sm80(g);
   if (fc.family == GemmFamily::kSm90 && g.batch > 0 && g.shape.m > 0 && g.shape.n > 0) {
     const HeuristicExtents e = heuristic_extents(g);
-    // The 64x128 config exists for fp16 / bf16 dense and batched launches (not grouped ones).
-    const bool narrow = (g.dtype == DType::kFloat16 || g.dtype == DType::kBFloat16) && !grouped;
-    const Sm90ConfigId config = choose_sm90_config(e.m, e.n, g.shape.k, g.batch, d.sms,
+    // The 64x128 config: fp16 / bf16 dense, batched and grouped-M launches (MoE decode: few rows
+    // per group, whose 64x256 tiles would leave most SMs idle; grouped launches have no split-K).
+    // CUTORCH_GEMM_SM90_GROUPED_NARROW=off keeps grouped-M launches on 64x256 (A/B).
+    const bool narrow = (g.dtype == DType::kFloat16 || g.dtype == DType::kBFloat16) &&
+                        (!grouped || (g.shape.mode == GroupMode::kGroupedM &&
+                                      env_lower("CUTORCH_GEMM_SM90_GROUPED_NARROW") != "off"));
+    const Sm90ConfigId config = choose_sm90_config(e.m, e.n, g.shape.k, e.problems, d.sms,
                                                    env_lower("CUTORCH_GEMM_SM90_CONFIG"), narrow);
     // Split-K for one dense problem whose tiles leave SMs idle (explain() mirrors this rule).
     const Sm90Split split = g.shape.mode == GroupMode::kBatched && g.batch == 1

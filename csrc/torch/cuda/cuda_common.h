@@ -50,10 +50,13 @@ Sm90Operand sm90_a(const GemmArgs& g, const at::Tensor& a);
 Sm90Operand sm90_b(const GemmArgs& g, const at::Tensor& b);
 
 // The extents the heuristics see: one problem; for grouped launches the average group along the
-// grouped dimension (the group sizes stay on the device).
+// grouped dimension (the group sizes stay on the device). `problems`: the groups that can have
+// tiles. Grouped along M, at most one group per row: MoE decode (8 rows over 128 experts) has at
+// most 8 non-empty groups, not 128, so its tiles may fill only a few SMs.
 struct HeuristicExtents {
   int m;
   int n;
+  int problems;
 };
 HeuristicExtents heuristic_extents(const GemmArgs& g);
 

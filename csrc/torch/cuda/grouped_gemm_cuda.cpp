@@ -2,6 +2,8 @@
 // else one launch per problem.
 #include <algorithm>
 
+#include <ATen/cuda/EmptyTensor.h>
+
 #include "cuda_common.h"
 
 namespace cutorch_gemm::binding {
@@ -30,10 +32,16 @@ std::optional<std::vector<at::Tensor>> grouped_gemm_sm90_ptr(const std::vector<a
   int b_mn = -1;
   double m_sum = 0, n_sum = 0;
   int k_max = 0;
+  // NOTE: the per-problem work below is host time on every call (128 problems: the kernel runs
+  // ~0.3 ms). So the outputs come from at::detail::empty_cuda (the CUDA allocation at::empty
+  // dispatches to, without the dispatcher: H200 host, 128 outputs ~400 -> see RESULTS.md), and
+  // what does not depend on the problem is read once.
+  const std::string forced = forced_arch();
+  const c10::Device device = a[0].device();
   for (int i = 0; i < count; ++i) {
     const int64_t m = a[i].size(0), n = b[i].size(1), k = a[i].size(1);
     check_extents("gemm.grouped_gemm", {m, n, k});
-    outs[i] = at::empty({m, n}, a[i].options().dtype(out_t));
+    outs[i] = at::detail::empty_cuda({m, n}, out_t, device, std::nullopt);
     GemmArgs& g = args[i];
     g = base_args(a[i], b[i], out_t, act);
     g.batch = 1;
@@ -50,7 +58,7 @@ std::optional<std::vector<at::Tensor>> grouped_gemm_sm90_ptr(const std::vector<a
     if (k == 0 || m == 0 || n == 0) continue;  // no loads: no tensor maps needed
     const Sm90Operand oa = sm90_a(g, a[i]), ob = sm90_b(g, b[i]);
     const FamilyChoice fc = choose_family(FamilyQuery{dev.major, g.dtype, oa, ob, GroupMode::kBatched, true, dev.sm90,
-                                                      dev.sm80, false, forced_arch()});
+                                                      dev.sm80, false, forced});
     if (fc.family != GemmFamily::kSm90 || oa.mn_major) return std::nullopt;
     if (b_mn >= 0 && b_mn != int(ob.mn_major)) return std::nullopt;
     b_mn = int(ob.mn_major);

@@ -127,8 +127,8 @@ inline const char* sm90_config_name(Sm90ConfigId id, int elem_bytes = 2) {
 // ping-pong): 1024^3 (32 coop tiles) 0.51/0.27 vs 0.91/0.53; 1536^3 (72) 0.68/0.73 vs
 // 0.63/0.65; 2048^3 (128) 0.92/0.93 vs 0.83/0.85. (The first rule, from an H200, switched at
 // a full wave of coop tiles.)
-// `narrow`: the launch can take the 64x128 config (fp16 / bf16 dense or batched GEMM); others
-// never get it ("pingpong128" forces it where allowed, else ping-pong).
+// `narrow`: the launch can take the 64x128 config (fp16 / bf16 dense, batched or grouped-M GEMM);
+// others never get it ("pingpong128" forces it where allowed, else ping-pong).
 inline Sm90ConfigId choose_sm90_config(int m, int n, int k, int problems, int num_sms, const std::string& forced,
                                        bool narrow = false) {
   (void)k;
@@ -147,8 +147,9 @@ inline Sm90ConfigId choose_sm90_config(int m, int n, int k, int problems, int nu
     // 0.58. Above 32 rows the split loses (eager, 3 interleaved rounds, 64x256 with 4 splits vs
     // 64x128 without): 48x8192x8192 0.87 vs 0.95, 64x8192x8192 0.85 vs 0.95, 96x4096x4096 0.70
     // vs 0.76, 128x4096x4096 0.69 vs 0.78.
+    // (Several problems, batched or grouped, never split: there the exception does not apply.)
     const long long slim = (long long)((m + 63) / 64) * ((n + 127) / 128) * p;
-    if (narrow && 2 * wide < num_sms && (m > 32 || 4 * slim <= num_sms || 4 * wide > num_sms)) {
+    if (narrow && 2 * wide < num_sms && (p > 1 || m > 32 || 4 * slim <= num_sms || 4 * wide > num_sms)) {
       return Sm90ConfigId::kPingpong64x128;
     }
     return Sm90ConfigId::kPingpong64x256;
