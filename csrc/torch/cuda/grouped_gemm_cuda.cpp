@@ -32,10 +32,12 @@ std::optional<std::vector<at::Tensor>> grouped_gemm_sm90_ptr(const std::vector<a
   int b_mn = -1;
   double m_sum = 0, n_sum = 0;
   int k_max = 0;
-  // NOTE: the per-problem work below is host time on every call (128 problems: the kernel runs
-  // ~0.3 ms). So the outputs come from at::detail::empty_cuda (the CUDA allocation at::empty
-  // dispatches to, without the dispatcher: H200 host, 128 outputs ~400 -> see RESULTS.md), and
-  // what does not depend on the problem is read once.
+  // NOTE: the per-problem work below is host time on every call, and with 128 problems the host
+  // took longer than the kernel (~0.3 ms). So the outputs come from at::detail::empty_cuda (the
+  // CUDA allocation at::empty dispatches to, minus the dispatcher), and what does not depend on
+  // the problem (the forced-arch knob) is read once. With the wrapper's below-autograd call: the
+  // whole call 503 -> 330 us of host time for 128 problems (benchmarks/experiments/list_overhead.py
+  // HOST_ONLY=1, both builds on one H200 machine, RESULTS.md).
   const std::string forced = forced_arch();
   const c10::Device device = a[0].device();
   for (int i = 0; i < count; ++i) {
