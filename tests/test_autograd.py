@@ -293,6 +293,31 @@ def test_grouped_gemm_grad_no_bias_partial_requires_grad(device):
         check(g, r, dtype, contiguous=False)
 
 
+@pytest.mark.parametrize("path", ["wrapper", "op"])
+def test_grouped_gemm_graph_only_when_needed(device, path):
+    """No input requiring grad, or grad mode off: the call runs below autograd (no graph node,
+    the same values); one input requiring grad: a graph through every problem. Both through
+    cg.grouped_gemm and through torch.ops.gemm.grouped_gemm (its autograd kernel)."""
+    dtype = torch.float32
+    a = [make((6, 4), dtype, device), make((3, 5), dtype, device)]
+    b = [make((4, 2), dtype, device), make((5, 7), dtype, device)]
+    call = cg.grouped_gemm if path == "wrapper" else torch.ops.gemm.grouped_gemm
+    plain = call(a, b)
+    assert all(o.grad_fn is None and not o.requires_grad for o in plain)
+    refs = ref_grouped_gemm(a, b, None, "none")
+    for o, r in zip(plain, refs):
+        check(o, r, dtype)
+    b[1].requires_grad_()
+    with torch.no_grad():
+        assert all(o.grad_fn is None for o in call(a, b))
+    outs = call(a, b)
+    assert all(o.requires_grad for o in outs)
+    (gb,) = torch.autograd.grad(outs[1].sum(), [b[1]])
+    check(gb, a[1].double().t() @ torch.ones(3, 7, dtype=torch.float64, device=device), dtype)
+    for o, p in zip(outs, plain):
+        assert torch.equal(o.detach(), p)
+
+
 # --------------------------------------------------------------------------------------
 # the shared samples: grads versus the reference
 # --------------------------------------------------------------------------------------
