@@ -132,6 +132,8 @@ def cases(quick: bool):
     # phases to wrap inside such tiles
     out += [("sm90 coop grouped-M half tiles K 1000", {"CUTORCH_GEMM_SM90_CONFIG": "coop"},
              grouped([40, 300, 64, 0, 190, 1], k=1000))]
+    # MoE decode: a few rows over many experts take the 64x128 config by the rule (not forced)
+    out += [("sm90 grouped-M decode 64x128", {}, grouped([1, 0, 0, 2, 0, 0, 0, 1] * 4, extra_rows=1, k=264))]
     # the deferred store: capped grids give a CTA several tiles, each stored under the next one's
     # first k-blocks (K of 1 and 3 k-blocks: the rest after the mainloop), with bias + gelu_tanh
     # and plain (the cooperative compact kernel; the general kernel's copy too); grouped-M (whole
@@ -264,7 +266,7 @@ def cases(quick: bool):
             ("moe combine 9x2x13 broken permutation", {}, moe_combine(9, 2, 13, True))]
     if quick:  # racecheck / synccheck are slow: one case per family
         keep = ("sm90 coop bf16", "sm90 pingpong bf16", "sm90 pingpong128 bf16 129", "compact", "coop cluster", "fp8", "swiglu", "pointer-array", "split-K 16",
-                "sm80 bf16", "sm80 tf32 rows8", "sm80 split-K fused", "sm80 sliced-K", "simt", "skinny w8", "sm90 skinny T16", "swiglu pointwise", "stream-K", "moe combine", "half tiles", "deferred store plain", "deferred store grouped")
+                "sm80 bf16", "sm80 tf32 rows8", "sm80 split-K fused", "sm80 sliced-K", "simt", "skinny w8", "sm90 skinny T16", "swiglu pointwise", "stream-K", "moe combine", "half tiles", "deferred store plain", "deferred store grouped", "decode")
         out = [c for c in out if any(k in c[0] for k in keep)]
     return out
 

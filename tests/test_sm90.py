@@ -281,36 +281,6 @@ def test_sm90_grouped_3d3d(config, monkeypatch):
     check(cg.grouped_mm(a, b), ref_grouped_mm(a, b, None), dt, what="sm90 grouped 3d3d")
 
 
-@pytest.mark.parametrize("narrow", ["", "off"])
-@pytest.mark.parametrize("weight_major", ["mn", "k"])
-@pytest.mark.parametrize("rows, experts, k, n", [(2, 8, 1032, 4096), (8, 128, 264, 1544), (1, 8, 136, 2056),
-                                                 (24, 16, 520, 1000)])
-def test_sm90_grouped_decode(rows, experts, k, n, weight_major, narrow, monkeypatch):
-    """MoE decode: a few rows over many experts (most groups empty). At most `rows` groups have
-    tiles, so their 64x256 tiles would fill a few SMs: the 64x128 config (unless
-    CUTORCH_GEMM_SM90_GROUPED_NARROW=off). Bias + activation, partial column tiles, rows past
-    offs[-1], poisoned output."""
-    monkeypatch.setenv("CUTORCH_GEMM_SM90_GROUPED_NARROW", narrow)
-    dt = torch.bfloat16
-    gen = torch.Generator().manual_seed(rows * 1000 + experts)
-    hit = torch.randint(0, experts, (rows,), generator=gen)
-    sizes = torch.bincount(hit, minlength=experts).tolist()
-    offs = offs_from_sizes(sizes, "cuda")
-    x = make((rows + 1, k), dt, "cuda")   # a row past offs[-1]
-    w = make((experts, k, n), dt, "cuda", "row" if weight_major == "mn" else "col")
-    bias = make((experts, n), dt, "cuda")
-    e = cg.explain("grouped_mm", x, w, offs)
-    wide_tiles = min(x.size(0), experts) * -(-n // 256)   # the rule sees min(rows of x, experts) groups
-    sms = torch.cuda.get_device_properties(x.device).multi_processor_count
-    want = CONFIGS["pingpong"] if narrow == "off" or 2 * wide_tiles >= sms else CONFIGS["pingpong128"]
-    assert e.kernel == "sm90" and e.config == want, str(e)
-    ref = ref_grouped_mm(x, w, offs, bias, "gelu")
-    poison(ref.numel() * 2)
-    out = cg.grouped_mm(x, w, offs, bias=bias, activation="gelu")
-    check(out, ref, dt, what=f"sm90 grouped decode {rows}x{experts} w={weight_major} narrow={narrow or 'on'}")
-    assert torch.all(out[rows:] == 0)
-
-
 def test_sm90_grouped_cuda_graph_new_offsets():
     """Offsets stay on the device: a captured launch replays with new group sizes."""
     dt = torch.bfloat16
