@@ -313,6 +313,15 @@ def _stream_note(config: str, m: int, mode: str, batch: int, b: torch.Tensor, k_
     return ""
 
 
+def _decode_note(config: str, mode: str, rows: int, groups: int) -> str:
+    """Grouped along M with fewer rows than groups (MoE decode): the binding's rule
+    (heuristic_extents) counts at most one group per row, which can pick the 64x128 config."""
+    if mode != "m" or rows >= groups:
+        return ""
+    tiles = ": 64x128 tiles (64x256 would fill under half the SMs)" if "x128x" in config else ""
+    return f"; at most {max(1, rows)} of the {groups} groups have rows (decode), the config rule counts those{tiles}"
+
+
 def _split_fill() -> int:
     """choose_sm90_split's `fill` as the binding reads it (CUTORCH_GEMM_SM90_SPLIT_FILL, default 4)."""
     fill = os.environ.get("CUTORCH_GEMM_SM90_SPLIT_FILL", "").strip()
@@ -490,6 +499,8 @@ def _explain_gemm(op: str, args, kwargs, skinny: bool = True) -> Explanation:
         defer_note = _defer_note(config, a, mode, n_per, splits, kwargs)
         variant_note = _variant_note(mode, op_a[1], defer_note, swiglu)
         variant_note += _stream_note(config, m_per, mode, batch, b, chunk if splits > 1 else 0, cluster_note)
+        if not swiglu:
+            variant_note += _decode_note(config, mode, m, batch)
 
         return Explanation(op, str(a.device), "sm90", config, splits, layouts,
                            f"sm_{prop.major}{prop.minor}; {fam['reason']}"

@@ -585,3 +585,15 @@ def test_sm90_streamk_pieces_cover_every_k_block_once():
                     # every CTA from `first` on computed a piece of t (the owner waits for each)
                     assert all(any(v == c for (tt, _), v in seen.items() if tt == t) for c in range(first, cta))
         assert len(seen) == iters and dp % ctas == 0
+
+
+def test_explain_decode_note():
+    """explain names the decode rule for grouped-M launches with fewer rows than groups."""
+    import importlib
+    ex = importlib.import_module("cutorch_gemm.explain")
+    note = ex._decode_note("Sm90_64x128x64_Pingpong_S8", "m", 8, 128)
+    assert "at most 8 of the 128 groups" in note and "64x128" in note
+    assert "64x128" not in ex._decode_note("Sm90_64x256x64_Pingpong_S5", "m", 64, 128)
+    assert ex._decode_note("Sm90_64x128x64_Pingpong_S8", "m", 128, 128) == ""   # a row per group or more
+    assert ex._decode_note("Sm90_64x128x64_Pingpong_S8", "none", 8, 1) == ""
+    assert "at most 1 of" in ex._decode_note("Sm90_64x128x64_Pingpong_S8", "m", 0, 8)
