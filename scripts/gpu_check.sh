@@ -20,6 +20,8 @@
 #   SKIP_BENCH=1         skip python -m cutorch_gemm bench (a build-and-test call)
 #   SKIP_SM80_BENCH=1    skip benchmarks/bench_sm80.py --quick (the sm80 family forced, vs PyTorch)
 #   GROUPED_BENCH=1      also run benchmarks/bench_grouped.py --quick (MoE shapes vs torch._grouped_mm)
+#   DECODE_BENCH=1       also run benchmarks/experiments/list_overhead.py DECODE=1 (MoE decode shapes vs
+#                        torch._grouped_mm; the list API's host time)
 #   SANITIZE=1           also run compute-sanitizer (memcheck, racecheck, synccheck) over
 #                        scripts/sanitize_sweep.py (every family and config)
 #   TESTS="tests"        the pytest paths of the GPU test stage (e.g. tests/test_scaled_mm.py)
@@ -303,6 +305,12 @@ fi
 # one GroupedExperts layer) when asked: GROUPED_BENCH=1. Its CSV goes to the temporary folder.
 if [[ "${GROUPED_BENCH:-0}" == 1 ]]; then
   run_stage grouped "${GROUPED_BENCH_TIMEOUT:-300}" tail:30 "$PY" benchmarks/bench_grouped.py --quick --out "$TMPD"
+fi
+
+# MoE decode (a few rows over many experts) and the list API's host time against kernel time
+# (benchmarks/experiments/list_overhead.py, DECODE=1) when asked: DECODE_BENCH=1.
+if [[ "${DECODE_BENCH:-0}" == 1 ]]; then
+  run_stage decode "${DECODE_BENCH_TIMEOUT:-300}" tail:40 env DECODE=1 "$PY" benchmarks/experiments/list_overhead.py
 fi
 
 # The bench prints its table on stdout; the console gets its progress lines when it ends and
