@@ -29,7 +29,8 @@ def _no_graph(*tensors) -> bool:
         return False
     if not torch.is_grad_enabled():
         return True
-    return not any(t is not None and t.requires_grad for t in tensors)
+    # (isinstance: a list argument may hold a non-tensor; the op then raises its own error)
+    return not any(isinstance(t, torch.Tensor) and t.requires_grad for t in tensors)
 
 
 def _call(op, tensors, *args, **kwargs):

@@ -151,6 +151,8 @@ CASES = {
                                                               activation="leaky_relu")),
     "gg_out_dtype": ("out_dtype", lambda d: cg.grouped_gemm([R(d, 2, 3)], [R(d, 3, 4)],
                                                             out_dtype=bf16)),
+    # (the wrapper's grad check must let the op name a non-tensor in a list)
+    "gg_not_a_tensor": ("a", lambda d: cg.grouped_gemm([R(d, 2, 3), 3], [R(d, 3, 4), R(d, 3, 4)])),
 }
 
 
