@@ -13,6 +13,7 @@ Suites (``SUITES``):
               ``torch._addmm_activation`` (cuBLASLt GELU_BIAS epilogue), plus our plain ``mm``
     fp8, fp8_rowwise   ``scaled_mm`` (e4m3 -> bf16) against ``torch._scaled_mm``
     moe128, moe8       ``grouped_mm`` 2D x 3D on MoE expert shapes against ``torch._grouped_mm``
+    moe_decode, moe_decode8   the same at decode sizes: a few rows, one per expert (not run by default)
 (defined in ``benchmarks/gemm_suites.py``)
 
 Timing follows /work/.library/device/METHOD.md: ``triton.testing.do_bench`` medians (a
@@ -201,13 +202,21 @@ def _expert_offsets(tokens: int, experts: int) -> torch.Tensor:
     return (units * 16).cumsum(0).to(torch.int32).to(DEVICE)
 
 
-def _make_sets_grouped(T: int, N: int, K: int, dtype: torch.dtype, experts: int) -> list:
+def _decode_offsets(rows: int, experts: int) -> torch.Tensor:
+    """int32 cumulative ends for MoE decode: `rows` rows spread evenly over the experts, one per
+    expert while rows <= experts (most groups empty), every row routed (the same in every run)."""
+    owner = (torch.arange(rows, dtype=torch.int64) * experts) // max(rows, 1)
+    counts = torch.bincount(owner, minlength=experts)
+    return counts.cumsum(0).to(torch.int32).to(DEVICE)
+
+
+def _make_sets_grouped(T: int, N: int, K: int, dtype: torch.dtype, experts: int, decode: bool = False) -> list:
     """(x, W^T views, offs) sets, rotated like _make_sets; W is (E, N, K) like nn.Linear weights."""
     elem = torch.tensor([], dtype=dtype).element_size()
     one_set = (T * K + experts * N * K + T * N) * elem
     l2 = _l2_bytes()
     n_sets = 1 if one_set >= l2 else min(MAX_SETS, math.ceil(ROTATE_FACTOR * l2 / one_set))
-    offs = _expert_offsets(T, experts)
+    offs = _decode_offsets(T, experts) if decode else _expert_offsets(T, experts)
     return [(torch.randn(T, K, device=DEVICE, dtype=dtype),
              (torch.randn(experts, N, K, device=DEVICE, dtype=dtype) * K ** -0.5).transpose(1, 2), offs)
             for _ in range(n_sets)]
@@ -259,7 +268,7 @@ def run_case(cg, suite_name: str, dtype_name: str, M: int, N: int, K: int) -> di
         if suite.kind == "scaled":
             sets = _make_sets_fp8(M, N, K, dtype, suite.rowwise)
         elif suite.kind == "grouped":
-            sets = _make_sets_grouped(M, N, K, dtype, suite.experts)
+            sets = _make_sets_grouped(M, N, K, dtype, suite.experts, suite.decode)
         else:
             sets = _make_sets(M, N, K, dtype, with_bias=epilogue)
         if suite.kind == "scaled":

@@ -17,6 +17,7 @@ class Suite:
     tf32: bool = False     # torch.backends.cuda.matmul.allow_tf32 while this suite runs
     rowwise: bool = False  # scaled: per-row / per-column scales (else one per tensor)
     experts: int = 0       # grouped: experts (groups); tokens routed with a fixed skew
+    decode: bool = False   # grouped: M rows spread one per expert over M of them (MoE decode)
 
 
 SUITES = {
@@ -69,6 +70,17 @@ SUITES = {
     "moe8": Suite(kind="grouped", experts=8, shapes=(
         (16384, 14336, 4096, True),   # Mixtral up
         (16384, 4096, 14336, False),  # Mixtral down
+    )),
+    # MoE decode (not in the default run): a few routed rows, most experts empty
+    "moe_decode": Suite(kind="grouped", experts=128, decode=True, shapes=(
+        (8, 1536, 2048, True),        # Qwen3-30B-A3B up, one token (top-8)
+        (8, 2048, 768, False),        # Qwen3-30B-A3B down, one token
+        (64, 1536, 2048, False),      # eight tokens
+    )),
+    "moe_decode8": Suite(kind="grouped", experts=8, decode=True, shapes=(
+        (2, 14336, 4096, True),       # Mixtral up, one token (top-2)
+        (2, 4096, 14336, False),      # Mixtral down, one token
+        (16, 4096, 14336, False),     # eight tokens
     )),
     "epilogue": Suite(kind="epilogue", shapes=(
         (8192, 14336, 4096, False),

@@ -29,6 +29,27 @@ def test_grouped_suite_case_on_cpu(monkeypatch):
     assert "moe128" in bg.DEFAULT_SUITES and "fp8" in bg.DEFAULT_SUITES
 
 
+def test_decode_offsets_spread_rows_one_per_expert(monkeypatch):
+    monkeypatch.setattr(bg, "DEVICE", "cpu")
+    offs = bg._decode_offsets(8, 128)
+    sizes = torch.diff(offs, prepend=torch.zeros(1, dtype=offs.dtype))
+    assert offs.dtype == torch.int32 and int(offs[-1]) == 8 and int(sizes.max()) == 1
+    assert int((sizes > 0).sum()) == 8                      # 8 experts hit, 120 empty
+    sizes = torch.diff(bg._decode_offsets(300, 128), prepend=torch.zeros(1, dtype=torch.int32))
+    assert int(sizes.sum()) == 300 and int(sizes.min()) >= 2 and int(sizes.max()) <= 3
+    assert "moe_decode" not in bg.DEFAULT_SUITES and bg.SUITES["moe_decode"].decode
+
+
+def test_grouped_decode_suite_case_on_cpu(monkeypatch):
+    monkeypatch.setattr(bg, "DEVICE", "cpu")
+    monkeypatch.setattr(bg, "_l2_bytes", lambda: 1 << 20)
+    monkeypatch.setattr(bg, "time_ms", lambda fn, **kw: (fn(), 1.0)[1])
+    monkeypatch.setitem(bg.SUITES, "tiny_decode", bg.Suite(kind="grouped", experts=16, decode=True,
+                                                           shapes=((3, 40, 24, True),)))
+    row = bg.run_case(cg, "tiny_decode", "bfloat16", 3, 40, 24)
+    assert row["ok"] and row["rel_err"] < 1e-2 and row["note"] == "", row
+
+
 def test_time_interleaved_rotates_and_takes_medians():
     """Each round starts with a different callable, and each result is the median of its rounds."""
     calls = []
