@@ -9,6 +9,8 @@ import math
 
 import torch
 
+from .ops import _no_graph
+
 _ops = torch.ops.gemm
 
 
@@ -237,10 +239,10 @@ def _grouped_gemm_autograd(a, b, bias=None, *, activation="none", out_dtype=None
         with torch._C._AutoDispatchBelowAutograd():  # nothing to differentiate, or the op raises
             return _ops.grouped_gemm(a, b, bias, activation=activation, out_dtype=out_dtype)
     tensors = [*a, *b, *(bias if bias is not None else [])]
-    # Nothing to record (inference, or no input requires grad): the op below autograd directly.
-    # The Function's apply over 2-3 tensors per problem is host time on every call (128 problems,
-    # H200 host: ~360 us of a ~1.2 ms call whose kernel takes ~0.3 ms).
-    if not torch.is_grad_enabled() or not any(t.requires_grad for t in tensors):
+    # Nothing to record (inference, or no input requires grad; the wrappers' rule): the op below
+    # autograd directly. The Function's apply over 2-3 tensors per problem is host time on every
+    # call (128 problems, H200 host: ~360 us of a ~1.2 ms call whose kernel takes ~0.3 ms).
+    if _no_graph(*tensors):
         with torch._C._AutoDispatchBelowAutograd():
             return _ops.grouped_gemm(a, b, bias, activation=activation, out_dtype=out_dtype)
     return list(_GroupedGemmFunction.apply(len(a), bias is not None, activation, out_dtype, *tensors))
