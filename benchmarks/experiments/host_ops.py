@@ -6,15 +6,12 @@ For grouped_mm at a decode size (8 rows over 128 experts) and mm at 1, 64 and 40
 host microseconds per call over 8 x 50 calls queued behind a GPU sleep, through the Python wrapper,
 through the op below autograd, and for torch's op; then torch.profiler's CPU table of our calls.
 """
-import os, sys, time, torch
+import os, sys, torch
 sys.path.insert(0, os.getcwd())
 import cutorch_gemm as cg
+from benchmarks.experiments.list_overhead import host_min_us  # (the same host timing)
 dt = torch.bfloat16
-def host_us(fn, calls=50):
-    fn(); torch.cuda.synchronize(); torch.cuda._sleep(int(4e8)); t0 = time.perf_counter()
-    for _ in range(calls): fn()
-    t = (time.perf_counter() - t0) / calls * 1e6; torch.cuda.synchronize(); return t
-def hmin(fn): return min(host_us(fn) for _ in range(8))
+def hmin(fn): return host_min_us(fn, reps=8, calls=50)
 E, K, N = 128, 2048, 1536
 x = torch.randn(8, K, device="cuda", dtype=dt); w = torch.randn(E, N, K, device="cuda", dtype=dt).transpose(1, 2)
 offs = torch.bincount(torch.randperm(E)[:8], minlength=E).cumsum(0).to(torch.int32).cuda()

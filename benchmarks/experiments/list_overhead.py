@@ -75,58 +75,63 @@ def kernel_us(fn, calls=5):
     return tot / calls, names
 
 
-gen = torch.Generator().manual_seed(0)
-dt = torch.bfloat16
-for name, E, T, K, N in (CASES if os.environ.get("LIST", "1") != "0" else []):
-    sizes = group_sizes(E, T, "skewed", gen)
-    x = torch.randn(T, K, device="cuda", dtype=dt)
-    w = torch.randn(E, N, K, device="cuda", dtype=dt)
-    starts = [sum(sizes[:e]) for e in range(E)]
-    a = [x[s:s + n] for s, n in zip(starts, sizes)]
-    b = [w[e].t() for e in range(E)]
-    offs = torch.tensor(sizes, device="cuda").cumsum(0).to(torch.int32)
-    wt = w.transpose(1, 2)
-    fns = {"list": lambda: cg.grouped_gemm(a, b), "op": lambda: torch.ops.gemm.grouped_gemm(a, b),
-           "grouped_mm": lambda: cg.grouped_mm(x, wt, offs), "loop": lambda: [torch.mm(ai, bi) for ai, bi in zip(a, b)],
-           "alloc": lambda: [torch.empty(ai.shape[0], bi.shape[1], device="cuda", dtype=dt) for ai, bi in zip(a, b)]}
-    if os.environ.get("HOST_ONLY"):
-        print(f"{name:14} host us per call (min of 10 x 20): list {host_min_us(fns['list']):7.1f}  "
-              f"op {host_min_us(fns['op']):7.1f}  grouped_mm {host_min_us(fns['grouped_mm']):6.1f}", flush=True)
-        continue
-    got = fns["list"]()
-    ref = fns["loop"]()
-    err = max(float((g.float() - r.float()).norm() / max(r.float().norm(), 1e-30)) for g, r in zip(got, ref))
-    print(f"{name} E={E} rows={T} K={K} N={N} config={cg.explain('grouped_gemm', a, b).config} max rel err {err:.1e}")
-    for k, f in fns.items():
-        ku, names = kernel_us(f) if k != "alloc" else (0.0, {})
-        top = ", ".join(f"{n} {v:.1f}" for n, v in sorted(names.items(), key=lambda kv: -kv[1])[:3])
-        print(f"  {k:10} call {wall_us(f):8.1f} us  host {host_us(f):8.1f} us  kernel {ku:8.1f} us  [{top}]")
-    t = time_interleaved({k: fns[k] for k in ("list", "grouped_mm", "loop")})
-    print("  interleaved ms: " + "  ".join(f"{k} {v:.4f}" for k, v in t.items()), flush=True)
+def main():
+    gen = torch.Generator().manual_seed(0)
+    dt = torch.bfloat16
+    for name, E, T, K, N in (CASES if os.environ.get("LIST", "1") != "0" else []):
+        sizes = group_sizes(E, T, "skewed", gen)
+        x = torch.randn(T, K, device="cuda", dtype=dt)
+        w = torch.randn(E, N, K, device="cuda", dtype=dt)
+        starts = [sum(sizes[:e]) for e in range(E)]
+        a = [x[s:s + n] for s, n in zip(starts, sizes)]
+        b = [w[e].t() for e in range(E)]
+        offs = torch.tensor(sizes, device="cuda").cumsum(0).to(torch.int32)
+        wt = w.transpose(1, 2)
+        fns = {"list": lambda: cg.grouped_gemm(a, b), "op": lambda: torch.ops.gemm.grouped_gemm(a, b),
+               "grouped_mm": lambda: cg.grouped_mm(x, wt, offs), "loop": lambda: [torch.mm(ai, bi) for ai, bi in zip(a, b)],
+               "alloc": lambda: [torch.empty(ai.shape[0], bi.shape[1], device="cuda", dtype=dt) for ai, bi in zip(a, b)]}
+        if os.environ.get("HOST_ONLY"):
+            print(f"{name:14} host us per call (min of 10 x 20): list {host_min_us(fns['list']):7.1f}  "
+                  f"op {host_min_us(fns['op']):7.1f}  grouped_mm {host_min_us(fns['grouped_mm']):6.1f}", flush=True)
+            continue
+        got = fns["list"]()
+        ref = fns["loop"]()
+        err = max(float((g.float() - r.float()).norm() / max(r.float().norm(), 1e-30)) for g, r in zip(got, ref))
+        print(f"{name} E={E} rows={T} K={K} N={N} config={cg.explain('grouped_gemm', a, b).config} max rel err {err:.1e}")
+        for k, f in fns.items():
+            ku, names = kernel_us(f) if k != "alloc" else (0.0, {})
+            top = ", ".join(f"{n} {v:.1f}" for n, v in sorted(names.items(), key=lambda kv: -kv[1])[:3])
+            print(f"  {k:10} call {wall_us(f):8.1f} us  host {host_us(f):8.1f} us  kernel {ku:8.1f} us  [{top}]")
+        t = time_interleaved({k: fns[k] for k in ("list", "grouped_mm", "loop")})
+        print("  interleaved ms: " + "  ".join(f"{k} {v:.4f}" for k, v in t.items()), flush=True)
 
-if os.environ.get("DECODE"):
-    for name, E, K, N, topk in [("qwen3_up", 128, 2048, 1536, 8), ("qwen3_down", 128, 768, 2048, 8),
-                                ("mixtral_up", 8, 4096, 14336, 2), ("mixtral_down", 8, 14336, 4096, 2)]:
-        for tokens in (1, 8, 32, 128, 512):
-            rows = tokens * topk
-            idx = torch.stack([torch.randperm(E, generator=gen)[:topk] for _ in range(tokens)]).flatten()
-            counts = torch.bincount(idx, minlength=E)
-            offs = counts.cumsum(0).to(torch.int32).cuda()
-            x = torch.randn(rows, K, device="cuda", dtype=dt)
-            wt = torch.randn(E, N, K, device="cuda", dtype=dt).transpose(1, 2)
-            ref = torch._grouped_mm(x, wt, offs=offs).float()
-            got = cg.grouped_mm(x, wt, offs).float()
-            err = float((got - ref).norm() / max(ref.norm(), 1e-30))
-            def wide():
-                os.environ["CUTORCH_GEMM_SM90_GROUPED_NARROW"] = "off"
-                try:
-                    return cg.grouped_mm(x, wt, offs)
-                finally:
-                    os.environ.pop("CUTORCH_GEMM_SM90_GROUPED_NARROW")
-            t = time_interleaved({"ours": lambda: cg.grouped_mm(x, wt, offs), "wide": wide,
-                                  "torch": lambda: torch._grouped_mm(x, wt, offs=offs)})
-            wbytes = int((counts > 0).sum()) * K * N * 2  # the weights of the experts hit
-            print(f"decode {name:12} tokens {tokens:4} rows {rows:5}  ours {t['ours'] * 1e3:7.1f} us "
-                  f"({wbytes / t['ours'] / 1e6:6.0f} GB/s)  64x256 {t['wide'] * 1e3:7.1f} us  torch "
-                  f"{t['torch'] * 1e3:7.1f} us  ratio {t['torch'] / t['ours']:.3f} (64x256 {t['torch'] / t['wide']:.3f})"
-                  f"  err {err:.1e}  {cg.explain('grouped_mm', x, wt, offs).config}", flush=True)
+    if os.environ.get("DECODE"):
+        for name, E, K, N, topk in [("qwen3_up", 128, 2048, 1536, 8), ("qwen3_down", 128, 768, 2048, 8),
+                                    ("mixtral_up", 8, 4096, 14336, 2), ("mixtral_down", 8, 14336, 4096, 2)]:
+            for tokens in (1, 8, 32, 128, 512):
+                rows = tokens * topk
+                idx = torch.stack([torch.randperm(E, generator=gen)[:topk] for _ in range(tokens)]).flatten()
+                counts = torch.bincount(idx, minlength=E)
+                offs = counts.cumsum(0).to(torch.int32).cuda()
+                x = torch.randn(rows, K, device="cuda", dtype=dt)
+                wt = torch.randn(E, N, K, device="cuda", dtype=dt).transpose(1, 2)
+                ref = torch._grouped_mm(x, wt, offs=offs).float()
+                got = cg.grouped_mm(x, wt, offs).float()
+                err = float((got - ref).norm() / max(ref.norm(), 1e-30))
+                def wide():
+                    os.environ["CUTORCH_GEMM_SM90_GROUPED_NARROW"] = "off"
+                    try:
+                        return cg.grouped_mm(x, wt, offs)
+                    finally:
+                        os.environ.pop("CUTORCH_GEMM_SM90_GROUPED_NARROW")
+                t = time_interleaved({"ours": lambda: cg.grouped_mm(x, wt, offs), "wide": wide,
+                                      "torch": lambda: torch._grouped_mm(x, wt, offs=offs)})
+                wbytes = int((counts > 0).sum()) * K * N * 2  # the weights of the experts hit
+                print(f"decode {name:12} tokens {tokens:4} rows {rows:5}  ours {t['ours'] * 1e3:7.1f} us "
+                      f"({wbytes / t['ours'] / 1e6:6.0f} GB/s)  64x256 {t['wide'] * 1e3:7.1f} us  torch "
+                      f"{t['torch'] * 1e3:7.1f} us  ratio {t['torch'] / t['ours']:.3f} (64x256 {t['torch'] / t['wide']:.3f})"
+                      f"  err {err:.1e}  {cg.explain('grouped_mm', x, wt, offs).config}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
