@@ -313,6 +313,19 @@ def _stream_note(config: str, m: int, mode: str, batch: int, b: torch.Tensor, k_
     return ""
 
 
+def _grouped_skinny_plan(a, b, m, n, k, groups, prop, sm90_built, dtype, forced) -> dict:
+    """The binding's sm90_grouped_skinny_refusal for a grouped_mm 2D x 3D call, with its config."""
+    a_k, a_m = _strides(a, -1, -2, k)
+    b_k, b_n = _strides(b, -2, -1, k)
+    knob = os.environ.get("CUTORCH_GEMM_SKINNY", "").strip().lower()
+    env = {name: os.environ.get(name, "").strip() for name in ("CUTORCH_GEMM_SKINNY_SPLITS", "CUTORCH_GEMM_SKINNY_SLOTS")}
+    splits, slots = (int(v) if v.isdigit() else 0 for v in env.values())
+    return _C.sm90_grouped_skinny_plan(prop.major, sm90_built, dtype, groups, m, n, k, a_m, a_k, b_k, b_n,
+                                       b.stride(0), a.data_ptr() % 16 == 0, b.data_ptr() % 16 == 0,
+                                       "" if forced == "auto" else forced, knob, prop.multi_processor_count,
+                                       splits, slots)
+
+
 def _decode_note(config: str, mode: str, rows: int, groups: int) -> str:
     """Grouped along M with fewer rows than groups (MoE decode): the binding's rule
     (heuristic_extents) counts at most one group per row, which can pick the 64x128 config."""
@@ -457,6 +470,21 @@ def _explain_gemm(op: str, args, kwargs, skinny: bool = True) -> Explanation:
                                "skinny kernel (D^T = W x^T on mma.sync, fragments loaded from global memory, "
                                "K split over the CTA's warps and summed in shared memory)"
                                + (f"; CUTORCH_GEMM_SKINNY={knob}" if knob else ""))
+    if (mode == "m" and kwargs.get("activation", "none") != "swiglu" and m > 0 and n > 0 and k > 0
+            and batch > 0 and a.dtype in (torch.float16, torch.bfloat16)):
+        # the binding's grouped skinny rule (MoE decode), checked before the families
+        gs = _grouped_skinny_plan(a, b, m, n, k, batch, prop, sm90_built, dtype, forced)
+        if gs["taken"]:
+            return Explanation(op, str(a.device), "sm90", gs["config"], gs["splits"], layouts,
+                               f"sm_{prop.major}{prop.minor}; M = {m} rows over {batch} groups (decode): the "
+                               "grouped Hopper skinny kernel (each non-empty group's D^T = W_g x_g^T: TMA streams "
+                               "64-row boxes of the group's weight into wgmma; work items are the 64-row W tiles "
+                               f"of at most {gs['slots']} groups with rows, found from the device offsets"
+                               + ("; a persistent grid, the next item's loads under this one's epilogue)"
+                                  if gs["splits"] == 1 else
+                                  f"; K split over a cluster of {gs['splits']} CTAs, partial tiles summed in "
+                                  "distributed shared memory)")
+                               + ("; W's TMA loads carry the L2 evict-first policy" if _l2_hint_on() else ""))
     fam = _C.choose_family(prop.major, dtype, op_a, op_b, mode, k > 0, sm90_built, sm80_built,
                            torch.backends.cuda.matmul.allow_tf32, "" if forced == "auto" else forced)
     m_per, n_per = m, n

@@ -59,11 +59,12 @@ def cases(quick: bool):
             return out, _ref(a, b, bias, act), 2e-2 if dtype != torch.float64 else 1e-10
         return run
 
-    def grouped(sizes, extra_rows=3, k=72):
+    def grouped(sizes, extra_rows=3, k=72, k_major=False):
         def run():
             t, n = sum(sizes) + extra_rows, 136
             a = torch.randn(t, k, device=dev, dtype=bf16)
-            b = torch.randn(len(sizes), k, n, device=dev, dtype=bf16)
+            b = (torch.randn(len(sizes), n, k, device=dev, dtype=bf16).transpose(1, 2) if k_major
+                 else torch.randn(len(sizes), k, n, device=dev, dtype=bf16))
             offs = torch.tensor(sizes, device=dev).cumsum(0).to(torch.int32)
             out = cg.grouped_mm(a, b, offs)
             ref = torch.zeros(t, n, dtype=torch.float64)
@@ -133,7 +134,16 @@ def cases(quick: bool):
     out += [("sm90 coop grouped-M half tiles K 1000", {"CUTORCH_GEMM_SM90_CONFIG": "coop"},
              grouped([40, 300, 64, 0, 190, 1], k=1000))]
     # MoE decode: a few rows over many experts take the 64x128 config by the rule (not forced)
-    out += [("sm90 grouped-M decode 64x128", {}, grouped([1, 0, 0, 2, 0, 0, 0, 1] * 4, extra_rows=1, k=264))]
+    out += [("sm90 grouped-M decode 64x128", {"CUTORCH_GEMM_SKINNY": "off"},
+             grouped([1, 0, 0, 2, 0, 0, 0, 1] * 4, extra_rows=1, k=264))]
+    # ... and (not forced off) the grouped skinny kernel: a persistent grid over the groups' W tiles,
+    # then two slots running the groups in turn with a K split over clusters of 2; both weight layouts
+    decode = grouped([1, 0, 0, 2, 0, 0, 0, 1] * 4, extra_rows=1, k=264, k_major=True)
+    out += [("sm90 grouped skinny decode", {}, decode),
+            ("sm90 grouped skinny decode slots 2 splits 2",
+             {"CUTORCH_GEMM_SKINNY_SLOTS": "2", "CUTORCH_GEMM_SKINNY_SPLITS": "2"}, decode),
+            ("sm90 grouped skinny decode N-contiguous weights", {},
+             grouped([1, 0, 0, 2, 0, 0, 0, 1] * 4, extra_rows=1, k=264))]
     # the deferred store: capped grids give a CTA several tiles, each stored under the next one's
     # first k-blocks (K of 1 and 3 k-blocks: the rest after the mainloop), with bias + gelu_tanh
     # and plain (the cooperative compact kernel; the general kernel's copy too); grouped-M (whole

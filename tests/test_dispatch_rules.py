@@ -444,6 +444,55 @@ def test_sm90_skinny_refusals_say_why(over, word):
     assert not p["taken"] and word in p["reason"], p
 
 
+# The grouped (MoE decode) Hopper skinny rule (device/sm90_skinny.h), checked before the tile kernels'.
+GSKINNY = dict(major=9, sm90_built=True, dtype="bfloat16", groups=8, m=2, n=4096, k=14336, a_sm=14336, a_sk=1,
+               b_sk=1, b_sn=14336, b_sb=4096 * 14336, a_aligned=True, b_aligned=True, forced="", knob="",
+               num_sms=132)
+
+
+def gskinny(**over):
+    return _C.sm90_grouped_skinny_plan(**{**GSKINNY, **over})
+
+
+@pytest.mark.parametrize("m, groups, config, slots", [(1, 8, "64xT16", 1), (2, 8, "64xT16", 2),
+                                                      (16, 128, "64xT16", 16), (17, 128, "64xT32", 17),
+                                                      (32, 8, "64xT32", 8), (32, 1, "64xT32", 1)])
+def test_grouped_skinny_takes_up_to_32_rows_one_slot_per_possible_group(m, groups, config, slots):
+    p = gskinny(m=m, groups=groups)
+    assert p["taken"] and p["reason"] == "" and p["config"] == f"Sm90_Skinny_{config}", p
+    assert p["slots"] == slots, p
+    assert gskinny(m=m, groups=groups, forced_slots=1)["slots"] == 1
+    assert gskinny(m=m, groups=groups, forced_slots=1000)["slots"] == slots
+
+
+def test_grouped_skinny_takes_n_contiguous_weights():
+    """(G, K, N) weights (GroupedExperts' layout): wgmma reads the W box transposed."""
+    assert gskinny(b_sk=4096, b_sn=1)["taken"]
+    assert gskinny(n=1, b_sk=1, b_sn=14336)["taken"]   # (one column: set_2d reports it K-major)
+
+
+def test_grouped_skinny_splits_k_only_where_the_slots_leave_sms_idle():
+    # the dense rule over every slot's row tiles
+    assert gskinny(m=1)["splits"] == 2                      # Mixtral down, one row: 64 row tiles
+    assert gskinny(m=2)["splits"] == 1                      # two rows (two slots): 128
+    assert gskinny(m=1, n=1024, k=4096)["splits"] == 4      # 16 row tiles, clusters of 4 fill half the SMs
+    assert gskinny(m=8, n=1024, k=4096)["splits"] == 1      # 8 slots x 16 row tiles
+    assert gskinny(m=1, n=1024, k=4096, forced_splits=4)["splits"] == 4
+
+
+@pytest.mark.parametrize("over, word", [
+    (dict(m=33), "M outside"), (dict(m=0), "M outside"), (dict(major=8), "sm_90"), (dict(sm90_built=False), "sm_90"),
+    (dict(dtype="float32"), "fp16 / bf16"), (dict(groups=0), "no groups"), (dict(n=0), "empty"), (dict(k=0), "empty"),
+    (dict(b_sk=4096, b_sn=2), "K- or N-contiguous"), (dict(a_sk=2, a_sm=1), "K-contiguous a"),
+    (dict(b_sb=4096 * 14336 + 4), "16-byte"), (dict(b_sk=4100, b_sn=1), "16-byte"),
+    (dict(k=14332, a_sm=14332, b_sn=14332), "16-byte"), (dict(b_aligned=False), "16-byte"),
+    (dict(forced="sm80"), "CUTORCH_GEMM_ARCH"), (dict(knob="off"), "=off"), (dict(n=65535 * 64 + 1), "65535"),
+])
+def test_grouped_skinny_refusals_say_why(over, word):
+    p = gskinny(**over)
+    assert not p["taken"] and word in p["reason"], p
+
+
 @pytest.mark.parametrize("m, n, k, taken", [
     (16, 8192, 4096, True),    # 128 row tiles of 64: one K split fills the SMs
     (1, 8192, 8192, True),

@@ -10,8 +10,10 @@ For bench_grouped's expert problems as lists (x slices, W_e.t() views, skewed ro
   - alloc:  the host time of allocating the call's outputs alone (torch.empty per problem),
   - ref:    grouped_mm on the same problems (one 2D x 3D call) and a loop of torch.mm.
 HOST_ONLY=1 prints only the least host time per call over repetitions (for A/B of two builds).
-DECODE=1 adds grouped_mm at decode sizes (few rows per expert) against torch._grouped_mm, with the
-64x128 rule and with it off (CUTORCH_GEMM_SM90_GROUPED_NARROW=off). LIST=0 skips the list cases.
+DECODE=1 adds grouped_mm at decode sizes (few rows per expert) against torch._grouped_mm and our tile
+kernels (CUTORCH_GEMM_SKINNY=off: the rule before the grouped skinny kernel). LIST=0 skips the list
+cases. TOKENS=1,8 limits the decode token counts; DECODE_W=mn gives the experts (E, K, N) weights
+(N contiguous) instead of W_e^T views of (E, N, K) ones.
 """
 import os
 import sys
@@ -108,28 +110,29 @@ def main():
     if os.environ.get("DECODE"):
         for name, E, K, N, topk in [("qwen3_up", 128, 2048, 1536, 8), ("qwen3_down", 128, 768, 2048, 8),
                                     ("mixtral_up", 8, 4096, 14336, 2), ("mixtral_down", 8, 14336, 4096, 2)]:
-            for tokens in (1, 8, 32, 128, 512):
+            for tokens in [int(t) for t in os.environ.get("TOKENS", "1,2,4,8,32,128").split(",")]:
                 rows = tokens * topk
                 idx = torch.stack([torch.randperm(E, generator=gen)[:topk] for _ in range(tokens)]).flatten()
                 counts = torch.bincount(idx, minlength=E)
                 offs = counts.cumsum(0).to(torch.int32).cuda()
                 x = torch.randn(rows, K, device="cuda", dtype=dt)
-                wt = torch.randn(E, N, K, device="cuda", dtype=dt).transpose(1, 2)
+                wt = (torch.randn(E, K, N, device="cuda", dtype=dt) if os.environ.get("DECODE_W") == "mn"
+                      else torch.randn(E, N, K, device="cuda", dtype=dt).transpose(1, 2))
                 ref = torch._grouped_mm(x, wt, offs=offs).float()
                 got = cg.grouped_mm(x, wt, offs).float()
                 err = float((got - ref).norm() / max(ref.norm(), 1e-30))
-                def wide():
-                    os.environ["CUTORCH_GEMM_SM90_GROUPED_NARROW"] = "off"
+                def tiles():  # the tile kernels' rule (64x128 / 64x256), as before the grouped skinny kernel
+                    os.environ["CUTORCH_GEMM_SKINNY"] = "off"
                     try:
                         return cg.grouped_mm(x, wt, offs)
                     finally:
-                        os.environ.pop("CUTORCH_GEMM_SM90_GROUPED_NARROW")
-                t = time_interleaved({"ours": lambda: cg.grouped_mm(x, wt, offs), "wide": wide,
+                        os.environ.pop("CUTORCH_GEMM_SKINNY")
+                t = time_interleaved({"ours": lambda: cg.grouped_mm(x, wt, offs), "tiles": tiles,
                                       "torch": lambda: torch._grouped_mm(x, wt, offs=offs)})
                 wbytes = int((counts > 0).sum()) * K * N * 2  # the weights of the experts hit
                 print(f"decode {name:12} tokens {tokens:4} rows {rows:5}  ours {t['ours'] * 1e3:7.1f} us "
-                      f"({wbytes / t['ours'] / 1e6:6.0f} GB/s)  64x256 {t['wide'] * 1e3:7.1f} us  torch "
-                      f"{t['torch'] * 1e3:7.1f} us  ratio {t['torch'] / t['ours']:.3f} (64x256 {t['torch'] / t['wide']:.3f})"
+                      f"({wbytes / t['ours'] / 1e6:6.0f} GB/s)  tiles {t['tiles'] * 1e3:7.1f} us  torch "
+                      f"{t['torch'] * 1e3:7.1f} us  ratio {t['torch'] / t['ours']:.3f} (tiles {t['torch'] / t['tiles']:.3f})"
                       f"  err {err:.1e}  {cg.explain('grouped_mm', x, wt, offs).config}", flush=True)
 
 

@@ -42,6 +42,7 @@ std::string env_lower(const char* name);
 std::string forced_arch();
 int split_fill();
 int sm90_skinny_forced_splits();
+int sm90_skinny_forced_slots();  // CUTORCH_GEMM_SKINNY_SLOTS (grouped skinny: grid z cap; tests)
 
 bool aligned16(const at::Tensor& t);
 
@@ -59,6 +60,10 @@ struct HeuristicExtents {
   int problems;
 };
 HeuristicExtents heuristic_extents(const GemmArgs& g);
+
+// grouped_mm 2D x 3D at decode sizes on the grouped skinny kernel, rows past offs[-1] included;
+// false: its rule refused the launch (nothing ran).
+bool run_grouped_skinny(const GemmArgs& g, const at::Tensor& a, const at::Tensor& b);
 
 // Runs any GEMM launch (dense, batched, grouped) on the family choose_family names.
 void run_gemm(const GemmArgs& g, const at::Tensor& a, const at::Tensor& b);

@@ -111,6 +111,56 @@ inline std::string sm90_skinny_refusal(const SkinnyQuery& q) {
   return "";
 }
 
+// ---- Grouped along M (grouped_mm 2D x 3D) at decode sizes ----
+// MoE decode sends a few rows to a few experts: each non-empty group is a skinny GEMM against its
+// expert's weight, which is streamed from DRAM once. The tile kernels give such a group 64x128
+// tiles of mostly padding (N / 128 CTAs per group); this kernel gives it N / 64 CTAs that stream
+// 64-row W boxes (Mixtral down, one token: 2 groups x 64 CTAs against 2 x 32 tiles).
+// Every group has at most M rows, so M <= 32 fits one 16- or 32-token pass per group. The weight
+// may be K-contiguous (W_e^T views of an (E, N, K) tensor, nn.Linear's layout) or N-contiguous (an
+// (E, K, N) tensor, GroupedExperts' layout): wgmma reads an MN-major W box through its transpose bit.
+constexpr int64_t kSm90GroupedSkinnyMaxM = 32;
+
+// Slots: with non-decreasing offsets at most min(G, M) groups have rows (the work items are these
+// groups' 64-row W tiles). `forced` (CUTORCH_GEMM_SKINNY_SLOTS, tests) caps it below the groups
+// with rows, so that (with a K split) CTAs run several groups in turn.
+inline int sm90_grouped_skinny_slots(int64_t groups, int64_t m, int forced = 0) {
+  int64_t s = groups < m ? groups : m;
+  if (forced > 0 && forced < s) s = forced;
+  return int(s > 1 ? s : 1);
+}
+
+// K split of a grouped launch: as one problem whose row tiles are every slot's.
+inline int choose_sm90_grouped_skinny_splits(int64_t n, int64_t k, int64_t groups, int64_t m, int num_sms,
+                                             int forced = 0) {
+  const int tokens = sm90_skinny_tokens(m);
+  const int64_t rows = sm90_skinny_rows(tokens);
+  const int64_t n_all = (n + rows - 1) / rows * rows * sm90_grouped_skinny_slots(groups, m);
+  return choose_sm90_skinny_splits(n_all, k, tokens, num_sms, forced);
+}
+
+// "" when the grouped Hopper skinny kernel takes a grouped_mm launch (checked before the tile
+// kernels' rules), else why not. q.batch: the groups; strides as set_2d reports them.
+inline std::string sm90_grouped_skinny_refusal(const SkinnyQuery& q) {
+  if (q.mode != GroupMode::kGroupedM) return "grouped along M (2D x 3D) only";
+  if (q.knob == "off") return "CUTORCH_GEMM_SKINNY=off";
+  if (!q.forced_arch.empty() && q.forced_arch != "auto") return "CUTORCH_GEMM_ARCH names a family";
+  if (q.sm_major != 9 || !q.sm90_built) return "needs an sm_90 GPU and sm_90a code in the build";
+  if (q.dtype != DType::kFloat16 && q.dtype != DType::kBFloat16) return "fp16 / bf16 only";
+  if (q.batch < 1) return "no groups";
+  if (q.m < 1 || q.m > kSm90GroupedSkinnyMaxM) return "M outside 1..32: the tile kernels serve it";
+  if (q.n < 1 || q.k < 1) return "empty problem";
+  if (q.a_sk != 1) return "needs a K-contiguous a (x)";
+  if (q.b_sk != 1 && q.b_sn != 1)
+    return "needs b K- or N-contiguous (W_e^T views of a (G, N, K) weight, or a (G, K, N) one)";
+  const int64_t b_row = q.b_sk == 1 ? q.b_sn : q.b_sk;  // the stride between b's contiguous rows
+  if (q.k % 8 != 0 || q.a_sm % 8 != 0 || b_row % 8 != 0 || q.b_sb % 8 != 0 || !q.a_aligned || !q.b_aligned)
+    return "16-byte loads need K, the strides and the base pointers in 16-byte units";
+  const int64_t rows = sm90_skinny_rows(sm90_skinny_tokens(q.m));
+  if ((q.n + rows - 1) / rows > 65535) return "N above 65535 row tiles (the grid's y limit)";
+  return "";
+}
+
 // Launches D^T = W x^T with `tokens` (16, 32, 64, 128) and `splits` (1..8). cudaErrorNotSupported:
 // the driver refused a tensor map (nothing launched).
 cudaError_t sm90_skinny_f16(const GemmArgs&, int tokens, int splits, cudaStream_t);
@@ -119,6 +169,17 @@ cudaError_t sm90_skinny_bf16(const GemmArgs&, int tokens, int splits, cudaStream
 inline cudaError_t sm90_skinny(const GemmArgs& g, int tokens, int splits, cudaStream_t stream) {
   return g.dtype == DType::kFloat16 ? sm90_skinny_f16(g, tokens, splits, stream)
                                     : sm90_skinny_bf16(g, tokens, splits, stream);
+}
+
+// The grouped launch (tokens 16 or 32; at most `slots` non-empty groups; a persistent grid of
+// resident CTAs on num_sms SMs where there is no K split).
+cudaError_t sm90_grouped_skinny_f16(const GemmArgs&, int tokens, int splits, int slots, int num_sms, cudaStream_t);
+cudaError_t sm90_grouped_skinny_bf16(const GemmArgs&, int tokens, int splits, int slots, int num_sms, cudaStream_t);
+
+inline cudaError_t sm90_grouped_skinny(const GemmArgs& g, int tokens, int splits, int slots, int num_sms,
+                                       cudaStream_t stream) {
+  return g.dtype == DType::kFloat16 ? sm90_grouped_skinny_f16(g, tokens, splits, slots, num_sms, stream)
+                                    : sm90_grouped_skinny_bf16(g, tokens, splits, slots, num_sms, stream);
 }
 
 }  // namespace cutorch_gemm

@@ -17,6 +17,15 @@
 // launch, no workspace) and applies the epilogue.
 //
 // Threads: the consumer warpgroups first (wgmma), then the producer warp (TMA).
+//
+// Grouped (kGrouped; grouped_mm 2D x 3D at decode sizes, device/sm90_skinny.h's grouped rule):
+// W is the group's (N x K) slice of a stacked weight (a 3-D tensor map, group on the outer axis;
+// kWMn: its N is the contiguous dimension, a (G, K, N) tensor, and wgmma reads the box transposed)
+// and x the group's rows, [clamp(offs[g-1]), clamp(offs[g])), at most M <= kTok of them. Grid z
+// is a slot: slot z takes the z-th non-empty group, then the (z + gridDim.z)-th, ... (found by a
+// warp-wide scan of the device offsets, so nothing waits for the host). With non-decreasing
+// offsets there are at most min(G, M) non-empty groups, the launch's slot count, so each CTA
+// runs one group; empty groups cost no CTA.
 
 #include <cuda.h>
 #include <cuda_bf16.h>
@@ -38,33 +47,61 @@ namespace cutorch_gemm {
 
 // Shared memory of one CTA: the ring (W and x stages, 128-byte swizzled by TMA) and its
 // barriers. After the mainloop the ring's bytes hold the fp32 partial tile, [token][W row],
-// rows padded to sm90_skinny_red_ld floats (conflict-free fragment stores).
-template <typename T, int kTok>
+// rows padded to sm90_skinny_red_ld floats (conflict-free fragment stores). kOwnRed (the grouped
+// kernel): the partial tile has its own bytes, so the producer can fill the ring for the CTA's
+// next work item while the consumers run this one's epilogue.
+template <typename T, int kTok, bool kOwnRed = false>
 struct Sm90SkinnySmem {
   static constexpr int kStages = sm90_skinny_stages(kTok);
   alignas(1024) T w[kStages][sm90_skinny_rows(kTok) * kSm90SkinnyBlockK];
   alignas(1024) T x[kStages][kTok * kSm90SkinnyBlockK];
+  alignas(16) float red[kOwnRed ? kTok * sm90_skinny_red_ld(kTok) : 4];
   alignas(8) uint64_t full[kStages];
   alignas(8) uint64_t empty[kStages];
+  uint32_t tail_zero;  // (grouped) bit t: row offs[-1] + t lies in no group, store zeros
 };
 
 // One k16 step of D^T (64 x kTok) += W (64 x 16) x^T (16 x kTok): the fragment's size picks
 // the instruction width.
-template <typename T, int kRegs>
+// kWMn: W's tile is MN-major (wgmma's transpose bit for A).
+template <typename T, int kWMn, int kRegs>
 CG_DEVICE void skinny_wgmma(float (&acc)[kRegs], uint64_t desc_w, uint64_t desc_x, int scale_d) {
   if constexpr (std::is_same_v<T, __nv_bfloat16>) {
-    sm90::wgmma_narrow_k16_bf16<0, 0>(acc, desc_w, desc_x, scale_d);
+    sm90::wgmma_narrow_k16_bf16<kWMn, 0>(acc, desc_w, desc_x, scale_d);
   } else {
-    sm90::wgmma_narrow_k16_f16<0, 0>(acc, desc_w, desc_x, scale_d);
+    sm90::wgmma_narrow_k16_f16<kWMn, 0>(acc, desc_w, desc_x, scale_d);
   }
 }
 
-template <typename T, typename Out, int kTok>
+// The n-th (0-based) group with rows, its index and rows; -1 when there are fewer. Called by whole
+// warps (a ballot over 32 groups at a time); every lane gets the same answer.
+CG_DEVICE int skinny_nth_group(const int32_t* offs, int groups, int extent, int n, GroupRange* out) {
+  const int lane = int(threadIdx.x % 32);
+  int seen = 0;
+  for (int base = 0; base < groups; base += 32) {
+    GroupRange r{0, 0};
+    if (base + lane < groups) r = clamp_group(offs, base + lane, extent);
+    const unsigned live = __ballot_sync(0xffffffffu, r.end > r.begin);
+    const int count = __popc(live);
+    if (seen + count > n) {
+      unsigned bits = live;
+      for (int i = 0; i < n - seen; ++i) bits &= bits - 1;  // drop the lower set bits
+      const int pos = __ffs(int(bits)) - 1;
+      out->begin = __shfl_sync(0xffffffffu, r.begin, pos);
+      out->end = __shfl_sync(0xffffffffu, r.end, pos);
+      return base + pos;
+    }
+    seen += count;
+  }
+  return -1;
+}
+
+template <typename T, typename Out, int kTok, bool kGrouped = false, bool kWMn = false>
 __global__ void __launch_bounds__(sm90_skinny_threads(kTok), 1)
     sm90_skinny_kernel(const __grid_constant__ CUtensorMap tma_w, const __grid_constant__ CUtensorMap tma_x,
                        const GemmArgs g, const int w_hint) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  using Smem = Sm90SkinnySmem<T, kTok>;
+  using Smem = Sm90SkinnySmem<T, kTok, kGrouped>;
   constexpr int kStages = Smem::kStages;
   constexpr int kRegs = kTok / 2;  // the 64 x kTok fp32 fragment per consumer thread
   constexpr int kRows = sm90_skinny_rows(kTok);
@@ -73,17 +110,19 @@ __global__ void __launch_bounds__(sm90_skinny_threads(kTok), 1)
   constexpr uint32_t kStageBytes = (kRows + kTok) * kSm90SkinnyBlockK * sizeof(T);
   constexpr int kLd = sm90_skinny_red_ld(kTok);
   static_assert(kTok * kLd * sizeof(float) <= sizeof(Smem::w) + sizeof(Smem::x), "the partial tile fits the ring");
+  static_assert(!kWMn || sm90_skinny_consumers(kTok) == 1, "an MN-major W box holds one warpgroup's 64 rows");
   extern __shared__ uint8_t smem_raw[];
   // NOTE: the 128-byte swizzle pattern repeats every 1024 bytes; stages must start on it.
   Smem& s = *reinterpret_cast<Smem*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
-  float* red = reinterpret_cast<float*>(&s.w[0][0]);
+  float* red = kGrouped ? &s.red[0] : reinterpret_cast<float*>(&s.w[0][0]);
 
   const int splits = int(gridDim.x);
   const int rank = int(blockIdx.x);  // the cluster spans gridDim.x: rank == cluster_ctarank
-  const int row0 = int(blockIdx.y) * kRows;
   const int k_blocks = ceil_div(g.shape.k, kSm90SkinnyBlockK);
   const int kb_begin = int((long long)k_blocks * rank / splits);
   const int kb_end = int((long long)k_blocks * (rank + 1) / splits);
+  // Grouped without a K split: the consumers sync only among themselves, the producer runs ahead.
+  const bool run_ahead = kGrouped && splits == 1;
 
   if (threadIdx.x == 0) {
     for (int i = 0; i < kStages; ++i) {
@@ -94,119 +133,185 @@ __global__ void __launch_bounds__(sm90_skinny_threads(kTok), 1)
     sm90::tma_prefetch_descriptor(&tma_w);
     sm90::tma_prefetch_descriptor(&tma_x);
   }
+  // Grouped: rows past offs[-1] are in no group and read as zeros; this launch stores them (no
+  // separate zeroing kernel). Rows there that a group covers anyway (offsets that decrease) keep
+  // the group's values, as if zeroed first. M <= 32: one lane per row.
+  int tail_begin = g.shape.m;
+  if constexpr (kGrouped) {
+    const int32_t* offs = g.shape.offs;
+    tail_begin = g.batch > 0 ? min(max(offs[g.batch - 1], 0), g.shape.m) : 0;
+    if (tail_begin < g.shape.m && threadIdx.x < 32) {
+      const int r = tail_begin + int(threadIdx.x);
+      bool zero = r < g.shape.m;
+      for (int gi = 0; zero && gi < g.batch; ++gi) {
+        const GroupRange q = clamp_group(offs, gi, g.shape.m);
+        zero = r < q.begin || r >= q.end;
+      }
+      const unsigned mask = __ballot_sync(0xffffffffu, zero);
+      if (threadIdx.x == 0) s.tail_zero = mask;
+    }
+  }
   __syncthreads();
-
-  using State = sm90::PipelineState<kStages>;
-  if (threadIdx.x >= kConsumerThreads) {
-    // Producer: one thread issues every load of the CTA's K range.
-    if (threadIdx.x == kConsumerThreads) {
-      State st;
-      // W is read once (its rows and K range belong to this CTA): the L2 evict-first policy
-      // (w_hint; CUTORCH_GEMM_L2_HINT=off clears it for A/B runs).
-      const uint64_t policy = sm90::l2_policy_evict_first();
-      for (int kb = kb_begin; kb < kb_end; ++kb) {
-        const int k0 = kb * kSm90SkinnyBlockK;
-        sm90::mbarrier_wait(&s.empty[st.index], st.phase ^ 1);
-        sm90::mbarrier_arrive_expect_tx(&s.full[st.index], kStageBytes);
-        if (w_hint) sm90::tma_load_2d_hint(s.w[st.index], &tma_w, &s.full[st.index], k0, row0, policy);
-        else sm90::tma_load_2d(s.w[st.index], &tma_w, &s.full[st.index], k0, row0);
-        sm90::tma_load_2d(s.x[st.index], &tma_x, &s.full[st.index], k0, 0);
-        st.advance();
+  if constexpr (kGrouped) {
+    if (tail_begin < g.shape.m) {  // every CTA takes a share of the tail's elements
+      const uint32_t mask = s.tail_zero;
+      const int64_t total = int64_t(g.shape.m - tail_begin) * g.shape.n;
+      const int64_t cta = (int64_t(blockIdx.z) * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x;
+      const int64_t step = int64_t(gridDim.x) * gridDim.y * gridDim.z * kThreads;
+      Out* d = static_cast<Out*>(g.d);
+      for (int64_t e = cta * kThreads + threadIdx.x; e < total; e += step) {
+        const int t = int(e / g.shape.n), col = int(e % g.shape.n);
+        if ((mask >> t) & 1u) d[index_t(tail_begin + t) * g.shape.d_sm + index_t(col) * g.shape.d_sn] = from_acc<Out>(0.0f);
       }
     }
-  } else {
-    // Consumer warpgroups (64 W rows each): 4 k16 steps per stage; a stage goes back to the producer once the
-    // next stage's wgmma are issued (wait_group 1: the previous group has read its operands).
-    // The first k16 step overwrites the fragment (scale_d = 0); an empty K range (more splits
-    // than K blocks) is zeroed after the loop.
-    // NOTE: zeroing before the loop on that path made ptxas serialize every wgmma (C7515).
-    float acc[kRegs];
-    State st, prev;
-    bool have_prev = false;
-    for (int kb = kb_begin; kb < kb_end; ++kb) {
-      sm90::mbarrier_wait(&s.full[st.index], st.phase);
-      const uint64_t dw = sm90::make_desc_k_major_sw128(s.w[st.index] + (threadIdx.x / 128) * 64 * kSm90SkinnyBlockK);
-      const uint64_t dx = sm90::make_desc_k_major_sw128(s.x[st.index]);
-      sm90::wgmma_fence();
-#pragma unroll
-      for (int kk = 0; kk < kSm90SkinnyBlockK / 16; ++kk) {
-        skinny_wgmma<T>(acc, dw + kk * sm90::kDescStepK16KMajor, dx + kk * sm90::kDescStepK16KMajor,
-                        kb > kb_begin || kk > 0 ? 1 : 0);
+  }
+
+  using State = sm90::PipelineState<kStages>;
+  const bool producer = threadIdx.x >= kConsumerThreads;
+  State st, prev;  // (the producer's and each consumer's ring position, kept across items)
+  const int m = g.shape.m, n = g.shape.n;
+  const int row_tiles = kGrouped ? ceil_div(n, kRows) : int(gridDim.y);
+  for (int item = int(blockIdx.z * gridDim.y + blockIdx.y);; item += int(gridDim.y * gridDim.z)) {
+    // This item's W rows (D columns) and rows of x and D: the group's (grouped) or all M.
+    const int row0 = (kGrouped ? item % row_tiles : int(blockIdx.y)) * kRows;
+    GroupRange rows{0, m};
+    int group = 0;
+    if constexpr (kGrouped) {
+      group = skinny_nth_group(g.shape.offs, g.batch, m, item / row_tiles, &rows);
+      if (group < 0) break;  // (uniform over the cluster: its CTAs share blockIdx.y and z)
+    }
+    if (producer) {
+      // Producer: one thread issues every load of the CTA's K range.
+      if (threadIdx.x == kConsumerThreads) {
+        // W is read once (its rows and K range belong to this CTA): the L2 evict-first policy
+        // (w_hint; CUTORCH_GEMM_L2_HINT=off clears it for A/B runs).
+        const uint64_t policy = sm90::l2_policy_evict_first();
+        for (int kb = kb_begin; kb < kb_end; ++kb) {
+          const int k0 = kb * kSm90SkinnyBlockK;
+          sm90::mbarrier_wait(&s.empty[st.index], st.phase ^ 1);
+          sm90::mbarrier_arrive_expect_tx(&s.full[st.index], kStageBytes);
+          // (box coordinates, contiguous one first: K-major W (k, row), MN-major W (row, k))
+          const int c0 = kWMn ? row0 : k0, c1 = kWMn ? k0 : row0;
+          if constexpr (kGrouped) {
+            if (w_hint) sm90::tma_load_3d_hint(s.w[st.index], &tma_w, &s.full[st.index], c0, c1, group, policy);
+            else sm90::tma_load_3d(s.w[st.index], &tma_w, &s.full[st.index], c0, c1, group);
+          } else {
+            if (w_hint) sm90::tma_load_2d_hint(s.w[st.index], &tma_w, &s.full[st.index], c0, c1, policy);
+            else sm90::tma_load_2d(s.w[st.index], &tma_w, &s.full[st.index], c0, c1);
+          }
+          // (rows past the group's end are other groups' or zeros: computed, never stored)
+          sm90::tma_load_2d(s.x[st.index], &tma_x, &s.full[st.index], k0, rows.begin);
+          st.advance();
+        }
       }
-      sm90::wgmma_commit();
-      sm90::wgmma_wait<1>();  // (no accumulator fence here: the group just issued still owns them)
-      if (have_prev) {
+      __syncwarp();
+      if (run_ahead) continue;  // (the consumers store this item)
+    } else {
+      // Consumer warpgroups (64 W rows each): 4 k16 steps per stage; a stage goes back to the producer once the
+      // next stage's wgmma are issued (wait_group 1: the previous group has read its operands).
+      // The first k16 step overwrites the fragment (scale_d = 0); an empty K range (more splits
+      // than K blocks) is zeroed after the loop.
+      // NOTE: zeroing before the loop on that path made ptxas serialize every wgmma (C7515).
+      float acc[kRegs];
+      bool have_prev = false;
+      for (int kb = kb_begin; kb < kb_end; ++kb) {
+        sm90::mbarrier_wait(&s.full[st.index], st.phase);
+        // W's stage: K-major [row][64 k] (a warpgroup's 64 rows each), or MN-major [k][64 rows]
+        const uint64_t dw = kWMn ? sm90::make_desc_mn_major_sw128(s.w[st.index], kSm90SkinnyBlockK)
+                                 : sm90::make_desc_k_major_sw128(s.w[st.index] + (threadIdx.x / 128) * 64 * kSm90SkinnyBlockK);
+        constexpr uint64_t kStepW = kWMn ? sm90::kDescStepK16MNMajor : sm90::kDescStepK16KMajor;
+        const uint64_t dx = sm90::make_desc_k_major_sw128(s.x[st.index]);
+        sm90::wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < kSm90SkinnyBlockK / 16; ++kk) {
+          skinny_wgmma<T, kWMn ? 1 : 0>(acc, dw + kk * kStepW, dx + kk * sm90::kDescStepK16KMajor,
+                                        kb > kb_begin || kk > 0 ? 1 : 0);
+        }
+        sm90::wgmma_commit();
+        sm90::wgmma_wait<1>();  // (no accumulator fence here: the group just issued still owns them)
+        if (have_prev) {
+          __syncwarp();
+          if (threadIdx.x % 32 == 0) sm90::mbarrier_arrive(&s.empty[prev.index]);
+        }
+        prev = st;
+        have_prev = true;
+        st.advance();
+      }
+      sm90::wgmma_wait<0>();
+      // The next item's loads wait for every stage of this one (the last is released here).
+      if (kGrouped && have_prev) {
         __syncwarp();
         if (threadIdx.x % 32 == 0) sm90::mbarrier_arrive(&s.empty[prev.index]);
       }
-      prev = st;
-      have_prev = true;
-      st.advance();
-    }
-    sm90::wgmma_wait<0>();
-    if (kb_begin == kb_end) {
+      if (kb_begin == kb_end) {
 #pragma unroll
-      for (int i = 0; i < kRegs; ++i) acc[i] = 0.0f;
-    }
-    sm90::fence_accumulators(acc);
-    // Every consumer warp's wgmma are done before any warp overwrites the ring with the
-    // partial tile (named barrier 1: the consumer warps).
-    asm volatile("bar.sync 1, %0;\n" ::"n"(kConsumerThreads) : "memory");
-    // Fragment -> [token][row]: register i of thread (warp w of the CTA, lane l) is W row
-    // 16 w + l / 4 + 8 ((i / 2) % 2) (warpgroup c's warps 4c..4c+3 cover rows 64c..64c+63),
-    // token 8 (i / 4) + 2 (l % 4) + i % 2.
-    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-#pragma unroll
-    for (int i = 0; i < kRegs; ++i) {
-      const int r = 16 * warp + lane / 4 + 8 * ((i / 2) % 2);
-      const int t = 8 * (i / 4) + 2 * (lane % 4) + i % 2;
-      red[t * kLd + r] = acc[i];
-    }
-  }
-  // Every CTA's partial tile is written (release / acquire across the cluster).
-  if (splits > 1) sm90::cluster_sync();
-  else __syncthreads();
-
-  // Epilogue: quads of 4 D columns; CTA `rank` takes the rank-th share of the M x kRows / 4 quads.
-  // Consecutive threads take consecutive quads of one D row (coalesced stores).
-  constexpr int kQuads = kRows / 4;  // per token
-  const int m = g.shape.m, n = g.shape.n;
-  const int quads = min(m, kTok) * kQuads;
-  const int per = ceil_div(quads, splits);
-  const int q_end = min(quads, (rank + 1) * per);
-  const float alpha = float(g.alpha), beta = float(g.beta);
-  const T* bias = static_cast<const T*>(g.bias);
-  const T* c_ptr = static_cast<const T*>(g.c);
-  Out* d = static_cast<Out*>(g.d);
-  for (int e = rank * per + int(threadIdx.x); e < q_end; e += kThreads) {
-    const int t = e / kQuads, c4 = 4 * (e % kQuads);
-    const float* src = red + t * kLd + c4;
-    float4 sum = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-    if (splits > 1) {
-      for (int q = 0; q < splits; ++q) {  // rank order: the same sum whichever CTA adds it
-        const float4 v = sm90::ld_shared_cluster_f32x4(src, uint32_t(q));
-        sum.x += v.x;
-        sum.y += v.y;
-        sum.z += v.z;
-        sum.w += v.w;
+        for (int i = 0; i < kRegs; ++i) acc[i] = 0.0f;
       }
-    } else {
-      sum = *reinterpret_cast<const float4*>(src);
-    }
-    const float part[4] = {sum.x, sum.y, sum.z, sum.w};
+      sm90::fence_accumulators(acc);
+      // Every consumer warp's wgmma are done before any warp overwrites the ring with the
+      // partial tile, and (grouped) every consumer's epilogue reads of the last item's partial tile
+      // are (named barrier 1: the consumer warps).
+      asm volatile("bar.sync 1, %0;\n" ::"n"(kConsumerThreads) : "memory");
+      // Fragment -> [token][row]: register i of thread (warp w of the CTA, lane l) is W row
+      // 16 w + l / 4 + 8 ((i / 2) % 2) (warpgroup c's warps 4c..4c+3 cover rows 64c..64c+63),
+      // token 8 (i / 4) + 2 (l % 4) + i % 2.
+      const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
 #pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      const int col = row0 + c4 + j;
-      if (col >= n) break;
-      float v = alpha * part[j];
-      if (c_ptr != nullptr) v += beta * to_acc<float>(c_ptr[index_t(t) * g.shape.c_sm + index_t(col) * g.shape.c_sn]);
-      if (bias != nullptr) v += to_acc<float>(bias[col]);
-      v = apply_activation(g.act, v);
-      d[index_t(t) * g.shape.d_sm + index_t(col) * g.shape.d_sn] = from_acc<Out>(v);
+      for (int i = 0; i < kRegs; ++i) {
+        const int r = 16 * warp + lane / 4 + 8 * ((i / 2) % 2);
+        const int t = 8 * (i / 4) + 2 * (lane % 4) + i % 2;
+        red[t * kLd + r] = acc[i];
+      }
     }
+    // Every CTA's partial tile is written (release / acquire across the cluster).
+    if (splits > 1) sm90::cluster_sync();
+    else if (run_ahead) asm volatile("bar.sync 1, %0;\n" ::"n"(kConsumerThreads) : "memory");
+    else __syncthreads();
+
+    // Epilogue: quads of 4 D columns; CTA `rank` takes the rank-th share of the rows x kRows / 4 quads.
+    // Consecutive threads take consecutive quads of one D row (coalesced stores).
+    constexpr int kQuads = kRows / 4;  // per token
+    const int epi_threads = run_ahead ? kConsumerThreads : kThreads;
+    const int quads = min(rows.end - rows.begin, kTok) * kQuads;
+    const int per = ceil_div(quads, splits);
+    const int q_end = min(quads, (rank + 1) * per);
+    const float alpha = float(g.alpha), beta = float(g.beta);
+    const T* bias = g.bias != nullptr ? static_cast<const T*>(g.bias) + index_t(group) * g.shape.bias_sb : nullptr;
+    const T* c_ptr = g.c != nullptr ? static_cast<const T*>(g.c) + index_t(rows.begin) * g.shape.c_sm : nullptr;
+    Out* d = static_cast<Out*>(g.d) + index_t(rows.begin) * g.shape.d_sm;
+    for (int e = rank * per + int(threadIdx.x); e < q_end; e += epi_threads) {
+      const int t = e / kQuads, c4 = 4 * (e % kQuads);
+      const float* src = red + t * kLd + c4;
+      float4 sum = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+      if (splits > 1) {
+        for (int q = 0; q < splits; ++q) {  // rank order: the same sum whichever CTA adds it
+          const float4 v = sm90::ld_shared_cluster_f32x4(src, uint32_t(q));
+          sum.x += v.x;
+          sum.y += v.y;
+          sum.z += v.z;
+          sum.w += v.w;
+        }
+      } else {
+        sum = *reinterpret_cast<const float4*>(src);
+      }
+      const float part[4] = {sum.x, sum.y, sum.z, sum.w};
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const int col = row0 + c4 + j;
+        if (col >= n) break;
+        float v = alpha * part[j];
+        if (c_ptr != nullptr) v += beta * to_acc<float>(c_ptr[index_t(t) * g.shape.c_sm + index_t(col) * g.shape.c_sn]);
+        if (bias != nullptr) v += to_acc<float>(bias[col]);
+        v = apply_activation(g.act, v);
+        d[index_t(t) * g.shape.d_sm + index_t(col) * g.shape.d_sn] = from_acc<Out>(v);
+      }
+    }
+    // The peers read this CTA's partial tile (and the next item overwrites it): it stays until
+    // every thread of the cluster is done with it. (Without a K split the consumers' barrier
+    // before the next item's fragment stores does that.)
+    if (splits > 1) sm90::cluster_sync();
+    if constexpr (!kGrouped) break;
   }
-  // The peers read this CTA's partial tile: it stays until every CTA of the cluster is done.
-  if (splits > 1) sm90::cluster_sync();
 #endif
 }
 
