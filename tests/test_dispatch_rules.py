@@ -465,6 +465,13 @@ def test_grouped_skinny_takes_up_to_32_rows_one_slot_per_possible_group(m, group
     assert gskinny(m=m, groups=groups, forced_slots=1000)["slots"] == slots
 
 
+def test_grouped_skinny_forced_takes_up_to_64_rows():
+    p = gskinny(m=64, knob="sm90")
+    assert p["taken"] and p["config"] == "Sm90_Skinny_64xT64", p
+    assert "M outside 1..64" in gskinny(m=65, knob="sm90")["reason"]
+    assert "M outside 1..32" in gskinny(m=33)["reason"]
+
+
 def test_grouped_skinny_takes_n_contiguous_weights():
     """(G, K, N) weights (GroupedExperts' layout): wgmma reads the W box transposed."""
     assert gskinny(b_sk=4096, b_sn=1)["taken"]

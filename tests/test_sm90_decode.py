@@ -136,3 +136,21 @@ def test_sm90_grouped_skinny_graph_replay_and_bad_offsets():
     ref = ref_grouped_mm(x, w, torch.tensor([4] * 32, dtype=torch.int32, device="cuda"))
     check(got[:4], ref[:4], dt, what="decreasing offsets, group 0's rows")
     assert torch.all(got[4:] == 0)
+
+
+@pytest.mark.parametrize("weight_major", ["k", "mn"])
+@pytest.mark.parametrize("rows, extra", [(40, 1), (63, 1), (20, 44)])
+def test_sm90_grouped_skinny_forced_64_rows(rows, extra, weight_major, monkeypatch):
+    """CUTORCH_GEMM_SKINNY=sm90 takes up to 64 rows (the 64-token config); 44 rows past offs[-1]
+    span both halves of the kernel's tail mask."""
+    monkeypatch.setenv("CUTORCH_GEMM_SKINNY", "sm90")
+    dt = torch.bfloat16
+    x, w, offs, _ = _decode_case(rows, 16, 264, 200, dt, rows, extra_rows=extra, weight_major=weight_major)
+    bias = make((16, 200), dt, "cuda")
+    e = cg.explain("grouped_mm", x, w, offs)
+    assert e.config == "Sm90_Skinny_64xT64", str(e)
+    ref = ref_grouped_mm(x, w, offs, bias, "relu")
+    poison(ref.numel() * 2)
+    out = cg.grouped_mm(x, w, offs, bias=bias, activation="relu")
+    check(out, ref, dt, what=f"grouped skinny T64 {rows}+{extra} w={weight_major}")
+    assert torch.all(out[rows:] == 0)

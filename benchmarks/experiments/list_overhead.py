@@ -13,7 +13,8 @@ HOST_ONLY=1 prints only the least host time per call over repetitions (for A/B o
 DECODE=1 adds grouped_mm at decode sizes (few rows per expert) against torch._grouped_mm and our tile
 kernels (CUTORCH_GEMM_SKINNY=off: the rule before the grouped skinny kernel). LIST=0 skips the list
 cases. TOKENS=1,8 limits the decode token counts; DECODE_W=mn gives the experts (E, K, N) weights
-(N contiguous) instead of W_e^T views of (E, N, K) ones.
+(N contiguous) instead of W_e^T views of (E, N, K) ones. CUTORCH_GEMM_SKINNY=sm90 lets the grouped
+skinny kernel take up to 64 rows (A/B of its 64-token config).
 """
 import os
 import sys
@@ -122,11 +123,15 @@ def main():
                 got = cg.grouped_mm(x, wt, offs).float()
                 err = float((got - ref).norm() / max(ref.norm(), 1e-30))
                 def tiles():  # the tile kernels' rule (64x128 / 64x256), as before the grouped skinny kernel
+                    knob = os.environ.get("CUTORCH_GEMM_SKINNY")
                     os.environ["CUTORCH_GEMM_SKINNY"] = "off"
                     try:
                         return cg.grouped_mm(x, wt, offs)
                     finally:
-                        os.environ.pop("CUTORCH_GEMM_SKINNY")
+                        if knob is None:
+                            os.environ.pop("CUTORCH_GEMM_SKINNY")
+                        else:
+                            os.environ["CUTORCH_GEMM_SKINNY"] = knob
                 t = time_interleaved({"ours": lambda: cg.grouped_mm(x, wt, offs), "tiles": tiles,
                                       "torch": lambda: torch._grouped_mm(x, wt, offs=offs)})
                 wbytes = int((counts > 0).sum()) * K * N * 2  # the weights of the experts hit

@@ -120,6 +120,7 @@ inline std::string sm90_skinny_refusal(const SkinnyQuery& q) {
 // may be K-contiguous (W_e^T views of an (E, N, K) tensor, nn.Linear's layout) or N-contiguous (an
 // (E, K, N) tensor, GroupedExperts' layout): wgmma reads an MN-major W box through its transpose bit.
 constexpr int64_t kSm90GroupedSkinnyMaxM = 32;
+constexpr int64_t kSm90GroupedSkinnyForcedMaxM = 64;  // CUTORCH_GEMM_SKINNY=sm90 (A/B runs, tests)
 
 // Slots: with non-decreasing offsets at most min(G, M) groups have rows (the work items are these
 // groups' 64-row W tiles). `forced` (CUTORCH_GEMM_SKINNY_SLOTS, tests) caps it below the groups
@@ -148,7 +149,11 @@ inline std::string sm90_grouped_skinny_refusal(const SkinnyQuery& q) {
   if (q.sm_major != 9 || !q.sm90_built) return "needs an sm_90 GPU and sm_90a code in the build";
   if (q.dtype != DType::kFloat16 && q.dtype != DType::kBFloat16) return "fp16 / bf16 only";
   if (q.batch < 1) return "no groups";
-  if (q.m < 1 || q.m > kSm90GroupedSkinnyMaxM) return "M outside 1..32: the tile kernels serve it";
+  if (q.knob == "sm90") {
+    if (q.m < 1 || q.m > kSm90GroupedSkinnyForcedMaxM) return "M outside 1..64 (CUTORCH_GEMM_SKINNY=sm90)";
+  } else if (q.m < 1 || q.m > kSm90GroupedSkinnyMaxM) {
+    return "M outside 1..32: the tile kernels serve it";
+  }
   if (q.n < 1 || q.k < 1) return "empty problem";
   if (q.a_sk != 1) return "needs a K-contiguous a (x)";
   if (q.b_sk != 1 && q.b_sn != 1)

@@ -91,18 +91,21 @@ cudaError_t run_sm90_skinny(const GemmArgs& g, int tokens, int splits, cudaStrea
   return cudaErrorInvalidValue;
 }
 
-// Grouped along M at decode sizes (device/sm90_skinny.h, sm90_grouped_skinny_refusal): M <= 32.
+// Grouped along M at decode sizes (device/sm90_skinny.h, sm90_grouped_skinny_refusal): M <= 32
+// (64 when forced).
 template <typename T>
 cudaError_t run_sm90_grouped_skinny(const GemmArgs& g, int tokens, int splits, int slots, int num_sms,
                                     cudaStream_t stream) {
   if (g.shape.m == 0 || g.shape.n == 0 || g.batch == 0) return cudaSuccess;
-  if (g.shape.m > kSm90GroupedSkinnyMaxM) return cudaErrorInvalidValue;  // (one lane per tail row)
+  if (g.shape.m > kSm90GroupedSkinnyForcedMaxM) return cudaErrorInvalidValue;  // (the tail's 64-bit row mask)
   const bool w_mn = g.shape.b_sk != 1;  // (the rule takes K- or N-contiguous weights)
   switch (tokens) {
     case 16: return w_mn ? launch_sm90_skinny<T, 16, true, true>(g, splits, stream, slots, num_sms)
                          : launch_sm90_skinny<T, 16, true, false>(g, splits, stream, slots, num_sms);
     case 32: return w_mn ? launch_sm90_skinny<T, 32, true, true>(g, splits, stream, slots, num_sms)
                          : launch_sm90_skinny<T, 32, true, false>(g, splits, stream, slots, num_sms);
+    case 64: return w_mn ? launch_sm90_skinny<T, 64, true, true>(g, splits, stream, slots, num_sms)
+                         : launch_sm90_skinny<T, 64, true, false>(g, splits, stream, slots, num_sms);
   }
   return cudaErrorInvalidValue;
 }

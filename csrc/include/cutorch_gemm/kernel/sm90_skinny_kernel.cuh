@@ -58,7 +58,7 @@ struct Sm90SkinnySmem {
   alignas(16) float red[kOwnRed ? kTok * sm90_skinny_red_ld(kTok) : 4];
   alignas(8) uint64_t full[kStages];
   alignas(8) uint64_t empty[kStages];
-  uint32_t tail_zero;  // (grouped) bit t: row offs[-1] + t lies in no group, store zeros
+  uint64_t tail_zero;  // (grouped) bit t: row offs[-1] + t lies in no group, store zeros
 };
 
 // One k16 step of D^T (64 x kTok) += W (64 x 16) x^T (16 x kTok): the fragment's size picks
@@ -135,26 +135,29 @@ __global__ void __launch_bounds__(sm90_skinny_threads(kTok), 1)
   }
   // Grouped: rows past offs[-1] are in no group and read as zeros; this launch stores them (no
   // separate zeroing kernel). Rows there that a group covers anyway (offsets that decrease) keep
-  // the group's values, as if zeroed first. M <= 32: one lane per row.
+  // the group's values, as if zeroed first. M <= 64: warp 0 checks rows t and t + 32 in lane t.
   int tail_begin = g.shape.m;
   if constexpr (kGrouped) {
     const int32_t* offs = g.shape.offs;
     tail_begin = g.batch > 0 ? min(max(offs[g.batch - 1], 0), g.shape.m) : 0;
     if (tail_begin < g.shape.m && threadIdx.x < 32) {
-      const int r = tail_begin + int(threadIdx.x);
-      bool zero = r < g.shape.m;
-      for (int gi = 0; zero && gi < g.batch; ++gi) {
-        const GroupRange q = clamp_group(offs, gi, g.shape.m);
-        zero = r < q.begin || r >= q.end;
+      uint64_t mask = 0;
+      for (int half = 0; half < 2; ++half) {
+        const int r = tail_begin + 32 * half + int(threadIdx.x);
+        bool zero = r < g.shape.m;
+        for (int gi = 0; zero && gi < g.batch; ++gi) {
+          const GroupRange q = clamp_group(offs, gi, g.shape.m);
+          zero = r < q.begin || r >= q.end;
+        }
+        mask |= uint64_t(__ballot_sync(0xffffffffu, zero)) << (32 * half);
       }
-      const unsigned mask = __ballot_sync(0xffffffffu, zero);
       if (threadIdx.x == 0) s.tail_zero = mask;
     }
   }
   __syncthreads();
   if constexpr (kGrouped) {
     if (tail_begin < g.shape.m) {  // every CTA takes a share of the tail's elements
-      const uint32_t mask = s.tail_zero;
+      const uint64_t mask = s.tail_zero;
       const int64_t total = int64_t(g.shape.m - tail_begin) * g.shape.n;
       const int64_t cta = (int64_t(blockIdx.z) * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x;
       const int64_t step = int64_t(gridDim.x) * gridDim.y * gridDim.z * kThreads;
