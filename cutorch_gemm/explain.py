@@ -218,7 +218,7 @@ def explain(op: str, *args, **kwargs) -> Explanation:
     e = _explain_gemm(op, args, kwargs)
     if op == "grouped_gemm":
         return _explain_grouped_gemm(e, args, kwargs)
-    if op == "grouped_mm" and kwargs.get("activation") == "swiglu":
+    if op == "grouped_mm" and kwargs.get("activation") == "swiglu" and not e.config.startswith("Sm90_Skinny_"):
         a = args[0]
         b = args[1]
         up_aligned = "b MN-major" not in e.reason or (b.shape[-1] // 2 * b.element_size()) % 16 == 0
@@ -313,7 +313,7 @@ def _stream_note(config: str, m: int, mode: str, batch: int, b: torch.Tensor, k_
     return ""
 
 
-def _grouped_skinny_plan(a, b, m, n, k, groups, prop, sm90_built, dtype, forced) -> dict:
+def _grouped_skinny_plan(a, b, m, n, k, groups, prop, sm90_built, dtype, forced, swiglu=False) -> dict:
     """The binding's sm90_grouped_skinny_refusal for a grouped_mm 2D x 3D call, with its config."""
     a_k, a_m = _strides(a, -1, -2, k)
     b_k, b_n = _strides(b, -2, -1, k)
@@ -323,7 +323,7 @@ def _grouped_skinny_plan(a, b, m, n, k, groups, prop, sm90_built, dtype, forced)
     return _C.sm90_grouped_skinny_plan(prop.major, sm90_built, dtype, groups, m, n, k, a_m, a_k, b_k, b_n,
                                        b.stride(0), a.data_ptr() % 16 == 0, b.data_ptr() % 16 == 0,
                                        "" if forced == "auto" else forced, knob, prop.multi_processor_count,
-                                       splits, slots)
+                                       splits, slots, swiglu)
 
 
 def _decode_note(config: str, mode: str, rows: int, groups: int) -> str:
@@ -470,10 +470,10 @@ def _explain_gemm(op: str, args, kwargs, skinny: bool = True) -> Explanation:
                                "skinny kernel (D^T = W x^T on mma.sync, fragments loaded from global memory, "
                                "K split over the CTA's warps and summed in shared memory)"
                                + (f"; CUTORCH_GEMM_SKINNY={knob}" if knob else ""))
-    if (mode == "m" and kwargs.get("activation", "none") != "swiglu" and m > 0 and n > 0 and k > 0
-            and batch > 0 and a.dtype in (torch.float16, torch.bfloat16)):
+    if (mode == "m" and m > 0 and n > 0 and k > 0 and batch > 0 and a.dtype in (torch.float16, torch.bfloat16)):
         # the binding's grouped skinny rule (MoE decode), checked before the families
-        gs = _grouped_skinny_plan(a, b, m, n, k, batch, prop, sm90_built, dtype, forced)
+        swiglu = kwargs.get("activation", "none") == "swiglu"
+        gs = _grouped_skinny_plan(a, b, m, n, k, batch, prop, sm90_built, dtype, forced, swiglu)
         if gs["taken"]:
             return Explanation(op, str(a.device), "sm90", gs["config"], gs["splits"], layouts,
                                f"sm_{prop.major}{prop.minor}; M = {m} rows over {batch} groups (decode): the "
@@ -484,7 +484,9 @@ def _explain_gemm(op: str, args, kwargs, skinny: bool = True) -> Explanation:
                                   if gs["splits"] == 1 else
                                   f"; K split over a cluster of {gs['splits']} CTAs, partial tiles summed in "
                                   "distributed shared memory)")
-                               + ("; W's TMA loads carry the L2 evict-first policy" if _l2_hint_on() else ""))
+                               + ("; W's TMA loads carry the L2 evict-first policy" if _l2_hint_on() else "")
+                               + ("; swiglu fused: an item is 32 output columns, its W box the matching 32 gate "
+                                  "and 32 up rows, D gets silu(gate) * up" if swiglu else ""))
     fam = _C.choose_family(prop.major, dtype, op_a, op_b, mode, k > 0, sm90_built, sm80_built,
                            torch.backends.cuda.matmul.allow_tf32, "" if forced == "auto" else forced)
     m_per, n_per = m, n

@@ -75,6 +75,22 @@ def cases(quick: bool):
             return out, ref, 2e-2
         return run
 
+    def grouped_swiglu(sizes, k=72, f=72):
+        def run():
+            t = sum(sizes) + 1
+            a = torch.randn(t, k, device=dev, dtype=bf16)
+            b = torch.randn(len(sizes), k, 2 * f, device=dev, dtype=bf16)  # (G, K, 2F): [gate | up]
+            offs = torch.tensor(sizes, device=dev).cumsum(0).to(torch.int32)
+            out = cg.grouped_mm(a, b, offs, activation="swiglu")
+            ref = torch.zeros(t, f, dtype=torch.float64)
+            s = 0
+            for g, e in enumerate(offs.tolist()):
+                z = a[s:e].double().cpu() @ b[g].double().cpu()
+                ref[s:e] = torch.nn.functional.silu(z[:, :f]) * z[:, f:]
+                s = e
+            return out, ref, 2e-2
+        return run
+
     def bad_offsets():
         def run():
             # Decreasing and past-the-end offsets: clamped on the GPU, never an out-of-bounds
@@ -143,7 +159,8 @@ def cases(quick: bool):
             ("sm90 grouped skinny decode slots 2 splits 2",
              {"CUTORCH_GEMM_SKINNY_SLOTS": "2", "CUTORCH_GEMM_SKINNY_SPLITS": "2"}, decode),
             ("sm90 grouped skinny decode N-contiguous weights", {},
-             grouped([1, 0, 0, 2, 0, 0, 0, 1] * 4, extra_rows=1, k=264))]
+             grouped([1, 0, 0, 2, 0, 0, 0, 1] * 4, extra_rows=1, k=264)),
+            ("sm90 grouped skinny decode swiglu", {}, grouped_swiglu([1, 0, 0, 2, 0, 0, 0, 1] * 4, k=264))]
     # the deferred store: capped grids give a CTA several tiles, each stored under the next one's
     # first k-blocks (K of 1 and 3 k-blocks: the rest after the mainloop), with bias + gelu_tanh
     # and plain (the cooperative compact kernel; the general kernel's copy too); grouped-M (whole

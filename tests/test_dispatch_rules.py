@@ -465,6 +465,14 @@ def test_grouped_skinny_takes_up_to_32_rows_one_slot_per_possible_group(m, group
     assert gskinny(m=m, groups=groups, forced_slots=1000)["slots"] == slots
 
 
+def test_grouped_skinny_swiglu_needs_f_in_16_byte_units_for_n_contiguous_weights():
+    assert gskinny(swiglu=True)["taken"]
+    assert gskinny(swiglu=True, n=2 * 67, k=14336)["taken"]                 # K-contiguous: any F
+    assert gskinny(swiglu=True, b_sk=2 * 72, b_sn=1, n=2 * 72)["taken"]
+    p = gskinny(swiglu=True, b_sk=2 * 20, b_sn=1, n=2 * 20)
+    assert not p["taken"] and "F = N / 2 in 16-byte units" in p["reason"], p
+
+
 def test_grouped_skinny_forced_takes_up_to_64_rows():
     p = gskinny(m=64, knob="sm90")
     assert p["taken"] and p["config"] == "Sm90_Skinny_64xT64", p

@@ -154,3 +154,38 @@ def test_sm90_grouped_skinny_forced_64_rows(rows, extra, weight_major, monkeypat
     out = cg.grouped_mm(x, w, offs, bias=bias, activation="relu")
     check(out, ref, dt, what=f"grouped skinny T64 {rows}+{extra} w={weight_major}")
     assert torch.all(out[rows:] == 0)
+
+
+@pytest.mark.parametrize("weight_major", ["k", "mn"])
+@pytest.mark.parametrize("rows, experts, k, f", [(1, 8, 1032, 768), (8, 128, 264, 200), (17, 4, 520, 72),
+                                                 (31, 16, 136, 8)])
+def test_sm90_grouped_skinny_swiglu(rows, experts, k, f, weight_major):
+    """grouped_mm's fused SwiGLU at decode sizes on the grouped skinny kernel: 32 output columns per
+    item, their gate and up W rows in one box. Bias, fp32 out, F not a multiple of 32, rows past
+    offs[-1], poisoned output."""
+    from test_swiglu import ref_swiglu_grouped
+    dt = torch.bfloat16
+    x, w, offs, _ = _decode_case(rows, experts, k, 2 * f, dt, rows * 7 + f, weight_major=weight_major)
+    bias = make((experts, 2 * f), dt, "cuda")
+    e = cg.explain("grouped_mm", x, w, offs, bias=bias, activation="swiglu")
+    assert e.config.startswith("Sm90_Skinny_64xT") and "swiglu fused: an item is 32" in e.reason, str(e)
+    ref = ref_swiglu_grouped(x, w, offs, bias)
+    for out_dtype in (None, torch.float32):
+        poison(x.size(0) * f * 4)
+        out = cg.grouped_mm(x, w, offs, bias=bias, activation="swiglu", out_dtype=out_dtype)
+        assert out.shape == (x.size(0), f)
+        check(out, ref, dt, out_dtype, what=f"grouped skinny swiglu {rows}x{experts} F={f} w={weight_major}")
+        assert torch.all(out[rows:] == 0)
+
+
+def test_sm90_grouped_skinny_swiglu_odd_f():
+    """K-contiguous weights take any F; N-contiguous ones need F in 16-byte units (the 4-D view's
+    stride), else the launch goes elsewhere, correct either way."""
+    from test_swiglu import ref_swiglu_grouped
+    dt = torch.float16
+    for weight_major, f, taken in (("k", 67, True), ("mn", 20, False)):
+        x, w, offs, _ = _decode_case(6, 8, 200, 2 * f, dt, f, weight_major=weight_major)
+        e = cg.explain("grouped_mm", x, w, offs, activation="swiglu")
+        assert e.config.startswith("Sm90_Skinny_") == taken, str(e)
+        check(cg.grouped_mm(x, w, offs, activation="swiglu"), ref_swiglu_grouped(x, w, offs, None), dt,
+              what=f"swiglu F={f} w={weight_major}")

@@ -14,7 +14,8 @@ DECODE=1 adds grouped_mm at decode sizes (few rows per expert) against torch._gr
 kernels (CUTORCH_GEMM_SKINNY=off: the rule before the grouped skinny kernel). LIST=0 skips the list
 cases. TOKENS=1,8 limits the decode token counts; DECODE_W=mn gives the experts (E, K, N) weights
 (N contiguous) instead of W_e^T views of (E, N, K) ones. CUTORCH_GEMM_SKINNY=sm90 lets the grouped
-skinny kernel take up to 64 rows (A/B of its 64-token config).
+skinny kernel take up to 64 rows (A/B of its 64-token config). SWIGLU=1 adds the up projections with
+the fused SwiGLU against torch._grouped_mm + silu(gate) * up.
 """
 import os
 import sys
@@ -78,6 +79,19 @@ def kernel_us(fn, calls=5):
     return tot / calls, names
 
 
+def tiles_swiglu(x, wt, offs):
+    """grouped_mm's fused SwiGLU on the tile kernels (CUTORCH_GEMM_SKINNY=off)."""
+    knob = os.environ.get("CUTORCH_GEMM_SKINNY")
+    os.environ["CUTORCH_GEMM_SKINNY"] = "off"
+    try:
+        return cg.grouped_mm(x, wt, offs, activation="swiglu")
+    finally:
+        if knob is None:
+            os.environ.pop("CUTORCH_GEMM_SKINNY")
+        else:
+            os.environ["CUTORCH_GEMM_SKINNY"] = knob
+
+
 def main():
     gen = torch.Generator().manual_seed(0)
     dt = torch.bfloat16
@@ -139,6 +153,18 @@ def main():
                       f"({wbytes / t['ours'] / 1e6:6.0f} GB/s)  tiles {t['tiles'] * 1e3:7.1f} us  torch "
                       f"{t['torch'] * 1e3:7.1f} us  ratio {t['torch'] / t['ours']:.3f} (tiles {t['torch'] / t['tiles']:.3f})"
                       f"  err {err:.1e}  {cg.explain('grouped_mm', x, wt, offs).config}", flush=True)
+                if os.environ.get("SWIGLU") and name.endswith("_up"):  # N = [gate | up]: the fused SwiGLU
+                    F = N // 2
+
+                    def torch_swiglu():
+                        z = torch._grouped_mm(x, wt, offs=offs)
+                        return torch.nn.functional.silu(z[:, :F]) * z[:, F:]
+                    t = time_interleaved({"ours": lambda: cg.grouped_mm(x, wt, offs, activation="swiglu"),
+                                          "tiles": lambda: tiles_swiglu(x, wt, offs), "torch": torch_swiglu})
+                    print(f"swiglu {name:12} tokens {tokens:4} rows {rows:5}  ours {t['ours'] * 1e3:7.1f} us  tiles "
+                          f"{t['tiles'] * 1e3:7.1f} us  torch {t['torch'] * 1e3:7.1f} us  ratio "
+                          f"{t['torch'] / t['ours']:.3f} (tiles {t['torch'] / t['tiles']:.3f})  "
+                          f"{cg.explain('grouped_mm', x, wt, offs, activation='swiglu').config}", flush=True)
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
 // Hopper skinny (M <= 128) GEMM instantiations for __nv_bfloat16: the four token-count configs of
-// device/sm90_skinny.h, each with a 16-bit or fp32 D, and the grouped (decode) 16- and 32-token ones.
+// device/sm90_skinny.h, each with a 16-bit or fp32 D, and the grouped (decode)
+// 16-, 32- and 64-token ones (plain and SwiGLU, K- and N-contiguous weights).
 #include "cutorch_gemm/device/sm90_skinny_launch.cuh"
 
 namespace cutorch_gemm {
@@ -9,8 +10,8 @@ cudaError_t sm90_skinny_bf16(const GemmArgs& g, int tokens, int splits, cudaStre
 }
 
 cudaError_t sm90_grouped_skinny_bf16(const GemmArgs& g, int tokens, int splits, int slots, int num_sms,
-                                    cudaStream_t stream) {
-  return run_sm90_grouped_skinny<__nv_bfloat16>(g, tokens, splits, slots, num_sms, stream);
+                                    bool swiglu, cudaStream_t stream) {
+  return run_sm90_grouped_skinny<__nv_bfloat16>(g, tokens, splits, slots, num_sms, swiglu, stream);
 }
 
 }  // namespace cutorch_gemm

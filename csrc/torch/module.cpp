@@ -150,9 +150,9 @@ PYBIND11_MODULE(_C, m) {
                                        int64_t m_, int64_t n, int64_t k, int64_t a_sm, int64_t a_sk, int64_t b_sk,
                                        int64_t b_sn, int64_t b_sb, bool a_aligned, bool b_aligned,
                                        const std::string& forced, const std::string& knob, int num_sms,
-                                       int forced_splits, int forced_slots) {
+                                       int forced_splits, int forced_slots, bool swiglu) {
     const SkinnyQuery q{major, false, parse_dtype(dtype), GroupMode::kGroupedM, groups, m_, n, k, a_sm, a_sk,
-                        b_sk, b_sn, a_aligned, b_aligned, num_sms, forced, knob, sm90_built, b_sb};
+                        b_sk, b_sn, a_aligned, b_aligned, num_sms, forced, knob, sm90_built, b_sb, swiglu};
     const std::string why = sm90_grouped_skinny_refusal(q);
     const int tokens = sm90_skinny_tokens(m_);
     pybind11::dict d;
@@ -164,12 +164,13 @@ PYBIND11_MODULE(_C, m) {
     return d;
   }, "Whether the grouped Hopper skinny kernel takes a grouped_mm 2D x 3D launch (the binding's rule, checked "
      "before the tile kernels'), why not, its config, K split and grid z slots (knob: CUTORCH_GEMM_SKINNY; "
-     "forced_splits / forced_slots: CUTORCH_GEMM_SKINNY_SPLITS / _SLOTS).",
+     "forced_splits / forced_slots: CUTORCH_GEMM_SKINNY_SPLITS / _SLOTS; swiglu: the fused SwiGLU).",
         pybind11::arg("major"), pybind11::arg("sm90_built"), pybind11::arg("dtype"), pybind11::arg("groups"),
         pybind11::arg("m"), pybind11::arg("n"), pybind11::arg("k"), pybind11::arg("a_sm"), pybind11::arg("a_sk"),
         pybind11::arg("b_sk"), pybind11::arg("b_sn"), pybind11::arg("b_sb"), pybind11::arg("a_aligned"),
         pybind11::arg("b_aligned"), pybind11::arg("forced") = "", pybind11::arg("knob") = "",
-        pybind11::arg("num_sms") = 132, pybind11::arg("forced_splits") = 0, pybind11::arg("forced_slots") = 0);
+        pybind11::arg("num_sms") = 132, pybind11::arg("forced_splits") = 0, pybind11::arg("forced_slots") = 0,
+        pybind11::arg("swiglu") = false);
   m.def("choose_sm80_plan", [](const std::string& dtype, int64_t m_, int64_t n, int64_t k, int64_t batch, int num_sms,
                                int smem_optin, bool grouped, const std::string& forced_config,
                                const std::string& forced_split, bool mn_major) {

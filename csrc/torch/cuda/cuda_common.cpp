@@ -192,18 +192,19 @@ static at::Tensor streamk_workspace(GemmArgs& g, Sm90ConfigId config, int num_sm
 
 // MoE decode: a grouped-M launch the grouped skinny kernel takes (device/sm90_skinny.h; explain()
 // mirrors the rule). It also stores the rows past offs[-1]. False: not taken, nothing ran.
-bool run_grouped_skinny(const GemmArgs& g, const at::Tensor& a, const at::Tensor& b) {
+bool run_grouped_skinny(const GemmArgs& g, const at::Tensor& a, const at::Tensor& b, bool swiglu) {
   if (g.shape.mode != GroupMode::kGroupedM) return false;
   const DeviceInfo& d = device_info();
   const SkinnyQuery sq{d.major, d.sm80, g.dtype, g.shape.mode, g.batch, g.shape.m, g.shape.n, g.shape.k,
                        g.shape.a_sm, g.shape.a_sk, g.shape.b_sk, g.shape.b_sn, aligned16(a), aligned16(b), d.sms,
-                       forced_arch(), env_lower("CUTORCH_GEMM_SKINNY"), d.sm90, g.shape.b_sb};
+                       forced_arch(), env_lower("CUTORCH_GEMM_SKINNY"), d.sm90, g.shape.b_sb, swiglu};
   if (!sm90_grouped_skinny_refusal(sq).empty()) return false;
   const int tokens = sm90_skinny_tokens(g.shape.m);
   const int slots = sm90_grouped_skinny_slots(g.batch, g.shape.m, sm90_skinny_forced_slots());
   const int splits = choose_sm90_grouped_skinny_splits(g.shape.n, g.shape.k, g.batch, g.shape.m, d.sms,
                                                        sm90_skinny_forced_splits());
-  const cudaError_t err = sm90_grouped_skinny(g, tokens, splits, slots, d.sms, c10::cuda::getCurrentCUDAStream().stream());
+  const cudaError_t err =
+      sm90_grouped_skinny(g, tokens, splits, slots, d.sms, swiglu, c10::cuda::getCurrentCUDAStream().stream());
   if (err == cudaErrorNotSupported) return false;  // the driver refused the tensor maps: the tile kernels
   TORCH_CHECK(err == cudaSuccess, "cutorch_gemm: grouped skinny kernel launch failed (", sm90_skinny_config_name(tokens),
               ", splits ", splits, ", slots ", slots, "): ", cudaGetErrorString(err));

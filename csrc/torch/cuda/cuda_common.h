@@ -63,7 +63,8 @@ HeuristicExtents heuristic_extents(const GemmArgs& g);
 
 // grouped_mm 2D x 3D at decode sizes on the grouped skinny kernel, rows past offs[-1] included;
 // false: its rule refused the launch (nothing ran).
-bool run_grouped_skinny(const GemmArgs& g, const at::Tensor& a, const at::Tensor& b);
+// swiglu: grouped_mm's fused SwiGLU (d holds N / 2 columns).
+bool run_grouped_skinny(const GemmArgs& g, const at::Tensor& a, const at::Tensor& b, bool swiglu = false);
 
 // Runs any GEMM launch (dense, batched, grouped) on the family choose_family names.
 void run_gemm(const GemmArgs& g, const at::Tensor& a, const at::Tensor& b);

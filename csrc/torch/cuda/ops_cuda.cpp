@@ -141,6 +141,10 @@ at::Tensor grouped_mm_cuda(const at::Tensor& a, const at::Tensor& b, const std::
     plain = grouped_launch(s, a, b, d, offs, bias);
     // MoE decode (few rows): the grouped skinny kernel, which also stores the rows past offs[-1].
     if (d.numel() > 0 && run_grouped_skinny(plain->g, a, b)) return d;
+  } else if (d.numel() > 0 && s.mode == GroupMode::kGroupedM && a.scalar_type() != at::kFloat &&
+             a.scalar_type() != at::kDouble) {
+    const GroupedLaunch l = grouped_launch(s, a, b, d, offs, bias);
+    if (run_grouped_skinny(l.g, a, b, /*swiglu=*/true)) return d;  // (its SwiGLU fused too)
   }
   if ((s.mode == GroupMode::kGroupedM || s.mode == GroupMode::kGroupedN) && d.numel() > 0) {
     // Rows (columns) past offs[-1] are in no group: zeroed first, on the device (the groups'

@@ -69,6 +69,25 @@ CG_DEVICE void tma_load_3d_hint(void* smem_dst, const CUtensorMap* map, uint64_t
       : "memory");
 }
 
+// 4-D tile loads (the grouped skinny kernel's SwiGLU weight view: [gate | up] as a dimension of 2),
+// plain and with an L2 cache policy.
+CG_DEVICE void tma_load_4d(void* smem_dst, const CUtensorMap* map, uint64_t* bar, int c0, int c1, int c2, int c3) {
+  asm volatile(
+      "cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, %5}], [%6];\n"
+      ::"r"(smem_addr(smem_dst)), "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(c3),
+      "r"(smem_addr(bar))
+      : "memory");
+}
+CG_DEVICE void tma_load_4d_hint(void* smem_dst, const CUtensorMap* map, uint64_t* bar, int c0, int c1, int c2, int c3,
+                                uint64_t policy) {
+  asm volatile(
+      "cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint"
+      " [%0], [%1, {%2, %3, %4, %5}], [%6], %7;\n"
+      ::"r"(smem_addr(smem_dst)), "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(c3),
+      "r"(smem_addr(bar)), "l"(policy)
+      : "memory");
+}
+
 // Tile stores shared -> global (bulk async group of the issuing thread). Box parts outside the
 // tensor are not written.
 CG_DEVICE void tma_store_2d(const CUtensorMap* map, const void* smem_src, int c0, int c1) {

@@ -34,6 +34,16 @@ CG_DEVICE uint64_t make_desc_mn_major_sw128(const void* smem, int block_rows) {
 }
 constexpr uint64_t kDescStepK16MNMajor = 2048 >> 4;
 
+// MN-major tile with the 64-byte swizzle (TMA's CU_TENSOR_MAP_SWIZZLE_64B, 32-element rows): MN
+// blocks of 32 elements `lbo_bytes` apart, 8-row K groups 512 bytes apart; a 16-element K step is
+// 16 rows = 1024 bytes. (The grouped skinny kernel's SwiGLU W tile: gate and up 32-column boxes.)
+CG_DEVICE uint64_t make_desc_mn_major_sw64(const void* smem, uint32_t lbo_bytes) {
+  const uint64_t addr = smem_addr(smem);
+  return ((addr & 0x3FFFF) >> 4) | (uint64_t((lbo_bytes & 0x3FFFF) >> 4) << 16) | (uint64_t(512 >> 4) << 32) |
+         (uint64_t(2) << 62);
+}
+constexpr uint64_t kDescStepK16MNMajorSw64 = 1024 >> 4;
+
 CG_DEVICE void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 CG_DEVICE void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
 template <int kPending>

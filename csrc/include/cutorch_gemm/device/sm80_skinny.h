@@ -80,6 +80,7 @@ struct SkinnyQuery {
                               // "sm80" (this kernel under its rule), "sm90" (device/sm90_skinny.h)
   bool sm90_built = false;    // this build has sm_90a code the device runs (device/sm90_skinny.h)
   int64_t b_sb = 0;           // b's group stride (grouped_mm 2D x 3D: device/sm90_skinny.h's grouped rule)
+  bool swiglu = false;        // grouped_mm's fused SwiGLU (the grouped rule)
 };
 
 // The operands both skinny kernels read: "" when they can, else why not (M up to max_m).

@@ -116,7 +116,8 @@ inline std::string sm90_skinny_refusal(const SkinnyQuery& q) {
 // expert's weight, which is streamed from DRAM once. The tile kernels give such a group 64x128
 // tiles of mostly padding (N / 128 CTAs per group); this kernel gives it N / 64 CTAs that stream
 // 64-row W boxes (Mixtral down, one token: 2 groups x 64 CTAs against 2 x 32 tiles).
-// Every group has at most M rows, so M <= 32 fits one 16- or 32-token pass per group. The weight
+// grouped_mm's fused SwiGLU too: a work item is then 32 output columns, its 64 W rows the matching
+// 32 gate and 32 up rows. Every group has at most M rows, so M <= 32 fits one 16- or 32-token pass per group. The weight
 // may be K-contiguous (W_e^T views of an (E, N, K) tensor, nn.Linear's layout) or N-contiguous (an
 // (E, K, N) tensor, GroupedExperts' layout): wgmma reads an MN-major W box through its transpose bit.
 constexpr int64_t kSm90GroupedSkinnyMaxM = 32;
@@ -161,6 +162,9 @@ inline std::string sm90_grouped_skinny_refusal(const SkinnyQuery& q) {
   const int64_t b_row = q.b_sk == 1 ? q.b_sn : q.b_sk;  // the stride between b's contiguous rows
   if (q.k % 8 != 0 || q.a_sm % 8 != 0 || b_row % 8 != 0 || q.b_sb % 8 != 0 || !q.a_aligned || !q.b_aligned)
     return "16-byte loads need K, the strides and the base pointers in 16-byte units";
+  // SwiGLU: a 4-D weight view with [gate | up] as a dimension of 2 (F apart; TMA strides in 16 bytes)
+  if (q.swiglu && q.b_sk != 1 && (q.n / 2) % 8 != 0)
+    return "SwiGLU over N-contiguous weights needs F = N / 2 in 16-byte units";
   const int64_t rows = sm90_skinny_rows(sm90_skinny_tokens(q.m));
   if ((q.n + rows - 1) / rows > 65535) return "N above 65535 row tiles (the grid's y limit)";
   return "";
@@ -176,15 +180,17 @@ inline cudaError_t sm90_skinny(const GemmArgs& g, int tokens, int splits, cudaSt
                                     : sm90_skinny_bf16(g, tokens, splits, stream);
 }
 
-// The grouped launch (tokens 16 or 32; at most `slots` non-empty groups; a persistent grid of
-// resident CTAs on num_sms SMs where there is no K split).
-cudaError_t sm90_grouped_skinny_f16(const GemmArgs&, int tokens, int splits, int slots, int num_sms, cudaStream_t);
-cudaError_t sm90_grouped_skinny_bf16(const GemmArgs&, int tokens, int splits, int slots, int num_sms, cudaStream_t);
+// The grouped launch (tokens 16, 32 or 64; at most `slots` non-empty groups; a persistent grid of
+// resident CTAs on num_sms SMs where there is no K split; swiglu: D = silu(gate) * up, N / 2 wide).
+cudaError_t sm90_grouped_skinny_f16(const GemmArgs&, int tokens, int splits, int slots, int num_sms, bool swiglu,
+                                    cudaStream_t);
+cudaError_t sm90_grouped_skinny_bf16(const GemmArgs&, int tokens, int splits, int slots, int num_sms, bool swiglu,
+                                     cudaStream_t);
 
-inline cudaError_t sm90_grouped_skinny(const GemmArgs& g, int tokens, int splits, int slots, int num_sms,
+inline cudaError_t sm90_grouped_skinny(const GemmArgs& g, int tokens, int splits, int slots, int num_sms, bool swiglu,
                                        cudaStream_t stream) {
-  return g.dtype == DType::kFloat16 ? sm90_grouped_skinny_f16(g, tokens, splits, slots, num_sms, stream)
-                                    : sm90_grouped_skinny_bf16(g, tokens, splits, slots, num_sms, stream);
+  return g.dtype == DType::kFloat16 ? sm90_grouped_skinny_f16(g, tokens, splits, slots, num_sms, swiglu, stream)
+                                    : sm90_grouped_skinny_bf16(g, tokens, splits, slots, num_sms, swiglu, stream);
 }
 
 }  // namespace cutorch_gemm

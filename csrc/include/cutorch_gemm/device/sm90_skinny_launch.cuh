@@ -15,8 +15,9 @@ namespace cutorch_gemm {
 
 // kGrouped: grouped_mm 2D x 3D (b: G stacked K x N slices, K contiguous or, kWMn, N; x and D rows split by
 // g.shape.offs) over `slots` non-empty groups at most (see the kernel); num_sms sizes its
-// persistent grid.
-template <typename T, int kTok, bool kGrouped = false, bool kWMn = false>
+// persistent grid. kSwiGlu (grouped only): D = silu(gate) * up of b's [gate | up] column halves,
+// N / 2 columns, 32 per work item.
+template <typename T, int kTok, bool kGrouped = false, bool kWMn = false, bool kSwiGlu = false>
 cudaError_t launch_sm90_skinny(const GemmArgs& g, int splits, cudaStream_t stream, int slots = 1, int num_sms = 0) {
   using Smem = Sm90SkinnySmem<T, kTok, kGrouped>;
   constexpr int smem = int(sizeof(Smem)) + 1024;  // + the 1024-byte alignment of the ring
@@ -24,7 +25,7 @@ cudaError_t launch_sm90_skinny(const GemmArgs& g, int splits, cudaStream_t strea
                 "the rule's shared-memory size covers the kernel's");
   const ProblemShape& s = g.shape;
   constexpr int kRows = sm90_skinny_rows(kTok);
-  const int64_t row_tiles = ceil_div(int64_t(s.n), int64_t(kRows));
+  const int64_t row_tiles = ceil_div(int64_t(kSwiGlu ? s.n / 2 : s.n), int64_t(kSwiGlu ? kRows / 2 : kRows));
   if (row_tiles > 65535 || splits < 1 || splits > kSm90SkinnyMaxSplits || slots < 1 || slots > 65535)
     return cudaErrorInvalidValue;
   constexpr CUtensorMapDataType type =
@@ -34,14 +35,36 @@ cudaError_t launch_sm90_skinny(const GemmArgs& g, int splits, cudaStream_t strea
   CUtensorMap tma_w, tma_x;
   // kWMn: W's N is contiguous (K rows of N, row stride b_sk), boxes of 64 K rows x 64 W rows.
   const uint64_t w_rows = kWMn ? uint64_t(s.k) : uint64_t(s.n), w_cols = kWMn ? uint64_t(s.n) : uint64_t(s.k);
-  if (!encode_sw128(&tma_w, type, g.b, w_rows, w_cols, uint64_t(kWMn ? s.b_sk : s.b_sn),
-                    kWMn ? kSm90SkinnyBlockK : kRows, kWMn ? kRows : kSm90SkinnyBlockK,
-                    kGrouped ? uint64_t(g.batch) : 0, kGrouped ? uint64_t(s.b_sb) : 0) ||
+  bool w_ok;
+  if constexpr (kSwiGlu) {
+    // K-major: [gate | up] as a dimension of 2 (F apart), so one box (k, col, half, group) brings 32
+    // gate and the matching 32 up rows of W as [half][col][k] (64 rows of 64 K).
+    const uint64_t f = uint64_t(s.n / 2), e = sizeof(T);
+    if constexpr (kWMn) {
+      // NOTE: a (col, half, k) view with 64-byte boxes under the 128-byte swizzle left half of each
+      // 128-byte row unwritten (H200: non-finite outputs). N-contiguous weights load their gate and
+      // up halves as two 32-column boxes with the 64-byte swizzle instead, 4 KB apart.
+      const uint64_t dims[3] = {2 * f, uint64_t(s.k), uint64_t(g.batch)};
+      const uint64_t strides[2] = {uint64_t(s.b_sk) * e, uint64_t(s.b_sb) * e};
+      const uint32_t box[3] = {uint32_t(kRows / 2), uint32_t(kSm90SkinnyBlockK), 1};
+      w_ok = encode_3d_sw64(&tma_w, type, g.b, dims, strides, box);
+    } else {
+      const uint64_t dims[4] = {uint64_t(s.k), f, 2, uint64_t(g.batch)};
+      const uint64_t strides[3] = {uint64_t(s.b_sn) * e, f * uint64_t(s.b_sn) * e, uint64_t(s.b_sb) * e};
+      const uint32_t box[4] = {uint32_t(kSm90SkinnyBlockK), uint32_t(kRows / 2), 2, 1};
+      w_ok = encode_4d_sw128(&tma_w, type, g.b, dims, strides, box);
+    }
+  } else {
+    w_ok = encode_sw128(&tma_w, type, g.b, w_rows, w_cols, uint64_t(kWMn ? s.b_sk : s.b_sn),
+                        kWMn ? kSm90SkinnyBlockK : kRows, kWMn ? kRows : kSm90SkinnyBlockK,
+                        kGrouped ? uint64_t(g.batch) : 0, kGrouped ? uint64_t(s.b_sb) : 0);
+  }
+  if (!w_ok ||
       !encode_sw128(&tma_x, type, g.a, uint64_t(s.m), uint64_t(s.k), uint64_t(s.a_sm), kTok, kSm90SkinnyBlockK)) {
     return cudaErrorNotSupported;
   }
-  auto kernel = g.out_f32 ? sm90_skinny_kernel<T, float, kTok, kGrouped, kWMn>
-                          : sm90_skinny_kernel<T, T, kTok, kGrouped, kWMn>;
+  auto kernel = g.out_f32 ? sm90_skinny_kernel<T, float, kTok, kGrouped, kWMn, kSwiGlu>
+                          : sm90_skinny_kernel<T, T, kTok, kGrouped, kWMn, kSwiGlu>;
   cudaError_t err = ensure_dynamic_smem(reinterpret_cast<const void*>(kernel), smem);
   if (err != cudaSuccess) return err;
   cudaLaunchConfig_t config{};
@@ -93,21 +116,30 @@ cudaError_t run_sm90_skinny(const GemmArgs& g, int tokens, int splits, cudaStrea
 
 // Grouped along M at decode sizes (device/sm90_skinny.h, sm90_grouped_skinny_refusal): M <= 32
 // (64 when forced).
+template <typename T, bool kSwiGlu>
+cudaError_t run_sm90_grouped_skinny_as(const GemmArgs& g, int tokens, int splits, int slots, int num_sms,
+                                       cudaStream_t stream) {
+  const bool w_mn = g.shape.b_sk != 1;  // (the rule takes K- or N-contiguous weights)
+  switch (tokens) {
+    case 16: return w_mn ? launch_sm90_skinny<T, 16, true, true, kSwiGlu>(g, splits, stream, slots, num_sms)
+                         : launch_sm90_skinny<T, 16, true, false, kSwiGlu>(g, splits, stream, slots, num_sms);
+    case 32: return w_mn ? launch_sm90_skinny<T, 32, true, true, kSwiGlu>(g, splits, stream, slots, num_sms)
+                         : launch_sm90_skinny<T, 32, true, false, kSwiGlu>(g, splits, stream, slots, num_sms);
+    case 64: return w_mn ? launch_sm90_skinny<T, 64, true, true, kSwiGlu>(g, splits, stream, slots, num_sms)
+                         : launch_sm90_skinny<T, 64, true, false, kSwiGlu>(g, splits, stream, slots, num_sms);
+  }
+  return cudaErrorInvalidValue;
+}
+
+// Grouped along M at decode sizes (device/sm90_skinny.h, sm90_grouped_skinny_refusal): M <= 32
+// (64 when forced); swiglu: grouped_mm's fused SwiGLU.
 template <typename T>
-cudaError_t run_sm90_grouped_skinny(const GemmArgs& g, int tokens, int splits, int slots, int num_sms,
+cudaError_t run_sm90_grouped_skinny(const GemmArgs& g, int tokens, int splits, int slots, int num_sms, bool swiglu,
                                     cudaStream_t stream) {
   if (g.shape.m == 0 || g.shape.n == 0 || g.batch == 0) return cudaSuccess;
   if (g.shape.m > kSm90GroupedSkinnyForcedMaxM) return cudaErrorInvalidValue;  // (the tail's 64-bit row mask)
-  const bool w_mn = g.shape.b_sk != 1;  // (the rule takes K- or N-contiguous weights)
-  switch (tokens) {
-    case 16: return w_mn ? launch_sm90_skinny<T, 16, true, true>(g, splits, stream, slots, num_sms)
-                         : launch_sm90_skinny<T, 16, true, false>(g, splits, stream, slots, num_sms);
-    case 32: return w_mn ? launch_sm90_skinny<T, 32, true, true>(g, splits, stream, slots, num_sms)
-                         : launch_sm90_skinny<T, 32, true, false>(g, splits, stream, slots, num_sms);
-    case 64: return w_mn ? launch_sm90_skinny<T, 64, true, true>(g, splits, stream, slots, num_sms)
-                         : launch_sm90_skinny<T, 64, true, false>(g, splits, stream, slots, num_sms);
-  }
-  return cudaErrorInvalidValue;
+  return swiglu ? run_sm90_grouped_skinny_as<T, true>(g, tokens, splits, slots, num_sms, stream)
+                : run_sm90_grouped_skinny_as<T, false>(g, tokens, splits, slots, num_sms, stream);
 }
 
 }  // namespace cutorch_gemm

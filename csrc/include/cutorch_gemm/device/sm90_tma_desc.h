@@ -51,4 +51,37 @@ inline bool encode_sw128(CUtensorMap* map, CUtensorMapDataType type, const void*
             CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
+// A 3-D view (dims[0] contiguous; strides of dims 1-2 in bytes) in boxes with the 64-byte swizzle
+// (box[0] * elem_bytes == 64): the grouped skinny kernel's SwiGLU over N-contiguous weights, whose
+// gate and up boxes are 32 columns wide each.
+inline bool encode_3d_sw64(CUtensorMap* map, CUtensorMapDataType type, const void* base, const uint64_t (&dims)[3],
+                           const uint64_t (&stride_bytes)[2], const uint32_t (&box)[3]) {
+  const EncodeTiledFn fn = encode_tiled_fn();
+  if (fn == nullptr) return false;
+  const cuuint64_t d[3] = {dims[0], dims[1], dims[2]};
+  const cuuint64_t st[2] = {stride_bytes[0], stride_bytes[1]};
+  const cuuint32_t bx[3] = {box[0], box[1], box[2]};
+  const cuuint32_t elem_strides[3] = {1, 1, 1};
+  return fn(map, type, 3, const_cast<void*>(base), d, st, bx, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
+            CU_TENSOR_MAP_SWIZZLE_64B, CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) ==
+         CUDA_SUCCESS;
+}
+
+// A 4-D view (dims[0] contiguous; strides of dims 1-3 in bytes, 16-byte multiples) read in boxes
+// of box[0..3] with the 128-byte swizzle (box[0] * elem_bytes <= 128). The box lands in shared
+// memory densely, dims[0] fastest: the grouped skinny kernel's SwiGLU view puts a weight's gate and
+// up halves next to each other in one 128-byte row or one 64-row tile this way.
+inline bool encode_4d_sw128(CUtensorMap* map, CUtensorMapDataType type, const void* base, const uint64_t (&dims)[4],
+                            const uint64_t (&stride_bytes)[3], const uint32_t (&box)[4]) {
+  const EncodeTiledFn fn = encode_tiled_fn();
+  if (fn == nullptr) return false;
+  const cuuint64_t d[4] = {dims[0], dims[1], dims[2], dims[3]};
+  const cuuint64_t st[3] = {stride_bytes[0], stride_bytes[1], stride_bytes[2]};
+  const cuuint32_t bx[4] = {box[0], box[1], box[2], box[3]};
+  const cuuint32_t elem_strides[4] = {1, 1, 1, 1};
+  return fn(map, type, 4, const_cast<void*>(base), d, st, bx, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
+            CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) ==
+         CUDA_SUCCESS;
+}
+
 }  // namespace cutorch_gemm

@@ -96,7 +96,28 @@ CG_DEVICE int skinny_nth_group(const int32_t* offs, int groups, int extent, int 
   return -1;
 }
 
-template <typename T, typename Out, int kTok, bool kGrouped = false, bool kWMn = false>
+// Four consecutive floats of the partial tile at `src`, summed over the cluster's CTAs in rank
+// order (the same sum whichever CTA adds it); one CTA: its own.
+CG_DEVICE void skinny_sum_quad(const float* src, int splits, float (&out)[4]) {
+  float4 sum = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  if (splits > 1) {
+    for (int q = 0; q < splits; ++q) {
+      const float4 v = sm90::ld_shared_cluster_f32x4(src, uint32_t(q));
+      sum.x += v.x;
+      sum.y += v.y;
+      sum.z += v.z;
+      sum.w += v.w;
+    }
+  } else {
+    sum = *reinterpret_cast<const float4*>(src);
+  }
+  out[0] = sum.x;
+  out[1] = sum.y;
+  out[2] = sum.z;
+  out[3] = sum.w;
+}
+
+template <typename T, typename Out, int kTok, bool kGrouped = false, bool kWMn = false, bool kSwiGlu = false>
 __global__ void __launch_bounds__(sm90_skinny_threads(kTok), 1)
     sm90_skinny_kernel(const __grid_constant__ CUtensorMap tma_w, const __grid_constant__ CUtensorMap tma_x,
                        const GemmArgs g, const int w_hint) {
@@ -111,6 +132,12 @@ __global__ void __launch_bounds__(sm90_skinny_threads(kTok), 1)
   constexpr int kLd = sm90_skinny_red_ld(kTok);
   static_assert(kTok * kLd * sizeof(float) <= sizeof(Smem::w) + sizeof(Smem::x), "the partial tile fits the ring");
   static_assert(!kWMn || sm90_skinny_consumers(kTok) == 1, "an MN-major W box holds one warpgroup's 64 rows");
+  static_assert(!kSwiGlu || (kGrouped && sm90_skinny_consumers(kTok) == 1), "SwiGLU: the grouped kernel's 64-row tile");
+  // SwiGLU: an item is 32 output columns c0.. of D (N / 2 wide); its 64 W rows are gate rows
+  // c0..c0+31 and up rows F+c0.. (K-major: one 4-D box with [gate | up] as a dimension of 2;
+  // MN-major: two 32-column boxes), so the partial tile holds gate column c in row c - c0 and up
+  // column c in row 32 + c - c0.
+  constexpr int kItemCols = kSwiGlu ? kRows / 2 : kRows;
   extern __shared__ uint8_t smem_raw[];
   // NOTE: the 128-byte swizzle pattern repeats every 1024 bytes; stages must start on it.
   Smem& s = *reinterpret_cast<Smem*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
@@ -158,12 +185,13 @@ __global__ void __launch_bounds__(sm90_skinny_threads(kTok), 1)
   if constexpr (kGrouped) {
     if (tail_begin < g.shape.m) {  // every CTA takes a share of the tail's elements
       const uint64_t mask = s.tail_zero;
-      const int64_t total = int64_t(g.shape.m - tail_begin) * g.shape.n;
+      const int n_out = kSwiGlu ? g.shape.n / 2 : g.shape.n;
+      const int64_t total = int64_t(g.shape.m - tail_begin) * n_out;
       const int64_t cta = (int64_t(blockIdx.z) * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x;
       const int64_t step = int64_t(gridDim.x) * gridDim.y * gridDim.z * kThreads;
       Out* d = static_cast<Out*>(g.d);
       for (int64_t e = cta * kThreads + threadIdx.x; e < total; e += step) {
-        const int t = int(e / g.shape.n), col = int(e % g.shape.n);
+        const int t = int(e / n_out), col = int(e % n_out);
         if ((mask >> t) & 1u) d[index_t(tail_begin + t) * g.shape.d_sm + index_t(col) * g.shape.d_sn] = from_acc<Out>(0.0f);
       }
     }
@@ -173,10 +201,11 @@ __global__ void __launch_bounds__(sm90_skinny_threads(kTok), 1)
   const bool producer = threadIdx.x >= kConsumerThreads;
   State st, prev;  // (the producer's and each consumer's ring position, kept across items)
   const int m = g.shape.m, n = g.shape.n;
-  const int row_tiles = kGrouped ? ceil_div(n, kRows) : int(gridDim.y);
+  const int n_out = kSwiGlu ? n / 2 : n;  // D's columns
+  const int row_tiles = kGrouped ? ceil_div(n_out, kItemCols) : int(gridDim.y);
   for (int item = int(blockIdx.z * gridDim.y + blockIdx.y);; item += int(gridDim.y * gridDim.z)) {
     // This item's W rows (D columns) and rows of x and D: the group's (grouped) or all M.
-    const int row0 = (kGrouped ? item % row_tiles : int(blockIdx.y)) * kRows;
+    const int row0 = (kGrouped ? item % row_tiles : int(blockIdx.y)) * kItemCols;  // (first column of D)
     GroupRange rows{0, m};
     int group = 0;
     if constexpr (kGrouped) {
@@ -195,7 +224,20 @@ __global__ void __launch_bounds__(sm90_skinny_threads(kTok), 1)
           sm90::mbarrier_arrive_expect_tx(&s.full[st.index], kStageBytes);
           // (box coordinates, contiguous one first: K-major W (k, row), MN-major W (row, k))
           const int c0 = kWMn ? row0 : k0, c1 = kWMn ? k0 : row0;
-          if constexpr (kGrouped) {
+          if constexpr (kSwiGlu && kWMn) {  // gate and up: two 32-column boxes (64-byte swizzle), 4 KB apart
+            T* wt = s.w[st.index];
+            const int f = g.shape.n / 2;
+            if (w_hint) {
+              sm90::tma_load_3d_hint(wt, &tma_w, &s.full[st.index], row0, k0, group, policy);
+              sm90::tma_load_3d_hint(wt + 32 * kSm90SkinnyBlockK, &tma_w, &s.full[st.index], f + row0, k0, group, policy);
+            } else {
+              sm90::tma_load_3d(wt, &tma_w, &s.full[st.index], row0, k0, group);
+              sm90::tma_load_3d(wt + 32 * kSm90SkinnyBlockK, &tma_w, &s.full[st.index], f + row0, k0, group);
+            }
+          } else if constexpr (kSwiGlu) {  // K-major: one box (k, col, half, group)
+            if (w_hint) sm90::tma_load_4d_hint(s.w[st.index], &tma_w, &s.full[st.index], k0, row0, 0, group, policy);
+            else sm90::tma_load_4d(s.w[st.index], &tma_w, &s.full[st.index], k0, row0, 0, group);
+          } else if constexpr (kGrouped) {
             if (w_hint) sm90::tma_load_3d_hint(s.w[st.index], &tma_w, &s.full[st.index], c0, c1, group, policy);
             else sm90::tma_load_3d(s.w[st.index], &tma_w, &s.full[st.index], c0, c1, group);
           } else {
@@ -220,9 +262,12 @@ __global__ void __launch_bounds__(sm90_skinny_threads(kTok), 1)
       for (int kb = kb_begin; kb < kb_end; ++kb) {
         sm90::mbarrier_wait(&s.full[st.index], st.phase);
         // W's stage: K-major [row][64 k] (a warpgroup's 64 rows each), or MN-major [k][64 rows]
-        const uint64_t dw = kWMn ? sm90::make_desc_mn_major_sw128(s.w[st.index], kSm90SkinnyBlockK)
+        // (SwiGLU, MN-major: two 32-wide MN blocks with the 64-byte swizzle, the up block 4 KB on)
+        const uint64_t dw = kWMn ? (kSwiGlu ? sm90::make_desc_mn_major_sw64(s.w[st.index], 32 * kSm90SkinnyBlockK * 2)
+                                            : sm90::make_desc_mn_major_sw128(s.w[st.index], kSm90SkinnyBlockK))
                                  : sm90::make_desc_k_major_sw128(s.w[st.index] + (threadIdx.x / 128) * 64 * kSm90SkinnyBlockK);
-        constexpr uint64_t kStepW = kWMn ? sm90::kDescStepK16MNMajor : sm90::kDescStepK16KMajor;
+        constexpr uint64_t kStepW = kWMn ? (kSwiGlu ? sm90::kDescStepK16MNMajorSw64 : sm90::kDescStepK16MNMajor)
+                                         : sm90::kDescStepK16KMajor;
         const uint64_t dx = sm90::make_desc_k_major_sw128(s.x[st.index]);
         sm90::wgmma_fence();
 #pragma unroll
@@ -271,9 +316,9 @@ __global__ void __launch_bounds__(sm90_skinny_threads(kTok), 1)
     else if (run_ahead) asm volatile("bar.sync 1, %0;\n" ::"n"(kConsumerThreads) : "memory");
     else __syncthreads();
 
-    // Epilogue: quads of 4 D columns; CTA `rank` takes the rank-th share of the rows x kRows / 4 quads.
+    // Epilogue: quads of 4 D columns; CTA `rank` takes the rank-th share of the rows x kItemCols / 4 quads.
     // Consecutive threads take consecutive quads of one D row (coalesced stores).
-    constexpr int kQuads = kRows / 4;  // per token
+    constexpr int kQuads = kItemCols / 4;  // per token
     const int epi_threads = run_ahead ? kConsumerThreads : kThreads;
     const int quads = min(rows.end - rows.begin, kTok) * kQuads;
     const int per = ceil_div(quads, splits);
@@ -284,28 +329,24 @@ __global__ void __launch_bounds__(sm90_skinny_threads(kTok), 1)
     Out* d = static_cast<Out*>(g.d) + index_t(rows.begin) * g.shape.d_sm;
     for (int e = rank * per + int(threadIdx.x); e < q_end; e += epi_threads) {
       const int t = e / kQuads, c4 = 4 * (e % kQuads);
-      const float* src = red + t * kLd + c4;
-      float4 sum = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-      if (splits > 1) {
-        for (int q = 0; q < splits; ++q) {  // rank order: the same sum whichever CTA adds it
-          const float4 v = sm90::ld_shared_cluster_f32x4(src, uint32_t(q));
-          sum.x += v.x;
-          sum.y += v.y;
-          sum.z += v.z;
-          sum.w += v.w;
-        }
-      } else {
-        sum = *reinterpret_cast<const float4*>(src);
-      }
-      const float part[4] = {sum.x, sum.y, sum.z, sum.w};
+      float part[4], up[4];
+      skinny_sum_quad(red + t * kLd + c4, splits, part);
+      if constexpr (kSwiGlu) skinny_sum_quad(red + t * kLd + kItemCols + c4, splits, up);
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
         const int col = row0 + c4 + j;
-        if (col >= n) break;
-        float v = alpha * part[j];
-        if (c_ptr != nullptr) v += beta * to_acc<float>(c_ptr[index_t(t) * g.shape.c_sm + index_t(col) * g.shape.c_sn]);
-        if (bias != nullptr) v += to_acc<float>(bias[col]);
-        v = apply_activation(g.act, v);
+        if (col >= n_out) break;
+        float v;
+        if constexpr (kSwiGlu) {  // silu(gate + bias[c]) * (up + bias[F + c]), as the tile kernels' SwiGLU
+          const float bg = bias != nullptr ? to_acc<float>(bias[col]) : 0.0f;
+          const float bu = bias != nullptr ? to_acc<float>(bias[n_out + col]) : 0.0f;
+          v = apply_activation(Activation::kSilu, part[j] + bg) * (up[j] + bu);
+        } else {
+          v = alpha * part[j];
+          if (c_ptr != nullptr) v += beta * to_acc<float>(c_ptr[index_t(t) * g.shape.c_sm + index_t(col) * g.shape.c_sn]);
+          if (bias != nullptr) v += to_acc<float>(bias[col]);
+          v = apply_activation(g.act, v);
+        }
         d[index_t(t) * g.shape.d_sm + index_t(col) * g.shape.d_sn] = from_acc<Out>(v);
       }
     }
