@@ -68,9 +68,10 @@ inline bool encode_3d_sw64(CUtensorMap* map, CUtensorMapDataType type, const voi
 }
 
 // A 4-D view (dims[0] contiguous; strides of dims 1-3 in bytes, 16-byte multiples) read in boxes
-// of box[0..3] with the 128-byte swizzle (box[0] * elem_bytes <= 128). The box lands in shared
-// memory densely, dims[0] fastest: the grouped skinny kernel's SwiGLU view puts a weight's gate and
-// up halves next to each other in one 128-byte row or one 64-row tile this way.
+// of box[0..3] with the 128-byte swizzle, box[0] * elem_bytes == 128 (a narrower box row does not
+// fill the swizzle's 128-byte rows: H200, half of each row stayed unwritten). The box lands in
+// shared memory dims[0] fastest: the grouped skinny kernel's SwiGLU view of a K-contiguous weight
+// puts its 32 gate rows and the matching 32 up rows into one 64-row tile this way.
 inline bool encode_4d_sw128(CUtensorMap* map, CUtensorMapDataType type, const void* base, const uint64_t (&dims)[4],
                             const uint64_t (&stride_bytes)[3], const uint32_t (&box)[4]) {
   const EncodeTiledFn fn = encode_tiled_fn();
