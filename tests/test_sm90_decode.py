@@ -63,6 +63,19 @@ def _decode_case(rows, experts, k, n, dt, seed, extra_rows=1, weight_major="k"):
     return x, w, offs_from_sizes(sizes, "cuda"), sizes
 
 
+def _check_skinny_case(x, w, offs, rows, act, config, what):
+    """explain names `config` on the sm90 family; grouped_mm with a (G, N) bias and `act` matches the
+    float64 reference into a poisoned output, and the rows from `rows` on (past offs[-1]) are zero."""
+    bias = make((w.size(0), w.size(-1)), x.dtype, "cuda")
+    e = cg.explain("grouped_mm", x, w, offs)
+    assert e.kernel == "sm90" and e.config == config, str(e)
+    ref = ref_grouped_mm(x, w, offs, bias, act)
+    poison(ref.numel() * 2)
+    out = cg.grouped_mm(x, w, offs, bias=bias, activation=act)
+    check(out, ref, x.dtype, what=what)
+    assert torch.all(out[rows:] == 0)
+
+
 @pytest.mark.parametrize("weight_major", ["k", "mn"])
 @pytest.mark.parametrize("dt", [torch.bfloat16, torch.float16])
 @pytest.mark.parametrize("rows, experts, k, n", [(1, 8, 1032, 4096), (2, 8, 136, 1000), (7, 128, 264, 1544),
@@ -72,15 +85,8 @@ def test_sm90_grouped_skinny(rows, experts, k, n, dt, weight_major):
     """M <= 32 rows over K- or N-contiguous expert weights: the grouped skinny kernel. Bias +
     activation, partial 64-row W boxes, K not a multiple of 64, a row past offs[-1], poisoned output."""
     x, w, offs, _ = _decode_case(rows, experts, k, n, dt, rows * 100 + experts, weight_major=weight_major)
-    bias = make((experts, n), dt, "cuda")
-    e = cg.explain("grouped_mm", x, w, offs)
-    tokens = 16 if rows + 1 <= 16 else 32
-    assert e.kernel == "sm90" and e.config == f"Sm90_Skinny_64xT{tokens}", str(e)
-    ref = ref_grouped_mm(x, w, offs, bias, "gelu")
-    poison(ref.numel() * 2)
-    out = cg.grouped_mm(x, w, offs, bias=bias, activation="gelu")
-    check(out, ref, dt, what=f"grouped skinny {rows}x{experts} k={k} n={n} w={weight_major}")
-    assert torch.all(out[rows:] == 0)
+    _check_skinny_case(x, w, offs, rows, "gelu", f"Sm90_Skinny_64xT{16 if rows + 1 <= 16 else 32}",
+                       f"grouped skinny {rows}x{experts} k={k} n={n} w={weight_major}")
 
 
 @pytest.mark.parametrize("weight_major", ["k", "mn"])
@@ -146,14 +152,7 @@ def test_sm90_grouped_skinny_forced_64_rows(rows, extra, weight_major, monkeypat
     monkeypatch.setenv("CUTORCH_GEMM_SKINNY", "sm90")
     dt = torch.bfloat16
     x, w, offs, _ = _decode_case(rows, 16, 264, 200, dt, rows, extra_rows=extra, weight_major=weight_major)
-    bias = make((16, 200), dt, "cuda")
-    e = cg.explain("grouped_mm", x, w, offs)
-    assert e.config == "Sm90_Skinny_64xT64", str(e)
-    ref = ref_grouped_mm(x, w, offs, bias, "relu")
-    poison(ref.numel() * 2)
-    out = cg.grouped_mm(x, w, offs, bias=bias, activation="relu")
-    check(out, ref, dt, what=f"grouped skinny T64 {rows}+{extra} w={weight_major}")
-    assert torch.all(out[rows:] == 0)
+    _check_skinny_case(x, w, offs, rows, "relu", "Sm90_Skinny_64xT64", f"grouped skinny T64 {rows}+{extra} w={weight_major}")
 
 
 @pytest.mark.parametrize("weight_major", ["k", "mn"])
