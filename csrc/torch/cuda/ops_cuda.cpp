@@ -136,16 +136,10 @@ at::Tensor grouped_mm_cuda(const at::Tensor& a, const at::Tensor& b, const std::
   const c10::cuda::CUDAGuard guard(a.device());
   const auto opts = a.options().dtype(s.out_dtype);
   at::Tensor d = at::empty(s.out_shape, opts);
-  std::optional<GroupedLaunch> plain;  // (not SwiGLU)
-  if (!s.swiglu) {
-    plain = grouped_launch(s, a, b, d, offs, bias);
-    // MoE decode (few rows): the grouped skinny kernel, which also stores the rows past offs[-1].
-    if (d.numel() > 0 && run_grouped_skinny(plain->g, a, b)) return d;
-  } else if (d.numel() > 0 && s.mode == GroupMode::kGroupedM && a.scalar_type() != at::kFloat &&
-             a.scalar_type() != at::kDouble) {
-    const GroupedLaunch l = grouped_launch(s, a, b, d, offs, bias);
-    if (run_grouped_skinny(l.g, a, b, /*swiglu=*/true)) return d;  // (its SwiGLU fused too)
-  }
+  const GroupedLaunch l = grouped_launch(s, a, b, d, offs, bias);
+  // MoE decode (a few rows, 2D x 3D): the grouped skinny kernel, the SwiGLU fused too; it also
+  // stores the rows past offs[-1].
+  if (d.numel() > 0 && run_grouped_skinny(l.g, a, b, s.swiglu)) return d;
   if ((s.mode == GroupMode::kGroupedM || s.mode == GroupMode::kGroupedN) && d.numel() > 0) {
     // Rows (columns) past offs[-1] are in no group: zeroed first, on the device (the groups'
     // tiles then write everything else; out-of-order offsets included, see device/grouped_tail.h).
@@ -163,7 +157,7 @@ at::Tensor grouped_mm_cuda(const at::Tensor& a, const at::Tensor& b, const std::
     const at::ScalarType acc = acc_dtype(a.scalar_type());
     return swiglu_halves(grouped_mm_cuda(a, b, offs, bias, "none", acc)).to(s.out_dtype).contiguous();
   }
-  run_gemm(plain->g, a, b);
+  run_gemm(l.g, a, b);
   return d;
 }
 
