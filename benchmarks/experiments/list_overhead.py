@@ -79,12 +79,13 @@ def kernel_us(fn, calls=5):
     return tot / calls, names
 
 
-def tiles_swiglu(x, wt, offs):
-    """grouped_mm's fused SwiGLU on the tile kernels (CUTORCH_GEMM_SKINNY=off)."""
+def on_tiles(*args, **kwargs):
+    """grouped_mm on the tile kernels (CUTORCH_GEMM_SKINNY=off: the rule before the grouped skinny
+    kernel); the knob's previous value is restored."""
     knob = os.environ.get("CUTORCH_GEMM_SKINNY")
     os.environ["CUTORCH_GEMM_SKINNY"] = "off"
     try:
-        return cg.grouped_mm(x, wt, offs, activation="swiglu")
+        return cg.grouped_mm(*args, **kwargs)
     finally:
         if knob is None:
             os.environ.pop("CUTORCH_GEMM_SKINNY")
@@ -136,17 +137,7 @@ def main():
                 ref = torch._grouped_mm(x, wt, offs=offs).float()
                 got = cg.grouped_mm(x, wt, offs).float()
                 err = float((got - ref).norm() / max(ref.norm(), 1e-30))
-                def tiles():  # the tile kernels' rule (64x128 / 64x256), as before the grouped skinny kernel
-                    knob = os.environ.get("CUTORCH_GEMM_SKINNY")
-                    os.environ["CUTORCH_GEMM_SKINNY"] = "off"
-                    try:
-                        return cg.grouped_mm(x, wt, offs)
-                    finally:
-                        if knob is None:
-                            os.environ.pop("CUTORCH_GEMM_SKINNY")
-                        else:
-                            os.environ["CUTORCH_GEMM_SKINNY"] = knob
-                t = time_interleaved({"ours": lambda: cg.grouped_mm(x, wt, offs), "tiles": tiles,
+                t = time_interleaved({"ours": lambda: cg.grouped_mm(x, wt, offs), "tiles": lambda: on_tiles(x, wt, offs),
                                       "torch": lambda: torch._grouped_mm(x, wt, offs=offs)})
                 wbytes = int((counts > 0).sum()) * K * N * 2  # the weights of the experts hit
                 print(f"decode {name:12} tokens {tokens:4} rows {rows:5}  ours {t['ours'] * 1e3:7.1f} us "
@@ -160,7 +151,8 @@ def main():
                         z = torch._grouped_mm(x, wt, offs=offs)
                         return torch.nn.functional.silu(z[:, :F]) * z[:, F:]
                     t = time_interleaved({"ours": lambda: cg.grouped_mm(x, wt, offs, activation="swiglu"),
-                                          "tiles": lambda: tiles_swiglu(x, wt, offs), "torch": torch_swiglu})
+                                          "tiles": lambda: on_tiles(x, wt, offs, activation="swiglu"),
+                                          "torch": torch_swiglu})
                     print(f"swiglu {name:12} tokens {tokens:4} rows {rows:5}  ours {t['ours'] * 1e3:7.1f} us  tiles "
                           f"{t['tiles'] * 1e3:7.1f} us  torch {t['torch'] * 1e3:7.1f} us  ratio "
                           f"{t['torch'] / t['ours']:.3f} (tiles {t['torch'] / t['tiles']:.3f})  "

@@ -84,17 +84,15 @@ int split_fill() {
 }
 
 // CUTORCH_GEMM_SKINNY_SPLITS (experiments, tests): the Hopper skinny kernel's K split; 0: the rule.
-int sm90_skinny_forced_splits() {
-  const std::string v = env_lower("CUTORCH_GEMM_SKINNY_SPLITS");
+// A positive integer knob, else 0 (unset or not a positive number).
+static int positive_env_int(const char* name) {
+  const std::string v = env_lower(name);
   const int s = v.empty() ? 0 : std::atoi(v.c_str());
   return s > 0 ? s : 0;
 }
 
-int sm90_skinny_forced_slots() {
-  const std::string v = env_lower("CUTORCH_GEMM_SKINNY_SLOTS");
-  const int s = v.empty() ? 0 : std::atoi(v.c_str());
-  return s > 0 ? s : 0;
-}
+int sm90_skinny_forced_splits() { return positive_env_int("CUTORCH_GEMM_SKINNY_SPLITS"); }
+int sm90_skinny_forced_slots() { return positive_env_int("CUTORCH_GEMM_SKINNY_SLOTS"); }
 
 bool aligned16(const at::Tensor& t) { return reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 == 0; }
 

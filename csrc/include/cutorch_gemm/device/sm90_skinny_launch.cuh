@@ -33,8 +33,6 @@ cudaError_t launch_sm90_skinny(const GemmArgs& g, int splits, cudaStream_t strea
   // W: N rows of K (b = W^T, K contiguous, row stride b_sn); x: M rows of K (row stride a_sm).
   // Boxes past N, M or K arrive as zeros. Grouped: W's map is 3-D, the group outermost.
   CUtensorMap tma_w, tma_x;
-  // kWMn: W's N is contiguous (K rows of N, row stride b_sk), boxes of 64 K rows x 64 W rows.
-  const uint64_t w_rows = kWMn ? uint64_t(s.k) : uint64_t(s.n), w_cols = kWMn ? uint64_t(s.n) : uint64_t(s.k);
   bool w_ok;
   if constexpr (kSwiGlu) {
     // K-major: [gate | up] as a dimension of 2 (F apart), so one box (k, col, half, group) brings 32
@@ -55,6 +53,8 @@ cudaError_t launch_sm90_skinny(const GemmArgs& g, int splits, cudaStream_t strea
       w_ok = encode_4d_sw128(&tma_w, type, g.b, dims, strides, box);
     }
   } else {
+    // kWMn: W's N is contiguous (K rows of N, row stride b_sk), boxes of 64 K rows x 64 W rows.
+    const uint64_t w_rows = kWMn ? uint64_t(s.k) : uint64_t(s.n), w_cols = kWMn ? uint64_t(s.n) : uint64_t(s.k);
     w_ok = encode_sw128(&tma_w, type, g.b, w_rows, w_cols, uint64_t(kWMn ? s.b_sk : s.b_sn),
                         kWMn ? kSm90SkinnyBlockK : kRows, kWMn ? kRows : kSm90SkinnyBlockK,
                         kGrouped ? uint64_t(g.batch) : 0, kGrouped ? uint64_t(s.b_sb) : 0);
@@ -114,8 +114,7 @@ cudaError_t run_sm90_skinny(const GemmArgs& g, int tokens, int splits, cudaStrea
   return cudaErrorInvalidValue;
 }
 
-// Grouped along M at decode sizes (device/sm90_skinny.h, sm90_grouped_skinny_refusal): M <= 32
-// (64 when forced).
+// The grouped launch for one epilogue kind: the token config and W's majorness pick the instance.
 template <typename T, bool kSwiGlu>
 cudaError_t run_sm90_grouped_skinny_as(const GemmArgs& g, int tokens, int splits, int slots, int num_sms,
                                        cudaStream_t stream) {
