@@ -581,6 +581,10 @@ def test_sm90_streamk_rule():
     assert _C.choose_sm90_streamk(2048, 132, 128) == 68             # 8192^3: last
     assert _C.choose_sm90_streamk(4096, 132, 128) == 4 + 132        # 16384x8192x8192: 4 tiles left: wide
     assert _C.choose_sm90_streamk(1024, 132, 64) == 0               # 8192x4096x4096: shallow tiles, 23% wide
+    assert _C.choose_sm90_streamk(688, 132, 64) == 28 + 132         # 2048x11008x4096: a sparse last round (21%)
+    assert _C.choose_sm90_streamk(540, 132, 128) == 12 + 132        # ... (9%), deep tiles
+    assert _C.choose_sm90_streamk(688, 132, 32) == 0                # ... but shallow tiles
+    assert _C.choose_sm90_streamk(320, 132, 64) == 0                # 2048x5120x4096: 42% full
     assert _C.choose_sm90_streamk(512, 132, 64) == 0                # 4096^3: too much of the launch
     assert _C.choose_sm90_streamk(1056, 132, 64) == 0               # whole rounds
     assert _C.choose_sm90_streamk(128, 132, 64) == 0                # one partial round: nothing to gain

@@ -274,13 +274,18 @@ inline int choose_sm90_cluster(bool cooperative, bool fixed_grid, bool swiglu, i
 //           tile then has at most three pieces), at most a tenth of the tiles, and tiles are at
 //           least 128 K slices deep (shorter pieces did not pay for their partials);
 //   "wide": rest + ctas (more than a tile per CTA, a tile has at most two pieces), when that is
-//           at most an eighth of the tiles.
+//           at most an eighth of the tiles, or when the last round is at most a quarter full and
+//           tiles are at least 64 K slices deep (a sparse last round: there it cost most of a round).
 // Measured on an H100 (bf16, interleaved with torch.mm, stream-K vs not, two runs): "last"
 // 8192x4096x14336 +2.5/+2.9%, 14336x4096x8192 +5.2/+3.0%, 8192^3 +2.8/+4.6%; "wide"
 // 8192x14336x4096 +1.2/+2.6%, 16384x8192x8192 +2.4/+3.0%, 4096x28672x8192 +2.1/+3.5%. Cutting
 // more lost: "wide" on 4096^3 (48% of the tiles) -8%, on 8192x4096x14336 (23%) -9% (the CTAs'
 // k positions drift apart and the concurrent K slices no longer share L2); "last" on 4096^3
 // -3..-5%, on 16384x8192x8192 (4 tiles over 132 CTAs: 33 partials per tile) -2%.
+// The sparse-last-round "wide" (H200, cooperative launches, interleaved with torch.mm, ratio, none /
+// wide; last rounds 9-23% full): 2048x11008x4096 0.933 / 0.999 (two other runs 0.949 / 1.007, 0.964 /
+// 1.047), 1664x11008x4096 0.902 / 0.976, 2304x7680x4096 0.908 / 1.024, 1920x9216x4096 0.905 / 1.040,
+// 2048x11008x8192 0.956 / 1.044. A 61% full one gained less ("last" 1024x11008x4096 0.885 / 0.920).
 // Returns how many tiles (the last ones of the sequence) run this way; 0: none. `forced` is
 // CUTORCH_GEMM_SM90_STREAMK ("", "off", "wide" / "on", "last": any partial last round).
 inline int choose_sm90_streamk(long long tiles, int ctas, int k_blocks, const std::string& forced) {
@@ -294,7 +299,7 @@ inline int choose_sm90_streamk(long long tiles, int ctas, int k_blocks, const st
     sk = rest + ctas;
   } else if (2 * rest >= ctas && 10 * rest <= tiles && k_blocks >= 128) {
     sk = rest;
-  } else if (8 * (rest + ctas) <= tiles && k_blocks >= 4) {
+  } else if ((8 * (rest + ctas) <= tiles && k_blocks >= 4) || (4 * rest <= ctas && k_blocks >= 64)) {
     sk = rest + ctas;
   }
   if (sk == 0 || sk * k_blocks < ctas) return 0;                       // every CTA gets k-blocks
