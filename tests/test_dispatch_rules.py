@@ -171,6 +171,25 @@ def test_sm90_config_heuristic(m, n, problems, expected):
     assert _C.choose_sm90_config(m, n, 4096, problems, 132, "") == expected
 
 
+def test_sm90_wave_rule_keeps_coop_where_it_takes_stream_k():
+    """The wave rule's ping-pong switch does not apply where the cooperative launch would cut its
+    sparse last round with stream-K (sm90_coop_streamk: one dense 16-bit problem, no 2x1 clusters)."""
+    coop, pp = "Sm90_128x256x64_Coop_S4", "Sm90_64x256x64_Pingpong_S5"
+    assert _C.choose_sm90_config(1536, 6144, 4096, 1, 132, "") == pp
+    assert _C.choose_sm90_config(1536, 6144, 4096, 1, 132, "", coop_streamk=True) == coop
+    assert _C.choose_sm90_config(1536, 6144, 4096, 1, 132, "pingpong", coop_streamk=True) == pp  # forced
+    assert _C.choose_sm90_config(128, 8192, 4096, 1, 132, "", coop_streamk=True) == pp  # small M: not the wave rule
+    # 288 tiles of 128x256, the last round 18% full, 64 K slices: stream-K
+    assert _C.sm90_coop_streamk(1536, 6144, 4096, 132, True)
+    assert _C.sm90_coop_streamk(2176, 8192, 4096, 132, True)              # 544 tiles, 12%
+    assert not _C.sm90_coop_streamk(3072, 3072, 3072, 132, True)          # 48 K slices
+    assert not _C.sm90_coop_streamk(2048, 5120, 4096, 132, True)          # 42% full
+    assert not _C.sm90_coop_streamk(1536, 6144, 4096, 132, False)         # 2x1 clusters (rows not 128 B)
+    assert not _C.sm90_coop_streamk(1536, 6144, 4096, 132, True, "2")     # forced clusters
+    assert not _C.sm90_coop_streamk(1536, 6144, 4096, 132, True, "", "off")
+    assert not _C.sm90_coop_streamk(2048, 2048, 4096, 132, True)          # 128 tiles: one partial round
+
+
 def test_sm90_config_override():
     assert _C.choose_sm90_config(8192, 8192, 4096, 1, 132, "pingpong") == "Sm90_64x256x64_Pingpong_S5"
     assert _C.choose_sm90_config(16, 256, 64, 1, 132, "coop") == "Sm90_128x256x64_Coop_S4"

@@ -196,16 +196,25 @@ PYBIND11_MODULE(_C, m) {
         pybind11::arg("smem_optin"), pybind11::arg("grouped") = false, pybind11::arg("forced_config") = "",
         pybind11::arg("forced_split") = "", pybind11::arg("mn_major") = false);
   m.def("choose_sm90_config", [](int64_t m_, int64_t n, int64_t k, int64_t problems, int num_sms,
-                                 const std::string& forced, int elem_bytes, bool narrow, bool fast_accum) {
-    Sm90ConfigId id = choose_sm90_config(int(m_), int(n), int(k), int(problems), num_sms, forced, narrow);
+                                 const std::string& forced, int elem_bytes, bool narrow, bool fast_accum,
+                                 bool coop_streamk) {
+    Sm90ConfigId id = choose_sm90_config(int(m_), int(n), int(k), int(problems), num_sms, forced, narrow,
+                                         coop_streamk);
     if (elem_bytes == 1) id = choose_sm90_f8_config(id, fast_accum, forced, int(m_), int(n), num_sms);
     return std::string(sm90_config_name(id, elem_bytes));
   }, "The sm90 heuristic's config (m, n: one problem or the average group; forced: CUTORCH_GEMM_SM90_CONFIG), "
      "named for operands of elem_bytes bytes (2: fp16/bf16, 1: fp8 (scaled_mm; fast_accum: its use_fast_accum), "
-     "4: tf32); narrow: the launch may take the 64x128 config (fp16 / bf16 dense, batched or grouped-M).", pybind11::arg("m"),
+     "4: tf32); narrow: the launch may take the 64x128 config (fp16 / bf16 dense, batched or grouped-M); "
+     "coop_streamk: the cooperative config would take stream-K (sm90_coop_streamk).", pybind11::arg("m"),
         pybind11::arg("n"), pybind11::arg("k"), pybind11::arg("problems"), pybind11::arg("num_sms"),
         pybind11::arg("forced"), pybind11::arg("elem_bytes") = 2, pybind11::arg("narrow") = false,
-        pybind11::arg("fast_accum") = false);
+        pybind11::arg("fast_accum") = false, pybind11::arg("coop_streamk") = false);
+  m.def("sm90_coop_streamk", [](int64_t m_, int64_t n, int64_t k, int num_sms, bool rows_128b,
+                                const std::string& forced_cluster, const std::string& forced_sk) {
+    return sm90_coop_streamk(m_, n, k, num_sms, rows_128b, forced_cluster, forced_sk);
+  }, "Whether one dense 16-bit problem would take stream-K with the cooperative config (no 2x1 clusters, "
+     "the stream-K rule).", pybind11::arg("m"), pybind11::arg("n"), pybind11::arg("k"), pybind11::arg("num_sms"),
+        pybind11::arg("rows_128b"), pybind11::arg("forced_cluster") = "", pybind11::arg("forced_sk") = "");
   m.def("choose_sm90_split", [](int64_t m_, int64_t n, int64_t k, int num_sms, const std::string& config, int fill,
                                 int block_k) {
     TORCH_CHECK_VALUE(config == "coop" || config == "pingpong" || config == "pingpong128" || config == "pingpong64",
