@@ -1,0 +1,114 @@
+"""Stream-K in the Hopper cooperative kernel (sm90 only): the last round of a dense launch cut along K,
+each cut tile's fp32 partials added in k order by the CTA that holds its last k-blocks. Forced on small
+problems (a capped grid) over every layout and epilogue, and by the rule on the shapes it was made for:
+large launches and launches whose last round is at most a quarter full (where the wave rule now keeps
+the cooperative config). Skipped elsewhere."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+import cutorch_gemm as cg
+from conftest import ACTIVATIONS, HALF_DTYPES, check, dtype_id, linear_operands, make, ref_gemm
+
+pytestmark = [
+    pytest.mark.gpu,
+    pytest.mark.skipif(not torch.cuda.is_available() or torch.cuda.get_device_capability()[0] != 9
+                       or not cg._C.sm90_available(), reason="needs an sm_90 GPU and sm_90a kernels"),
+]
+
+
+@pytest.fixture(autouse=True)
+def _tile_kernels_only(monkeypatch):
+    monkeypatch.setenv("CUTORCH_GEMM_SKINNY", "off")
+
+
+# ---- stream-K (the last round of a dense cooperative launch cut along K) ----------------------
+# Small problems exercise it by capping the persistent grid (CUTORCH_GEMM_SM90_GRID) below the
+# tile count and forcing the rule (CUTORCH_GEMM_SM90_STREAMK=on); each case names (M, N, K, grid).
+STREAMK_CASES = [(640, 512, 320, 7),      # 10 tiles over 7 CTAs: every tile cut, k-blocks 5
+                 (300, 520, 72, 4),        # edge tiles, K of 2 slices (one CTA's piece is 1 slice)
+                 (1000, 1000, 1000, 5),    # 32 tiles: 2 whole rounds, then stream-K
+                 (129, 2000, 4104, 3)]     # K not a multiple of 64, an edge row tile
+
+
+@pytest.mark.parametrize("dtype", HALF_DTYPES, ids=dtype_id)
+@pytest.mark.parametrize("case", STREAMK_CASES, ids=lambda c: "x".join(map(str, c)))
+@pytest.mark.parametrize("layouts", [("row", "col"), ("row", "row"), ("col", "row"), ("col", "col")], ids="-".join)
+@pytest.mark.parametrize("mode", ["on", "last"])
+def test_sm90_streamk_matches_reference(dtype, case, layouts, mode, monkeypatch):
+    m, n, k, grid = case
+    monkeypatch.setenv("CUTORCH_GEMM_SM90_CONFIG", "coop")
+    monkeypatch.setenv("CUTORCH_GEMM_SM90_STREAMK", mode)
+    monkeypatch.setenv("CUTORCH_GEMM_SM90_GRID", str(grid))
+    a = make((m, k), dtype, "cuda", layouts[0])
+    b = make((k, n), dtype, "cuda", layouts[1])
+    torch.empty(m * n * 2, device="cuda", dtype=dtype).fill_(float("nan"))
+    out = cg.mm(a, b)
+    check(out, ref_gemm(a, b), dtype, what=f"stream-K mm {case} {layouts}")
+    torch.testing.assert_close(cg.mm(a, b), out, rtol=0, atol=0)  # deterministic
+    monkeypatch.setenv("CUTORCH_GEMM_SM90_STREAMK", "off")
+    check(cg.mm(a, b), ref_gemm(a, b), dtype, what="the same without stream-K")
+
+
+@pytest.mark.parametrize("activation", ACTIVATIONS)
+def test_sm90_streamk_epilogues(activation, monkeypatch):
+    """The owner of a cut tile runs the whole epilogue: bias, C, alpha / beta, activation, fp32 D."""
+    monkeypatch.setenv("CUTORCH_GEMM_SM90_CONFIG", "coop")
+    monkeypatch.setenv("CUTORCH_GEMM_SM90_STREAMK", "on")
+    monkeypatch.setenv("CUTORCH_GEMM_SM90_GRID", "6")
+    m, n, k = 520, 600, 456
+    a, b = linear_operands(m, n, k, torch.bfloat16)
+    bias = torch.randn(n, device="cuda", dtype=torch.bfloat16)
+    c = torch.randn(m, n, device="cuda", dtype=torch.bfloat16)
+    for out_dtype in (None, torch.float32):
+        out = cg.gemm(a, b, bias=bias, c=c, alpha=0.5, beta=2.0, activation=activation, out_dtype=out_dtype)
+        check(out, ref_gemm(a, b, bias, c, 0.5, 2.0, activation), torch.bfloat16, out_dtype,
+              what=f"stream-K gemm {activation} out={out_dtype}")
+        out = cg.gemm(a, b, bias=bias, activation=activation, out_dtype=out_dtype)
+        check(out, ref_gemm(a, b, bias, None, 1.0, 0.0, activation), torch.bfloat16, out_dtype,
+              what=f"stream-K gemm bias {activation} out={out_dtype}")
+
+
+def test_sm90_streamk_default_rule_and_tf32(monkeypatch):
+    """Without forcing: 1024x38144 bf16 (1192 tiles; 4 left for a 132-SM last round) takes the
+    rule's "wide" stream-K on an H100 / H200; tf32 goes through it too (forced, capped grid)."""
+    monkeypatch.delenv("CUTORCH_GEMM_SM90_CONFIG", raising=False)
+    monkeypatch.delenv("CUTORCH_GEMM_SM90_STREAMK", raising=False)
+    a, b = linear_operands(1024, 38144, 256, torch.bfloat16)
+    if torch.cuda.get_device_properties(0).multi_processor_count == 132:
+        assert "stream-K over the last 136 of 1192 tiles" in cg.explain("mm", a, b).reason
+    check(cg.mm(a, b), ref_gemm(a, b), torch.bfloat16, what="stream-K by the rule")
+    monkeypatch.setenv("CUTORCH_GEMM_SM90_STREAMK", "on")
+    monkeypatch.setenv("CUTORCH_GEMM_SM90_GRID", "5")
+    old = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = True
+    try:
+        a, b = linear_operands(700, 600, 200, torch.float32)
+        out = cg.mm(a, b)
+        ref = ref_gemm(a, b)
+        err = float((out.double() - ref).norm() / ref.norm())
+        assert err < 2e-3, err  # tf32 products
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = old
+
+
+@pytest.mark.parametrize("dtype", HALF_DTYPES, ids=dtype_id)
+def test_sm90_sparse_last_round_by_the_rule(dtype, monkeypatch):
+    """Without forcing (132 SMs): 1280x3584x4096 has 140 tiles of 128x256, a last round of 8 (6%) and 64 K
+    slices: "wide" stream-K over all 140. 1536x6144x4096 (288 tiles, 18%) would take ping-pong 64x256 by the
+    wave rule; it keeps the cooperative config because that launch takes stream-K."""
+    for var in ("CUTORCH_GEMM_SM90_CONFIG", "CUTORCH_GEMM_SM90_STREAMK", "CUTORCH_GEMM_SM90_GRID",
+                "CUTORCH_GEMM_SM90_CLUSTER"):
+        monkeypatch.delenv(var, raising=False)
+    full = torch.cuda.get_device_properties(0).multi_processor_count == 132
+    for (m, n, k), tiles in (((1280, 3584, 4096), 140), ((1536, 6144, 4096), 288)):
+        a, b = linear_operands(m, n, k, dtype)
+        bias = torch.randn(n, device="cuda", dtype=dtype)
+        e = cg.explain("gemm", a, b, bias=bias, activation="gelu_tanh")
+        if full:
+            assert e.config == "Sm90_128x256x64_Coop_S4" and f"of {tiles} tiles" in e.reason, str(e)
+        torch.empty(m * n * 2, device="cuda", dtype=dtype).fill_(float("nan"))
+        out = cg.gemm(a, b, bias=bias, activation="gelu_tanh")
+        check(out, ref_gemm(a, b, bias, activation="gelu_tanh"), dtype, what=f"sparse last round {m}x{n}x{k}")
+        torch.testing.assert_close(cg.gemm(a, b, bias=bias, activation="gelu_tanh"), out, rtol=0, atol=0)
