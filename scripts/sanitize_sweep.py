@@ -247,7 +247,9 @@ def cases(quick: bool):
              mm(640, 512, 320)),
             ("sm90 stream-K last gelu 1000x1000x1000 grid 5",
              {"CUTORCH_GEMM_SM90_CONFIG": "coop", "CUTORCH_GEMM_SM90_STREAMK": "last", "CUTORCH_GEMM_SM90_GRID": "5"},
-             mm(1000, 1000, 1000, act="gelu"))]
+             mm(1000, 1000, 1000, act="gelu")),
+            # by the rule (132 SMs): 140 tiles, a last round of 8, all of them cut ("wide")
+            ("sm90 stream-K sparse last round gelu_tanh 1280x3584x4096", {}, mm(1280, 3584, 4096, act="gelu_tanh"))]
     # the SwiGLU element-wise passes: 16-byte vectors (F = 64) and single elements (odd F, a
     # row-sliced [gate | up])
     def swiglu_pointwise(rows, f, pad):
