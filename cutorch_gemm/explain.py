@@ -504,13 +504,15 @@ def _explain_gemm(op: str, args, kwargs, skinny: bool = True) -> Explanation:
         narrow = (a.dtype in (torch.float16, torch.bfloat16) and not swiglu
                   and (mode == "none" or (mode == "m" and grouped_narrow)))
         problems = max(1, min(batch, m)) if mode == "m" and not swiglu else batch
-        # one dense 16-bit problem: would the cooperative config take stream-K (the wave rule keeps it)
-        coop_sk = (mode == "none" and batch == 1 and a.element_size() == 2 and not swiglu
+        # one dense problem (fp16 / bf16, or tf32): would the cooperative config take stream-K (the
+        # wave rule keeps it then)
+        coop_sk = (mode == "none" and batch == 1 and a.element_size() in (2, 4) and not swiglu
                    and _C.sm90_coop_streamk(
                        m, n, k, prop.multi_processor_count,
                        _rows_128b(a, a.dim() - 1, a.dim() - 2) and _rows_128b(b, b.dim() - 2, b.dim() - 1),
                        os.environ.get("CUTORCH_GEMM_SM90_CLUSTER", "").strip(),
-                       os.environ.get("CUTORCH_GEMM_SM90_STREAMK", "").strip().lower()))
+                       os.environ.get("CUTORCH_GEMM_SM90_STREAMK", "").strip().lower(),
+                       block_k=32 if a.element_size() == 4 else 64))
         config = _C.choose_sm90_config(m_per, n_per, k, problems, prop.multi_processor_count, sm90_forced,
                                        elem_bytes=a.element_size(), narrow=narrow, coop_streamk=coop_sk)
         splits, chunk = 1, 0

@@ -188,6 +188,11 @@ def test_sm90_wave_rule_keeps_coop_where_it_takes_stream_k():
     assert not _C.sm90_coop_streamk(1536, 6144, 4096, 132, True, "2")     # forced clusters
     assert not _C.sm90_coop_streamk(1536, 6144, 4096, 132, True, "", "off")
     assert not _C.sm90_coop_streamk(2048, 2048, 4096, 132, True)          # 128 tiles: one partial round
+    # tf32: K slices of 32 elements, so K = 3072 is 96 of them
+    assert not _C.sm90_coop_streamk(3072, 3072, 3072, 132, True)
+    assert _C.sm90_coop_streamk(3072, 3072, 3072, 132, True, block_k=32)
+    with pytest.raises(ValueError, match="block_k"):
+        _C.sm90_coop_streamk(3072, 3072, 3072, 132, True, block_k=128)
 
 
 def test_sm90_config_override():

@@ -170,7 +170,9 @@ inline Sm90ConfigId choose_sm90_config(int m, int n, int k, int problems, int nu
     // Not where the cooperative launch takes stream-K. H200, interleaved with torch.mm, ratio, the
     // ping-pong rule / cooperative with the sparse-round stream-K: 2432x7168x4096 0.958 / 1.026,
     // 2176x8192x4096 0.958 / 0.997, 3072x4352x4096 0.906 / 0.973, 1536x6144x4096 0.821 / 0.881,
-    // 6144x1536x4096 0.884 / 0.921, 4352x4096x8192 0.981 / 1.033, 2944x6144x4096 0.958 / 0.982;
+    // 6144x1536x4096 0.884 / 0.921, 4352x4096x8192 0.981 / 1.033, 2944x6144x4096 0.958 / 0.982; tf32
+    // (ratio to cuBLAS tf32) 3072x4352x4096 0.927 / 1.023, 2432x7168x4096 0.952 / 1.042, 3072^3 (96 K
+    // slices of 32) 0.952 / 1.016, 2176x8192x4096 1.044 / 1.096, 1536x6144x4096 0.968 / 1.025;
     // without stream-K the cooperative config still loses there (3072^3 0.838 / 0.752, 2048x5120x4096
     // 0.913 / 0.827, 1280x8192x4096 0.885 / 0.827).
     if (0.9 * fill(wide) > fill(coop_tiles) && !coop_streamk) return Sm90ConfigId::kPingpong64x256;
@@ -332,19 +334,20 @@ inline Sm90StreamK sm90_streamk_plan(long long m, long long n, long long k, int 
   return {tiles, int(ctas), choose_sm90_streamk(tiles, int(ctas), int((k + block_k - 1) / block_k), forced)};
 }
 
-// Whether one dense 16-bit problem would take stream-K with the cooperative config: no 2x1 clusters
+// Whether one dense problem would take stream-K with the cooperative config: no 2x1 clusters
 // (choose_sm90_cluster: rows_128b, the operands' TMA rows are 128-byte multiples; forced_cluster:
 // CUTORCH_GEMM_SM90_CLUSTER) and choose_sm90_streamk's plan (forced_sk: CUTORCH_GEMM_SM90_STREAMK).
-// choose_sm90_config's wave rule asks it; explain mirrors the binding through it.
+// block_k: the K slice, 64 (fp16 / bf16) or 32 (tf32). choose_sm90_config's wave rule asks it;
+// explain mirrors the binding through it.
 inline bool sm90_coop_streamk(long long m, long long n, long long k, int num_sms, bool rows_128b,
-                              const std::string& forced_cluster, const std::string& forced_sk) {
+                              const std::string& forced_cluster, const std::string& forced_sk, int block_k = 64) {
   const long long tiles = ((m + 127) / 128) * ((n + 255) / 256);
   if (num_sms <= 0 || tiles <= num_sms) return false;
-  if (choose_sm90_cluster(true, true, false, int((m + 127) / 128), rows_128b, forced_cluster, true, int(k), tiles,
-                          num_sms) != 1) {
+  if (choose_sm90_cluster(true, true, false, int((m + 127) / 128), rows_128b, forced_cluster, block_k == 64, int(k),
+                          tiles, num_sms) != 1) {
     return false;
   }
-  return sm90_streamk_plan(m, n, k, 64, num_sms, 0, forced_sk).sk_tiles > 0;
+  return sm90_streamk_plan(m, n, k, block_k, num_sms, 0, forced_sk).sk_tiles > 0;
 }
 
 // Bytes of stream-K workspace for up to `ctas` CTAs: their flags (two ints each, first), then
