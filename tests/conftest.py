@@ -29,6 +29,17 @@ HAS_CUDA = torch.cuda.is_available()
 
 gpu = pytest.mark.gpu
 requires_cuda = pytest.mark.skipif(not HAS_CUDA, reason="needs a CUDA GPU")
+# The Hopper families' tests: an sm_90 GPU and an extension built with sm_90a kernels.
+requires_sm90 = pytest.mark.skipif(not HAS_CUDA or torch.cuda.get_device_capability()[0] != 9
+                                   or not cutorch_gemm._C.sm90_available(),
+                                   reason="needs an sm_90 GPU and sm_90a kernels")
+
+
+@pytest.fixture
+def tile_kernels_only(monkeypatch):
+    """Small-M shapes would go to the skinny kernels (tests/test_skinny.py, test_sm90_skinny.py); with
+    this they exercise the tile families' own small-M paths (narrow tiles, split-K)."""
+    monkeypatch.setenv("CUTORCH_GEMM_SKINNY", "off")
 
 @pytest.fixture
 def fresh_dynamo(monkeypatch):

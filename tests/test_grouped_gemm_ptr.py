@@ -8,13 +8,9 @@ import pytest
 import torch
 
 import cutorch_gemm as cg
-from conftest import HALF_DTYPES, check, dtype_id, ref_gemm
+from conftest import HALF_DTYPES, check, dtype_id, gpu, ref_gemm, requires_sm90
 
-pytestmark = [
-    pytest.mark.gpu,
-    pytest.mark.skipif(not torch.cuda.is_available() or torch.cuda.get_device_capability()[0] != 9
-                       or not cg._C.sm90_available(), reason="needs an sm_90 GPU and sm_90a kernels"),
-]
+pytestmark = [gpu, requires_sm90]
 
 # (M, N, K): partial tiles, one row, odd N, an empty problem, K = 0, a large one.
 SHAPES = [(300, 520, 136), (1, 256, 64), (129, 77, 200), (0, 64, 64), (64, 96, 0), (1000, 1024, 512), (64, 8, 8)]

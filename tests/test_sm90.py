@@ -10,21 +10,10 @@ import pytest
 import torch
 
 import cutorch_gemm as cg
-from conftest import (ACTIVATIONS, HALF_DTYPES, check, dtype_id, make, offs_from_sizes, poison, ref_bmm, ref_gemm,
-                      ref_grouped_mm)
+from conftest import (ACTIVATIONS, HALF_DTYPES, check, dtype_id, gpu, make, offs_from_sizes, poison, ref_bmm,
+                      ref_gemm, ref_grouped_mm, requires_sm90)
 
-pytestmark = [
-    pytest.mark.gpu,
-    pytest.mark.skipif(not torch.cuda.is_available() or torch.cuda.get_device_capability()[0] != 9
-                       or not cg._C.sm90_available(), reason="needs an sm_90 GPU and sm_90a kernels"),
-]
-
-
-@pytest.fixture(autouse=True)
-def _tile_kernels_only(monkeypatch):
-    # Small-M decode shapes would go to the skinny kernel (tests/test_skinny.py); here they
-    # exercise the Hopper family's own small-M paths (narrow tiles, split-K).
-    monkeypatch.setenv("CUTORCH_GEMM_SKINNY", "off")
+pytestmark = [gpu, requires_sm90, pytest.mark.usefixtures("tile_kernels_only")]
 
 
 SHAPES = [(128, 256, 64), (129, 257, 72), (7, 300, 8), (64, 8, 8), (1000, 1000, 1000), (1, 520, 136),

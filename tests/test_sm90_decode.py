@@ -11,13 +11,9 @@ import pytest
 import torch
 
 import cutorch_gemm as cg
-from conftest import check, make, offs_from_sizes, poison, ref_grouped_mm
+from conftest import check, gpu, make, offs_from_sizes, poison, ref_grouped_mm, requires_sm90
 
-pytestmark = [
-    pytest.mark.gpu,
-    pytest.mark.skipif(not torch.cuda.is_available() or torch.cuda.get_device_capability()[0] != 9
-                       or not cg._C.sm90_available(), reason="needs an sm_90 GPU and sm_90a kernels"),
-]
+pytestmark = [gpu, requires_sm90]
 
 WIDE, NARROW = "Sm90_64x256x64_Pingpong_S5", "Sm90_64x128x64_Pingpong_S8"
 

@@ -10,14 +10,10 @@ import pytest
 import torch
 
 import cutorch_gemm as cg
-from conftest import (ACTIVATIONS, HALF_DTYPES, check, check_repeatable_and_graph_replay, dtype_id, linear_operands,
-                      make, poison, ref_gemm)
+from conftest import (ACTIVATIONS, HALF_DTYPES, check, check_repeatable_and_graph_replay, dtype_id, gpu,
+                      linear_operands, make, poison, ref_gemm, requires_sm90)
 
-pytestmark = [
-    pytest.mark.gpu,
-    pytest.mark.skipif(not torch.cuda.is_available() or torch.cuda.get_device_capability()[0] != 9
-                       or not cg._C.sm90_available(), reason="needs an sm_90 GPU and sm_90a kernels"),
-]
+pytestmark = [gpu, requires_sm90]
 
 
 @pytest.fixture(autouse=True)

@@ -9,18 +9,10 @@ import pytest
 import torch
 
 import cutorch_gemm as cg
-from conftest import ACTIVATIONS, HALF_DTYPES, check, dtype_id, linear_operands, make, ref_gemm
+from conftest import (ACTIVATIONS, HALF_DTYPES, check, dtype_id, gpu, linear_operands, make, ref_gemm,
+                      requires_sm90)
 
-pytestmark = [
-    pytest.mark.gpu,
-    pytest.mark.skipif(not torch.cuda.is_available() or torch.cuda.get_device_capability()[0] != 9
-                       or not cg._C.sm90_available(), reason="needs an sm_90 GPU and sm_90a kernels"),
-]
-
-
-@pytest.fixture(autouse=True)
-def _tile_kernels_only(monkeypatch):
-    monkeypatch.setenv("CUTORCH_GEMM_SKINNY", "off")
+pytestmark = [gpu, requires_sm90, pytest.mark.usefixtures("tile_kernels_only")]
 
 
 # ---- stream-K (the last round of a dense cooperative launch cut along K) ----------------------
