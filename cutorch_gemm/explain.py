@@ -294,6 +294,11 @@ def _rows_128b(t: torch.Tensor, k_dim: int, mn_dim: int) -> bool:
     return _C.sm90_rows_128b(st(k_dim), st(mn_dim), t.element_size())
 
 
+def _operands_rows_128b(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """The binding's sm90_operands_rows_128b: both operands' TMA rows are 128-byte multiples."""
+    return _rows_128b(a, a.dim() - 1, a.dim() - 2) and _rows_128b(b, b.dim() - 2, b.dim() - 1)
+
+
 _MODE_NAMES = {"none": "batched", "m": "grouped_m", "n": "grouped_n", "k": "grouped_k"}
 
 
@@ -357,7 +362,7 @@ def _cluster_note(config: str, fixed_grid: bool, swiglu: bool, m: int, a: torch.
     coop = "_Coop_" in config
     tiles_m = -(-m // (128 if coop else 64))
     forced = os.environ.get("CUTORCH_GEMM_SM90_CLUSTER", "").strip()
-    rows = _rows_128b(a, a.dim() - 1, a.dim() - 2) and _rows_128b(b, b.dim() - 2, b.dim() - 1)
+    rows = _operands_rows_128b(a, b)
     tiles = tiles_m * -(-n // (256 if coop else 128 if "x128x" in config else 256))
     if _C.choose_sm90_cluster(coop, fixed_grid, swiglu, tiles_m, rows, forced, dense16, k, tiles, sms) > 1:
         return "; 2x1 clusters: the two CTAs of a cluster share each B tile (TMA multicast)"
@@ -509,7 +514,7 @@ def _explain_gemm(op: str, args, kwargs, skinny: bool = True) -> Explanation:
         coop_sk = (mode == "none" and batch == 1 and a.element_size() in (2, 4) and not swiglu
                    and _C.sm90_coop_streamk(
                        m, n, k, prop.multi_processor_count,
-                       _rows_128b(a, a.dim() - 1, a.dim() - 2) and _rows_128b(b, b.dim() - 2, b.dim() - 1),
+                       _operands_rows_128b(a, b),
                        os.environ.get("CUTORCH_GEMM_SM90_CLUSTER", "").strip(),
                        os.environ.get("CUTORCH_GEMM_SM90_STREAMK", "").strip().lower(),
                        block_k=32 if a.element_size() == 4 else 64))

@@ -251,13 +251,11 @@ void run_gemm(const GemmArgs& g, const at::Tensor& a, const at::Tensor& b) {
     // One dense problem (fp16 / bf16, or tf32): whether the cooperative config would take stream-K
     // (the wave rule keeps it then; explain() mirrors this).
     const bool tf32 = g.dtype == DType::kFloat32;
-    const int elem = tf32 ? 4 : 2;
     const bool dense = (tf32 || g.dtype == DType::kFloat16 || g.dtype == DType::kBFloat16) &&
                        g.shape.mode == GroupMode::kBatched && g.batch == 1;
     const char* forced_cluster = std::getenv("CUTORCH_GEMM_SM90_CLUSTER");
     const bool coop_sk = dense && sm90_coop_streamk(g.shape.m, g.shape.n, g.shape.k, d.sms,
-                                                    sm90_rows_128b(g.shape.a_sk, g.shape.a_sm, elem) &&
-                                                        sm90_rows_128b(g.shape.b_sk, g.shape.b_sn, elem),
+                                                    sm90_operands_rows_128b(g.shape, tf32 ? 4 : 2),
                                                     forced_cluster ? forced_cluster : "",
                                                     env_lower("CUTORCH_GEMM_SM90_STREAMK"), tf32 ? 32 : 64);
     const Sm90ConfigId config = choose_sm90_config(e.m, e.n, g.shape.k, e.problems, d.sms,

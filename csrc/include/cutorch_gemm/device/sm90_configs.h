@@ -393,6 +393,12 @@ inline bool sm90_rows_128b(long long k_stride, long long mn_stride, int elem_byt
   return (row * elem_bytes) % 128 == 0;
 }
 
+// sm90_rows_128b for both operands of a launch (the 2x1 cluster rule's input; launch_sm90 and the
+// binding's wave rule read it the same way).
+inline bool sm90_operands_rows_128b(const ProblemShape& s, int elem_bytes) {
+  return sm90_rows_128b(s.a_sk, s.a_sm, elem_bytes) && sm90_rows_128b(s.b_sk, s.b_sn, elem_bytes);
+}
+
 // Whether grouped_gemm's problems run faster as one pointer-array launch than as one launch each:
 // when on average a problem's 128x256 tiles do not fill the SMs. Measured on an H100
 // (benchmarks/bench_grouped.py --quick): 128 small problems (qwen3-30b-a3b experts) 2.7x faster

@@ -62,7 +62,7 @@ cudaError_t launch_sm90(const GemmArgs& args, int num_sms, cudaStream_t stream) 
   cudaLaunchAttribute attr[1];
   const char* forced_cluster = std::getenv("CUTORCH_GEMM_SM90_CLUSTER");
   const bool fixed_grid = s.mode == GroupMode::kBatched || s.mode == GroupMode::kGroupedK;
-  const bool rows_128b = sm90_rows_128b(s.a_sk, s.a_sm, elem_bytes) && sm90_rows_128b(s.b_sk, s.b_sn, elem_bytes);
+  const bool rows_128b = sm90_operands_rows_128b(s, elem_bytes);
   const bool dense16 = elem_bytes == 2 && s.mode == GroupMode::kBatched && args.batch == 1 && args.k_chunk == 0;
   int cluster = choose_sm90_cluster(!Cfg::kPingpong, fixed_grid, kSwiGlu, ceil_div(s.m, Cfg::kBlockM), rows_128b,
                                     forced_cluster ? forced_cluster : "", dense16, s.k,
