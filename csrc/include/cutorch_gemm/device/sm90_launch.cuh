@@ -170,6 +170,7 @@ cudaError_t launch_sm90(const GemmArgs& args, int num_sms, cudaStream_t stream) 
   if (kSwiGlu) p.defer_store = p.direct_epilogue && !args.out_f32 && !defer_off;
   p.exit_wait_all = env_is("CUTORCH_GEMM_SM90_EXIT_WAIT", "all");
   p.early_start = !env_is("CUTORCH_GEMM_SM90_EARLY", "off");
+  p.bias_early = !env_is("CUTORCH_GEMM_SM90_BIAS_EARLY", "off");
   // B streamed from DRAM (at most two tile rows): L2 evict-first loads (sm90_b_streams).
   p.b_stream = sm90_b_streams(p.tiles_m, s.mode, args.batch, b_3d, args.k_chunk) && !env_is("CUTORCH_GEMM_L2_HINT", "off");
   // Half tiles: grouped-M cooperative launches whose groups' B fits L2 (choose_sm90_half_tiles).

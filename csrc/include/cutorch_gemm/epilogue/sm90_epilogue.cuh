@@ -401,9 +401,11 @@ CG_DEVICE void sm90_store_tma_whole(const GemmArgs& g, const Problem& prob, cons
 // batch of 4-byte loads before any use (one round trip to L2 per tile, not one per slice). The
 // launch guarantees the pairs' alignment: bias16 4-byte aligned and n even (Sm90Params::defer_store).
 // NOTE: two 2-byte loads per pair held 64 registers at once beside the accumulator and spilled.
+// staged: the tile's bias pairs already in shared memory (pair p: columns col_base + 2p and the next;
+// the compact cooperative kernel loads them under the tile's last wgmma group), else nullptr.
 template <typename T, Activation kAct, bool kBias, int kRegs>
 CG_DEVICE void sm90_pack_tile(const float (&acc)[kRegs], float alpha, const uint16_t* bias16, int col_base, int n,
-                              int lane, uint32_t (&pk)[kRegs / 2]) {
+                              int lane, uint32_t (&pk)[kRegs / 2], const uint32_t* staged) {
   constexpr int kJ = kRegs / 4;  // n8 blocks: columns 8j + 2 (lane % 4) and the next
   if constexpr (!kBias && kAct == Activation::kNone) {
     if (alpha == 1.0f) {  // (the common case: no multiply per value)
@@ -417,7 +419,8 @@ CG_DEVICE void sm90_pack_tile(const float (&acc)[kRegs], float alpha, const uint
 #pragma unroll
     for (int j = 0; j < kJ; ++j) {
       const int c = col_base + 8 * j + 2 * (lane % 4);
-      bias_pk[j] = bias16 && c < n ? __ldg(reinterpret_cast<const unsigned int*>(bias16 + c)) : 0u;
+      bias_pk[j] = staged ? staged[4 * j + lane % 4]
+                          : bias16 && c < n ? __ldg(reinterpret_cast<const unsigned int*>(bias16 + c)) : 0u;
     }
   }
 #pragma unroll
@@ -438,10 +441,10 @@ CG_DEVICE void sm90_pack_tile(const float (&acc)[kRegs], float alpha, const uint
 // host does not set defer_store for them; false here too: nothing packed).
 template <typename T, int kRegs>
 CG_DEVICE bool sm90_pack_tile_for(const GemmArgs& g, const Problem& prob, const float (&acc)[kRegs], int col_base,
-                                  int lane, uint32_t (&pk)[kRegs / 2]) {
+                                  int lane, uint32_t (&pk)[kRegs / 2], const uint32_t* staged = nullptr) {
   const uint16_t* b = g.bias ? static_cast<const uint16_t*>(g.bias) + prob.bias_off : nullptr;
   const float alpha = float(g.alpha);
-#define CG_SM90_PACK(A, B) sm90_pack_tile<T, A, B>(acc, alpha, b, col_base, prob.n, lane, pk)
+#define CG_SM90_PACK(A, B) sm90_pack_tile<T, A, B>(acc, alpha, b, col_base, prob.n, lane, pk, staged)
   switch (g.act) {
     case Activation::kRelu: CG_SM90_PACK(Activation::kRelu, true); break;
     case Activation::kGeluTanh: CG_SM90_PACK(Activation::kGeluTanh, true); break;

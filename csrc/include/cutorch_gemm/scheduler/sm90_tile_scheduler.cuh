@@ -83,6 +83,9 @@ struct Sm90Params {
   // B is streamed from DRAM (at most two tile rows: small M; sm90_b_streams), so its TMA loads
   // carry the L2 evict-first policy (sm90::l2_policy_evict_first; CUTORCH_GEMM_L2_HINT=off: A/B).
   int b_stream;
+  // The compact cooperative kernel loads each tile's bias pairs before its wait for the last wgmma
+  // group (sm90_load_bias_pairs); CUTORCH_GEMM_SM90_BIAS_EARLY=off loads them at packing time (A/B).
+  int bias_early;
 };
 
 struct Sm90Work {
