@@ -590,3 +590,32 @@ def test_sm90_deferred_store_batched_grouped(form, defer, monkeypatch):
 
 
 # Stream-K: tests/test_sm90_streamk.py.
+
+
+@pytest.mark.parametrize("activation", ["none", "relu", "gelu_tanh", "silu"])
+def test_sm90_bias_staged_early_is_bit_equal(activation, monkeypatch):
+    """The compact cooperative kernel stages each tile's bias in shared memory under the tile's last
+    wgmma group (CUTORCH_GEMM_SM90_BIAS_EARLY): the same values into the same FMAs as loading them at
+    packing time, so bit-equal D. Dense edge tiles, many tiles per CTA, and grouped-K (an empty group:
+    D = act(bias))."""
+    monkeypatch.setenv("CUTORCH_GEMM_SM90_CONFIG", "coop")
+    dt = torch.bfloat16
+    cases = []
+    for m, n, k, grid in ((1000, 1000, 1000, ""), (2048, 2048, 256, "13")):
+        a, b = linear_operands(m, n, k, dt)
+        cases.append((grid, (a, b), {"bias": torch.randn(n, device="cuda", dtype=dt)}))
+    x = torch.randn(200, 256, device="cuda", dtype=dt).t()
+    dy = torch.randn(200, 264, device="cuda", dtype=dt)
+    offs = torch.tensor([50, 50, 130, 200], device="cuda", dtype=torch.int32)
+    cases.append(("", (x, dy, offs), {"bias": torch.randn(4, 264, device="cuda", dtype=dt)}))
+    for grid, args, kwargs in cases:
+        monkeypatch.setenv("CUTORCH_GEMM_SM90_GRID", grid)
+        op = cg.grouped_mm if len(args) == 3 else cg.gemm
+        outs = []
+        for early in ("", "off"):
+            monkeypatch.setenv("CUTORCH_GEMM_SM90_BIAS_EARLY", early)
+            outs.append(op(*args, activation=activation, **kwargs))
+        torch.testing.assert_close(outs[0], outs[1], rtol=0, atol=0)
+        ref = ref_grouped_mm(*args, kwargs["bias"], activation) if len(args) == 3 else \
+            ref_gemm(*args, kwargs["bias"], activation=activation)
+        check(outs[0], ref, dt, what=f"{op.__name__} {activation} grid={grid or 'auto'}")
