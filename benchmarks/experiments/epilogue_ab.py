@@ -13,14 +13,13 @@ times every function once, in a rotated order; prints medians, the ratio to torc
 cost over our plain mm.
 """
 import os
-import statistics
 import sys
 
 import torch
 
 sys.path.insert(0, os.getcwd())
 import cutorch_gemm as cg  # noqa: E402
-from benchmarks.bench_gemm import _make_sets, _rotating, time_ms  # noqa: E402
+from benchmarks.bench_gemm import _make_sets, _rotating, time_interleaved, time_ms  # noqa: E402
 
 
 def parse(variant):
@@ -49,15 +48,9 @@ def main():
                "mm": _rotating(ours(None, {}), sets)}
         for v in variants:
             fns[v] = _rotating(ours(*parse(v)), sets)
-        names = list(fns)
-        times = {name: [] for name in names}
-        for r in range(rounds):
-            for i in range(len(names)):
-                name = names[(r + i) % len(names)]
-                times[name].append(time_ms(fns[name], warmup_ms=10, rep_ms=40))
+        med = time_interleaved(fns, rounds, timer=lambda f: time_ms(f, warmup_ms=10, rep_ms=40))
         for key in keys:
             os.environ.pop(key, None)
-        med = {name: statistics.median(t) for name, t in times.items()}
         print(f"{m}x{n}x{k}: torch._addmm_activation {med['addmm_act'] * 1e3:.1f} us, our mm {med['mm'] * 1e3:.1f} us")
         for v in variants:
             print(f"   {v:60s} {med[v] * 1e3:8.1f} us  {med['addmm_act'] / med[v]:.3f}x addmm_act  "

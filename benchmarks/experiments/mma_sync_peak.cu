@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <cuda_runtime.h>
 
+#include "best_of.cuh"
+
 constexpr int kChains = 8;    // independent accumulators per warp (hides the MMA latency)
 constexpr int kIters = 4096;  // MMAs per chain
 
@@ -54,20 +56,7 @@ void run(const char* name, double flops_per_mma) {
   float* sink;
   cudaMalloc(&sink, 1024 * sizeof(float));
   const int blocks = sms * 4, threads = 256;  // 32 warps per SM: 8 per sub-partition
-  mma_loop<kKind><<<blocks, threads>>>(sink, 1);
-  cudaEvent_t e0, e1;
-  cudaEventCreate(&e0);
-  cudaEventCreate(&e1);
-  float best = 1e30f;
-  for (int r = 0; r < 5; ++r) {
-    cudaEventRecord(e0);
-    mma_loop<kKind><<<blocks, threads>>>(sink, r);
-    cudaEventRecord(e1);
-    cudaEventSynchronize(e1);
-    float ms;
-    cudaEventElapsedTime(&ms, e0, e1);
-    if (ms < best) best = ms;
-  }
+  const float best = best_of_ms([&](int r) { mma_loop<kKind><<<blocks, threads>>>(sink, r + 1); });
   const double total = double(blocks) * (threads / 32) * kChains * kIters * flops_per_mma;
   printf("%-28s %8.1f TFLOP/s (%.3f ms)\n", name, total / best / 1e9, best);
   cudaFree(sink);

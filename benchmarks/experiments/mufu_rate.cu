@@ -1,10 +1,12 @@
 // Throughput of the special-function unit (MUFU) on this GPU, per SM and clock: tanh.approx.f32
-// against ex2.approx.f32 and rcp.approx.f32 (and the FMA pipe for scale). Why: the Hopper
+// against ex2.approx.f32 (and the FMA pipe for scale). Why: the Hopper
 // epilogue's GELU-tanh spends one tanh.approx per output; whether that instruction runs at the
 // MUFU's full rate decides if moving part of the work to the FMA pipe can pay.
 //   nvcc -O3 -arch=sm_90a -o /tmp/mufu_rate benchmarks/experiments/mufu_rate.cu && /tmp/mufu_rate
 #include <cstdio>
 #include <cuda_runtime.h>
+
+#include "best_of.cuh"
 
 constexpr int kChains = 8;
 constexpr int kIters = 2048;
@@ -19,7 +21,6 @@ __global__ void loop(float* sink, float seed) {
     for (int c = 0; c < kChains; ++c) {
       if constexpr (kOp == 0) asm volatile("tanh.approx.f32 %0, %0;" : "+f"(v[c]));
       else if constexpr (kOp == 1) asm volatile("ex2.approx.ftz.f32 %0, %0;" : "+f"(v[c]));
-      else if constexpr (kOp == 2) asm volatile("rcp.approx.ftz.f32 %0, %0;" : "+f"(v[c]));
       else asm volatile("fma.rn.f32 %0, %0, %0, 0f3F000000;" : "+f"(v[c]));
     }
   }
@@ -37,20 +38,7 @@ void run(const char* name) {
   float* sink;
   cudaMalloc(&sink, 1024 * sizeof(float));
   const int blocks = sms * 2, threads = 1024;
-  loop<kOp><<<blocks, threads>>>(sink, 0.5f);
-  cudaEvent_t e0, e1;
-  cudaEventCreate(&e0);
-  cudaEventCreate(&e1);
-  float best = 1e30f;
-  for (int r = 0; r < 5; ++r) {
-    cudaEventRecord(e0);
-    loop<kOp><<<blocks, threads>>>(sink, 0.25f * r);
-    cudaEventRecord(e1);
-    cudaEventSynchronize(e1);
-    float ms;
-    cudaEventElapsedTime(&ms, e0, e1);
-    if (ms < best) best = ms;
-  }
+  const float best = best_of_ms([&](int r) { loop<kOp><<<blocks, threads>>>(sink, 0.25f * (r + 2)); });
   const double ops = double(blocks) * threads * kChains * kIters;
   // Per SM per clock at the reported max clock (the real clock may be lower: a lower bound).
   printf("%-22s %9.1f Gop/s  %6.1f per SM per clock at %d MHz\n", name, ops / best / 1e6,
@@ -61,7 +49,6 @@ void run(const char* name) {
 int main() {
   run<0>("tanh.approx.f32");
   run<1>("ex2.approx.ftz.f32");
-  run<2>("rcp.approx.ftz.f32");
   run<3>("fma.rn.f32");
   return 0;
 }
