@@ -416,11 +416,16 @@ CG_DEVICE void sm90_pack_tile(const float (&acc)[kRegs], float alpha, const uint
   }
   uint32_t bias_pk[kBias ? kJ : 1];
   if constexpr (kBias) {
+    // (explicit shared loads: through the generic pointer they compiled to generic LD.E)
+    const uint32_t staged_s = staged ? sm90::smem_addr(staged) + 4u * uint32_t(lane % 4) : 0u;
 #pragma unroll
     for (int j = 0; j < kJ; ++j) {
       const int c = col_base + 8 * j + 2 * (lane % 4);
-      bias_pk[j] = staged ? staged[4 * j + lane % 4]
-                          : bias16 && c < n ? __ldg(reinterpret_cast<const unsigned int*>(bias16 + c)) : 0u;
+      if (staged) {
+        asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(bias_pk[j]) : "r"(staged_s + 16u * uint32_t(j)));
+      } else {
+        bias_pk[j] = bias16 && c < n ? __ldg(reinterpret_cast<const unsigned int*>(bias16 + c)) : 0u;
+      }
     }
   }
 #pragma unroll

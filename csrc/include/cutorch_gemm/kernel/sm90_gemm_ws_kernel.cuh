@@ -593,7 +593,8 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
         // K = 0 (an empty grouped-K group) the accumulator was zeroed above. kGroupEnds: a tile past its
         // group's end goes out from registers.
         if (stage_bias) {  // (the previous tile's packing read it before the slice stores' barriers)
-          s.bias_stage[consumer][tid_in_wg] = bias_pair;
+          asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(sm90::smem_addr(&s.bias_stage[consumer][tid_in_wg])),
+                       "r"(bias_pair) : "memory");
           named_barrier_sync(1 + consumer, 128);
         }
         sm90_pack_tile_for<T>(g, prob, acc, w.n0, tid_in_wg % 32, pend, stage_bias ? s.bias_stage[consumer] : nullptr);
