@@ -50,7 +50,7 @@ def ref_scaled(a, b, sa, sb, bias):
     a64, b64 = a.cpu().double(), b.cpu().double()
     m, n = a.shape[0], b.shape[1]
     s = sa.cpu().double().reshape(-1, 1) * sb.cpu().double().reshape(1, -1)
-    s = s.expand(m, n) if s.numel() > 1 else s.reshape(())
+    s = s.reshape(()) if s.numel() == 1 else s.expand(m, n)  # (a vector scale of an empty M or N has 0 elements)
     ref = (a64 @ b64) * s
     mag = (a64.abs() @ b64.abs()) * s.abs()
     if bias is not None:
