@@ -548,6 +548,24 @@ def test_sm90_skinny_takes_up_to_16_tokens_where_one_split_fills_the_sms(m, n, k
         assert "mma.sync skinny" in p["reason"], p
 
 
+@pytest.mark.parametrize("m, n, k, taken", [
+    (16, 1024, 8192, True),    # 16 row tiles x 4 splits: the K split streams W faster than 32 mma.sync CTAs
+    (9, 1024, 8192, True),
+    (16, 1536, 8960, True),    # 24 row tiles: 96 CTAs <= 3/4 of 132
+    (16, 512, 4096, True),
+    (16, 1600, 8192, False),   # 25 row tiles: 100 CTAs > 99
+    (8, 1024, 8192, False),    # 8 tokens: the mma.sync kernel's 8-token config keeps enough in flight
+    (16, 1024, 2048, False),   # short K: the mma.sync kernel's shorter ramp
+    (16, 2048, 8192, False),   # 32 row tiles
+])
+def test_sm90_skinny_takes_9_to_16_tokens_against_a_narrow_deep_w(m, n, k, taken):
+    p = skinny90(m=m, n=n, k=k, a_sm=k, b_sn=k)
+    assert p["taken"] == taken, p
+    if not taken:
+        assert "mma.sync skinny" in p["reason"], p
+    assert not skinny90(m=m, n=n, k=k, a_sm=k, b_sn=k, num_sms=0)["taken"]  # (no SM count: the old rule)
+
+
 def test_sm90_skinny_takes_n_up_to_the_grid_limit():
     assert skinny90(n=65535 * 64, knob="sm90")["taken"]
     assert not skinny90(n=65535 * 64)["taken"]  # one split and the tiles fill the SMs: the tile kernels
@@ -586,6 +604,8 @@ def test_sm90_skinny_splits_keep_one_cta_per_sm():
     assert skinny90(n=8192, k=8192)["splits"] == 1          # 128
     assert skinny90(n=14336, k=4096)["splits"] == 1         # 224: more than the SMs already
     assert skinny90(n=1024, k=8192)["splits"] == 4          # 16: clusters of 8 would fill all SMs
+    assert skinny90(n=1536, k=8960)["splits"] == 4          # 24: 96 CTAs in clusters of 4, <= 3/4 of the SMs
+    assert skinny90(n=1600, k=8960)["splits"] == 2          # 25: 100 CTAs > 99
     assert skinny90(n=512, k=8192)["splits"] == 8           # 8 row tiles
     assert skinny90(n=1024, k=512)["splits"] == 2           # 8 K blocks: two splits of 4
     assert skinny90(n=64, k=64)["splits"] == 1

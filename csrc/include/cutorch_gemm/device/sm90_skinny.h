@@ -51,7 +51,8 @@ inline std::string sm90_skinny_config_name(int tokens) {
 }
 
 // K split (the cluster's CTAs): the most splits, up to 8, that keep the CTAs at one per SM, each
-// with at least 4 K blocks; clusters of 4 or 8 only while they fill at most half the SMs. Measured
+// with at least 4 K blocks; clusters of 4 only while they fill at most 3/4 of the SMs, of 8 at most
+// half (26th session, H100, 16x1536x8960: 24 clusters of 4 (96 CTAs) 1.068x cuBLAS, 2 splits 0.90x). Measured
 // on an H100: two CTAs per SM (shared memory allows it) ran 10-20% slower than one (16x4096x4096:
 // 4 splits 27.5 us, 2 splits 23.7); 32 clusters of 4 (128 CTAs) ran slower than 32 of 2
 // (64x4096x14336, 128-row CTAs: 74.4 us vs 64.9): a cluster's CTAs share a GPC, and GPCs of 16-18
@@ -67,7 +68,7 @@ inline int choose_sm90_skinny_splits(int64_t n, int64_t k, int tokens, int num_s
   }
   int s = 1;
   while (2 * s <= kSm90SkinnyMaxSplits && k_blocks / (2 * s) >= 4 &&
-         row_tiles * 2 * s <= (2 * s == 2 ? num_sms : num_sms / 2)) {
+         row_tiles * 2 * s <= (2 * s == 2 ? num_sms : 2 * s == 4 ? 3 * num_sms / 4 : num_sms / 2)) {
     s *= 2;
   }
   return s;
@@ -94,8 +95,16 @@ inline std::string sm90_skinny_refusal(const SkinnyQuery& q) {
   // sm90::l2_policy_evict_first); after a flush that leaves L2 clean 40.4 / 37.2, 34.6 / 34.7,
   // 22.0 / 22.2. With a K split (16x4096x4096: 64 row tiles x 2) the mma.sync kernel's shorter ramp
   // won on the H200 too (14.3 / 14.8).
-  if (q.m < kSm90SkinnyAutoMinM && (q.num_sms <= 0 || 2 * row_tiles <= q.num_sms))
-    return "M <= 16 and N / 64 row tiles at most half the SMs: the mma.sync skinny kernel serves it";
+  // 9..16 tokens against a narrow W (N / 64 row tiles in 4 K splits fill at most 3/4 of the SMs) and
+  // K >= 4096: the mma.sync kernel's N / 32 CTAs of 16-token fragments keep too few bytes in flight,
+  // and this kernel's K split wins (26th session, H100, ratio to cuBLAS, mma.sync / this kernel, two
+  // runs: 16x1024x8192 0.909-0.932 / 1.017-1.046, 16x1024x16384 0.87 / 1.02-1.05, 16x768x8192 0.83 /
+  // 0.93-0.97, 16x896x4864 0.95 / 1.00, 12x1280x5120 0.99 / 1.02, 16x1536x8960 1.03 / 1.07; at K =
+  // 2048 the mma.sync kernel kept its lead: 16x1536x2048 0.96-1.06 / 0.86-0.94).
+  const bool narrow_split = q.m > 8 && q.num_sms > 0 && 16 * row_tiles <= 3 * int64_t(q.num_sms) && q.k >= 4096;
+  if (q.m < kSm90SkinnyAutoMinM && !narrow_split && (q.num_sms <= 0 || 2 * row_tiles <= q.num_sms))
+    return "M <= 16 and N / 64 row tiles at most half the SMs (and not 9..16 tokens against a W of at most "
+           "3/4 SMs / 16 row tiles with K >= 4096): the mma.sync skinny kernel serves it";
   // One K split because W has more 64-row tiles than half the SMs, against the tile kernels (64x128
   // ping-pong), H200, benchmarks/experiments/skinny_ab.py, ratio to cuBLAS skinny / tiles: 33-64
   // tokens lost on every shape (48x8192x8192 0.895 / 0.963, 64x8192x8192 0.891 / 0.975, 40x14336x4096
