@@ -52,7 +52,9 @@ inline std::string sm90_skinny_config_name(int tokens) {
 
 // K split (the cluster's CTAs): the most splits, up to 8, that keep the CTAs at one per SM, each
 // with at least 4 K blocks; clusters of 4 only while they fill at most 3/4 of the SMs, of 8 at most
-// half (26th session, H100, 16x1536x8960: 24 clusters of 4 (96 CTAs) 1.068x cuBLAS, 2 splits 0.90x). Measured
+// half (26th session, H100, ratio to cuBLAS with 4 / 2 splits, 17-24 row tiles: 16x1536x8960 1.07 / 0.90,
+// 32x1536x8960 1.09-1.10 / 0.86, 24x1280x5120 0.99-1.03 / 0.79, 64x1280x8192 0.97-1.00 / 0.73,
+// 20x1536x14336 1.12 / 0.85, 32x1088x4096 0.96-1.00 / 0.78). Measured
 // on an H100: two CTAs per SM (shared memory allows it) ran 10-20% slower than one (16x4096x4096:
 // 4 splits 27.5 us, 2 splits 23.7); 32 clusters of 4 (128 CTAs) ran slower than 32 of 2
 // (64x4096x14336, 128-row CTAs: 74.4 us vs 64.9): a cluster's CTAs share a GPC, and GPCs of 16-18
