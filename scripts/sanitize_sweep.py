@@ -183,6 +183,11 @@ def cases(quick: bool):
             ("sm90 pingpong128 bf16 gelu 700x300x400 b MN-major", narrow,
              mm(700, 300, 400, act="gelu", layout_b="mn")),
             ("sm90 pingpong128 split-K 16x1024x4096", narrow, mm(16, 1024, 4096))]
+    # the 16-bit 64x64 config (small problems), plain (compact kernel), with an epilogue, as split-K
+    narrow64 = {"CUTORCH_GEMM_SM90_CONFIG": "pingpong64"}
+    out += [("sm90 pingpong64 compact bf16 300x200x136", narrow64, mm(300, 200, 136, plain=True)),
+            ("sm90 pingpong64 bf16 gelu 129x257x72 b MN-major", narrow64, mm(129, 257, 72, act="gelu", layout_b="mn")),
+            ("sm90 pingpong64 split-K 16x1024x4096", narrow64, mm(16, 1024, 4096))]
     # plain ping-pong launches with a 16-byte aligned D take the compact kernel (kPlainTma)
     out += [("sm90 pingpong compact bf16 200x264x136", {"CUTORCH_GEMM_SM90_CONFIG": "pingpong"},
              mm(200, 264, 136, plain=True)),

@@ -224,6 +224,36 @@ def test_sm90_narrow_config_rule(m, n, k, expected):
     assert _C.choose_sm90_config(8192, 8192, 4096, 1, 132, "pingpong128") == "Sm90_64x256x64_Pingpong_S5"
 
 
+COOP = "Sm90_128x256x64_Coop_S4"
+NARROW64 = "Sm90_64x64x64_Pingpong_S12"
+
+
+@pytest.mark.parametrize("m,n,k,expected", [
+    (384, 1024, 8192, COOP),        # 48 narrow tiles, no split; deep K: cooperative tiles + split-K
+    (256, 1536, 8960, COOP),
+    (256, 2816, 8192, COOP),        # 88 narrow tiles: two thirds of 132
+    (512, 1536, 8192, NARROW),      # 96: past two thirds
+    (512, 1024, 4096, NARROW),      # K < 8192
+    (256, 1024, 8192, NARROW),      # 32 narrow tiles: their own split-K (a quarter of the SMs)
+    (128, 2048, 8192, NARROW),      # M < 256: not measured, the old rule
+    (512, 512, 512, NARROW64),      # 32 narrow tiles, K <= 1024: 64x64 tiles
+    (256, 1024, 1024, NARROW64),
+    (256, 256, 256, NARROW64),
+    (384, 768, 512, NARROW),        # 36 narrow tiles: more than a quarter of the SMs
+    (256, 1024, 4096, NARROW),      # K > 1024: the narrow tiles' split-K
+    (1024, 1024, 1024, NARROW),     # 128 narrow tiles
+])
+def test_sm90_mid_size_rules(m, n, k, expected):
+    """One dense fp16 / bf16 problem of at least 256 rows whose 64x128 tiles leave SMs idle: deep K takes
+    the cooperative tiles (with split-K), small K <= 1024 problems the 64x64 tiles."""
+    assert _C.choose_sm90_config(m, n, k, 1, 132, "", narrow=True) == expected
+    assert _C.choose_sm90_config(m, n, k, 1, 132, "", narrow=False) not in (NARROW, NARROW64)
+    assert _C.choose_sm90_config(m, n, k, 2, 132, "", narrow=True) not in (NARROW64,)  # batched: not these rules
+    if expected == COOP:
+        assert _C.choose_sm90_split(m, n, k, 132, "coop", 4, 64)[0] > 1  # the cooperative tiles then split K
+    assert _C.choose_sm90_config(m, n, k, 1, 132, "pingpong64", narrow=True) == NARROW64
+
+
 @pytest.mark.parametrize("m,n,problems,expected", [
     (1, 4096, 2, NARROW),                                # Mixtral down, one token: 32 wide tiles, no split
     (1, 1536, 8, NARROW),                                # Qwen3 up, one token: 8 groups hit, 48 wide tiles

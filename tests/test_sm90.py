@@ -28,13 +28,14 @@ def linear_operands(m, n, k, dtype):
 
 
 CONFIGS = {"coop": "Sm90_128x256x64_Coop_S4", "pingpong": "Sm90_64x256x64_Pingpong_S5",
-           "pingpong128": "Sm90_64x128x64_Pingpong_S8"}
+           "pingpong128": "Sm90_64x128x64_Pingpong_S8", "pingpong64": "Sm90_64x64x64_Pingpong_S12"}
 
 
 def grouped_config(config, layout):
-    """The config a forced grouped launch runs: 64x128 only for groups along M (2D x 3D, MoE);
-    the other layouts run ping-pong 64x256 when it is forced."""
-    return CONFIGS["pingpong"] if config == "pingpong128" and layout != "2d3d" else CONFIGS[config]
+    """The config a forced grouped launch runs: 64x128 / 64x64 only for groups along M (2D x 3D, MoE);
+    the other layouts run ping-pong 64x256 when one of them is forced."""
+    narrow = config in ("pingpong128", "pingpong64")
+    return CONFIGS["pingpong"] if narrow and layout != "2d3d" else CONFIGS[config]
 
 
 @pytest.mark.parametrize("mnk, streams", [((32, 1000, 520), True), ((128, 600, 264), True), ((257, 600, 264), False),
@@ -378,7 +379,9 @@ def test_sm90_split_k(mnk, config, monkeypatch):
     m, n, k = mnk
     a, b = linear_operands(m, n, k, dtype)
     e = cg.explain("mm", a, b)
-    assert e.kernel == "sm90" and e.splits > 1 and "split-K" in e.reason, str(e)
+    # (64x64 tiles: 16x4096x4096 has 64 of them, more than a quarter of the SMs: no split)
+    splits = not (config == "pingpong64" and mnk == (16, 4096, 4096))
+    assert e.kernel == "sm90" and (e.splits > 1) == splits and ("split-K" in e.reason) == splits, str(e)
     torch.empty(m * n * 4, device="cuda", dtype=dtype).fill_(float("nan"))
     first = cg.mm(a, b)
     check(first, ref_gemm(a, b), dtype, what=f"split-K mm {mnk}")

@@ -10,6 +10,8 @@ cudaError_t sm90_bf16_coop(const GemmArgs&, bool, bool, int, cudaStream_t);
 cudaError_t sm90_bf16_pingpong(const GemmArgs&, bool, bool, int, cudaStream_t);
 cudaError_t sm90_f16_pingpong128(const GemmArgs&, bool, bool, int, cudaStream_t);
 cudaError_t sm90_bf16_pingpong128(const GemmArgs&, bool, bool, int, cudaStream_t);
+cudaError_t sm90_f16_pingpong64(const GemmArgs&, bool, bool, int, cudaStream_t);
+cudaError_t sm90_bf16_pingpong64(const GemmArgs&, bool, bool, int, cudaStream_t);
 
 cudaError_t sm90_tf32_coop(const GemmArgs&, bool, bool, int, cudaStream_t);
 cudaError_t sm90_tf32_pingpong(const GemmArgs&, bool, bool, int, cudaStream_t);
@@ -28,32 +30,36 @@ cudaError_t sm90_f8fast_f16_pingpong(const GemmArgs&, Fp8Kind, Fp8Kind, int, cud
 
 using Sm90Entry = cudaError_t (*)(const GemmArgs&, bool, bool, int, cudaStream_t);
 
-// The entry of `config` among one type's instantiations (`narrow`: its 64x128 config; types
-// without one run ping-pong 64x256 there).
-static cudaError_t run_config(Sm90Entry coop, Sm90Entry pingpong, Sm90Entry narrow, const GemmArgs& args,
-                              Sm90ConfigId config, bool a_mn, bool b_mn, int num_sms, cudaStream_t stream) {
+// The entry of `config` among one type's instantiations (`narrow` / `narrow64`: its 64x128 / 64x64
+// configs; types without them run ping-pong 64x256 there).
+static cudaError_t run_config(Sm90Entry coop, Sm90Entry pingpong, Sm90Entry narrow, Sm90Entry narrow64,
+                              const GemmArgs& args, Sm90ConfigId config, bool a_mn, bool b_mn, int num_sms,
+                              cudaStream_t stream) {
   switch (config) {
     case Sm90ConfigId::kCoop128x256:    return coop(args, a_mn, b_mn, num_sms, stream);
     case Sm90ConfigId::kPingpong64x256: return pingpong(args, a_mn, b_mn, num_sms, stream);
     case Sm90ConfigId::kPingpong64x128: return (narrow ? narrow : pingpong)(args, a_mn, b_mn, num_sms, stream);
+    case Sm90ConfigId::kPingpong64x64:  return (narrow64 ? narrow64 : pingpong)(args, a_mn, b_mn, num_sms, stream);
+    case Sm90ConfigId::kCoop128x192:    break;  // (8-bit only)
   }
   return cudaErrorInvalidValue;
 }
 
 cudaError_t sm90_gemm_f16(const GemmArgs& args, Sm90ConfigId config, bool a_mn, bool b_mn, int num_sms,
                           cudaStream_t stream) {
-  return run_config(sm90_f16_coop, sm90_f16_pingpong, sm90_f16_pingpong128, args, config, a_mn, b_mn, num_sms, stream);
+  return run_config(sm90_f16_coop, sm90_f16_pingpong, sm90_f16_pingpong128, sm90_f16_pingpong64, args, config, a_mn,
+                    b_mn, num_sms, stream);
 }
 
 cudaError_t sm90_gemm_bf16(const GemmArgs& args, Sm90ConfigId config, bool a_mn, bool b_mn, int num_sms,
                            cudaStream_t stream) {
-  return run_config(sm90_bf16_coop, sm90_bf16_pingpong, sm90_bf16_pingpong128, args, config, a_mn, b_mn, num_sms,
-                    stream);
+  return run_config(sm90_bf16_coop, sm90_bf16_pingpong, sm90_bf16_pingpong128, sm90_bf16_pingpong64, args, config,
+                    a_mn, b_mn, num_sms, stream);
 }
 
 cudaError_t sm90_gemm_tf32(const GemmArgs& args, Sm90ConfigId config, bool a_mn, bool b_mn, int num_sms,
                            cudaStream_t stream) {
-  return run_config(sm90_tf32_coop, sm90_tf32_pingpong, nullptr, args, config, a_mn, b_mn, num_sms, stream);
+  return run_config(sm90_tf32_coop, sm90_tf32_pingpong, nullptr, nullptr, args, config, a_mn, b_mn, num_sms, stream);
 }
 
 // The partial launch of split-K: batch entry z is K range z, its raw fp32 sums written to

@@ -16,7 +16,7 @@
 
 namespace cutorch_gemm {
 
-// fp16 / bf16: m64n256k16 (or m64n128k16 for the narrow config's 64-register fragment); either
+// fp16 / bf16: m64n256k16 (m64n128k16, m64n64k16 for the narrow configs' 64- and 32-register fragments); either
 // tile K-major or MN-major (wgmma's transpose bits).
 template <typename T>
 struct Sm90Mma16 {
@@ -40,6 +40,15 @@ struct Sm90Mma16 {
       sm90::wgmma_m64n128k16_bf16<kAMn, kBMn>(d, desc_a, desc_b, scale_d);
     } else {
       sm90::wgmma_m64n128k16_f16<kAMn, kBMn>(d, desc_a, desc_b, scale_d);
+    }
+  }
+  // m64n64k16: the 64x64 config's 32-register fragment.
+  template <bool kAMn, bool kBMn>
+  static CG_DEVICE void mma(float (&d)[32], uint64_t desc_a, uint64_t desc_b, int scale_d) {
+    if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+      sm90::wgmma_narrow_k16_bf16<kAMn, kBMn>(d, desc_a, desc_b, scale_d);
+    } else {
+      sm90::wgmma_narrow_k16_f16<kAMn, kBMn>(d, desc_a, desc_b, scale_d);
     }
   }
 };

@@ -55,6 +55,15 @@ struct Sm90_64x128x64_Pingpong_S8 : Sm90_64x256x64_Pingpong_S5 {
   static constexpr int kStages = 8;  // (kEpiBuffers 1: a 64 x 128 16-bit tile is two 128-byte slices)
 };
 
+// Narrowest 16-bit ping-pong: 64x64 tiles (m64n64k16, 32 accumulator registers), 12 stages of
+// 16 KB. For mid-size problems whose 64x128 tiles leave most SMs idle (512x1024x4096: 64 tiles of
+// 64x128 on 132 SMs; cuBLAS runs such shapes on 64- and 128-wide tiles with split-K).
+struct Sm90_64x64x64_Pingpong_S12 : Sm90_64x256x64_Pingpong_S5 {
+  static constexpr const char* kName = "Sm90_64x64x64_Pingpong_S12";
+  static constexpr int kBlockN = 64;
+  static constexpr int kStages = 12;
+};
+
 // The same two schedules for 8-bit operands (scaled_mm): a K slice is still one 128-byte row,
 // now 128 elements, so tiles, stages and shared memory are those of the 16-bit configs.
 struct Sm90_128x256x128_Coop_S4 : Sm90_128x256x64_Coop_S4 {
@@ -104,7 +113,7 @@ enum class Sm90ConfigId : int {
   kPingpong64x256 = 1,
   kPingpong64x128 = 2,
   kCoop128x192 = 3,   // 8-bit only, forced
-  kPingpong64x64 = 4  // 8-bit only (promoted), small M
+  kPingpong64x64 = 4  // 8-bit (promoted, small M) and fp16 / bf16 (mid-size problems)
 };
 
 // The config's name for operands of elem_bytes bytes (2: fp16/bf16, 1: fp8, 4: tf32).
@@ -113,6 +122,7 @@ inline const char* sm90_config_name(Sm90ConfigId id, int elem_bytes = 2) {
   if (id == Sm90ConfigId::kPingpong64x128 && elem_bytes == 2) return Sm90_64x128x64_Pingpong_S8::kName;
   if (id == Sm90ConfigId::kCoop128x192 && elem_bytes == 1) return Sm90_128x192x128_Coop_S5::kName;
   if (id == Sm90ConfigId::kPingpong64x64 && elem_bytes == 1) return Sm90_64x64x128_Pingpong_S12::kName;
+  if (id == Sm90ConfigId::kPingpong64x64 && elem_bytes == 2) return Sm90_64x64x64_Pingpong_S12::kName;
   if (elem_bytes == 1) return coop ? Sm90_128x256x128_Coop_S4::kName : Sm90_64x256x128_Pingpong_S5::kName;
   if (elem_bytes == 4) return coop ? Sm90_128x256x32_Coop_S4::kName : Sm90_64x256x32_Pingpong_S5::kName;
   return coop ? Sm90_128x256x64_Coop_S4::kName : Sm90_64x256x64_Pingpong_S5::kName;
@@ -133,10 +143,11 @@ inline const char* sm90_config_name(Sm90ConfigId id, int elem_bytes = 2) {
 // (sm90_coop_streamk, below); the wave rule then keeps it (stream-K fills its last round).
 inline Sm90ConfigId choose_sm90_config(int m, int n, int k, int problems, int num_sms, const std::string& forced,
                                        bool narrow = false, bool coop_streamk = false) {
-  (void)k;
   if (forced == "coop" || forced == "coop192") return Sm90ConfigId::kCoop128x256;  // (192: 8-bit, see below)
-  if (forced == "pingpong" || forced == "pingpong64") return Sm90ConfigId::kPingpong64x256;  // (64: 8-bit, below)
+  if (forced == "pingpong") return Sm90ConfigId::kPingpong64x256;
   if (forced == "pingpong128") return narrow ? Sm90ConfigId::kPingpong64x128 : Sm90ConfigId::kPingpong64x256;
+  // (8-bit: choose_sm90_f8_config below turns it into its own 64x64 config)
+  if (forced == "pingpong64") return narrow ? Sm90ConfigId::kPingpong64x64 : Sm90ConfigId::kPingpong64x256;
   const long long p = problems > 0 ? problems : 1;
   const long long coop_tiles = (long long)((m + 127) / 128) * ((n + 255) / 256) * p;
   const long long wide = (long long)((m + 63) / 64) * ((n + 255) / 256) * p;  // ping-pong 64x256 tiles
@@ -151,6 +162,22 @@ inline Sm90ConfigId choose_sm90_config(int m, int n, int k, int problems, int nu
     // vs 0.76, 128x4096x4096 0.69 vs 0.78.
     // (Several problems, batched or grouped, never split: there the exception does not apply.)
     const long long slim = (long long)((m + 63) / 64) * ((n + 127) / 128) * p;
+    if (narrow && p == 1 && m >= 256 && num_sms > 0) {
+      // Mid-size problems whose 64x128 tiles fill one partial round with no split (more than a
+      // quarter of the SMs, at most two thirds) and a deep K: cooperative 128x256 tiles, which then
+      // take split-K (choose_sm90_split). Each CTA streams a quarter of the 64x128 tiles' operand
+      // bytes per FLOP, and all SMs run. H200, 3 interleaved rounds, ratio to cuBLAS, 64x128 /
+      // cooperative + split-K: 256x1536x8960 0.656 / 0.873, 384x1024x8192 0.624 / 0.806, 384x1536x12288
+      // 0.681 / 0.848, 512x1024x8192 0.639 / 0.755, 256x2048x8192 0.680 / 0.797, 256x2816x8192
+      // 0.815 / 0.856; past two thirds it lost (512x1536x8192, 96 tiles: 0.804 / 0.790; 1024x1024x8192,
+      // 128: 0.883 / 0.786), and at K = 4096 too (512x1024x4096 0.656 / 0.553).
+      if (k >= 8192 && 4 * slim > num_sms && 3 * slim <= 2LL * num_sms) return Sm90ConfigId::kCoop128x256;
+      // Small problems (64x128 tiles within a quarter of the SMs, K <= 1024): 64x64 tiles, twice as
+      // many CTAs. H200, same method, 64x128 / 64x64: 512^3 0.531 / 0.789, 512x512x1024 0.603 / 0.750,
+      // 256x1024x1024 0.604 / 0.789, 256x512x512 0.515 / 0.544, 256^3 0.866 / 0.922; at K = 4096 the
+      // 64x128 tiles' split-K kept the lead (256x1024x4096 0.730 / 0.642).
+      if (k <= 1024 && 4 * slim <= num_sms) return Sm90ConfigId::kPingpong64x64;
+    }
     if (narrow && 2 * wide < num_sms && (p > 1 || m > 32 || 4 * slim <= num_sms || 4 * wide > num_sms)) {
       return Sm90ConfigId::kPingpong64x128;
     }

@@ -100,9 +100,9 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
                 "the compact variants: plain ping-pong launches; deferring cooperative ones");
   static_assert(Cfg::kBlockN == 256 || (Cfg::kBlockN == 128 && Mma::kNarrowOk && !kSwiGlu && !kPtrArray) ||
                     (Cfg::kBlockN == 192 && Mma::kPromote && !Cfg::kPingpong) ||
-                    (Cfg::kBlockN == 64 && Mma::kPromote && Cfg::kPingpong),
+                    (Cfg::kBlockN == 64 && Cfg::kPingpong && (Mma::kPromote || (Mma::kNarrowOk && !kSwiGlu && !kPtrArray))),
                 "128-column tiles: 16-bit operands, plain launches; 192: the promoting 8-bit cooperative one; "
-                "64: the promoting 8-bit ping-pong one");
+                "64: the ping-pong ones (8-bit promoting; 16-bit plain launches)");
   constexpr int kAccRegs = Cfg::kBlockN / 2;  // a consumer's 64 x kBlockN fp32 fragment per thread
   // The deferred store (cooperative 16-bit launches whose 16-bit D goes out by TMA without C:
   // p.defer_store): a whole tile's D = act(alpha * acc + bias) is rounded into 64 packed registers

@@ -1,0 +1,11 @@
+// Hopper (sm_90a) instantiations: Sm90_64x64x64_Pingpong_S12 (the narrowest 16-bit config) for f16, the four
+// operand-major combinations.
+#include "cutorch_gemm/device/sm90_launch.cuh"
+
+namespace cutorch_gemm {
+
+cudaError_t sm90_f16_pingpong64(const GemmArgs& args, bool a_mn, bool b_mn, int num_sms, cudaStream_t stream) {
+  return launch_sm90_layouts<Sm90_64x64x64_Pingpong_S12, __half>(args, a_mn, b_mn, num_sms, stream);
+}
+
+}  // namespace cutorch_gemm
