@@ -520,6 +520,15 @@ def _explain_gemm(op: str, args, kwargs, skinny: bool = True) -> Explanation:
                        block_k=32 if a.element_size() == 4 else 64))
         config = _C.choose_sm90_config(m_per, n_per, k, problems, prop.multi_processor_count, sm90_forced,
                                        elem_bytes=a.element_size(), narrow=narrow, coop_streamk=coop_sk)
+        # The mid-size rules (choose_sm90_config) act on K alone: at K = 4096 neither applies.
+        mid_note = ""
+        if not sm90_forced and config != _C.choose_sm90_config(
+                m_per, n_per, 4096, problems, prop.multi_processor_count, sm90_forced,
+                elem_bytes=a.element_size(), narrow=narrow, coop_streamk=coop_sk):
+            mid_note = ("; 64x64 tiles: a small problem whose 64x128 tiles would fill under a quarter of the SMs"
+                        if "_64x64x" in config else
+                        "; cooperative tiles: a mid-size problem with a deep K whose 64x128 tiles would fill one "
+                        "partial round without a split")
         splits, chunk = 1, 0
         if mode == "none" and batch == 1:
             # the binding's split-K rule for one dense problem
@@ -548,7 +557,7 @@ def _explain_gemm(op: str, args, kwargs, skinny: bool = True) -> Explanation:
 
         return Explanation(op, str(a.device), "sm90", config, splits, layouts,
                            f"sm_{prop.major}{prop.minor}; {fam['reason']}"
-                           + (f"; CUTORCH_GEMM_SM90_CONFIG={sm90_forced}" if sm90_forced else "") + split_note
+                           + (f"; CUTORCH_GEMM_SM90_CONFIG={sm90_forced}" if sm90_forced else "") + mid_note + split_note
                            + cluster_note + streamk_note + half_note + defer_note + variant_note)
     if fam["family"] == "sm80":
         env = {name: os.environ.get(name, "").strip().lower()

@@ -398,6 +398,28 @@ def test_sm90_split_k(mnk, config, monkeypatch):
     assert err < TF32_BOUND, f"split-K tf32 {mnk}: rel err {err:.2e}"
 
 
+@pytest.mark.parametrize("mnk, config, word", [((256, 1536, 8960), CONFIGS["coop"], "deep K"),
+                                               ((512, 512, 512), CONFIGS["pingpong64"], "64x64 tiles"),
+                                               ((300, 600, 1024), CONFIGS["pingpong64"], "64x64 tiles")],
+                         ids=lambda v: "x".join(map(str, v)) if isinstance(v, tuple) else None)
+def test_sm90_mid_size_rules_run_and_say_why(mnk, config, word):
+    """One dense problem of at least 256 rows whose 64x128 tiles leave SMs idle: deep K takes the cooperative
+    tiles with split-K, a small one the 64x64 tiles (device/sm90_configs.h); explain names the rule."""
+    dtype = torch.bfloat16
+    a, b = linear_operands(*mnk, dtype)
+    e = cg.explain("mm", a, b)
+    assert e.kernel == "sm90" and e.config == config and word in e.reason, str(e)
+    if config == CONFIGS["coop"]:
+        assert e.splits > 1, str(e)
+    bias = torch.randn(mnk[1], device="cuda", dtype=dtype)
+    poison(mnk[0] * mnk[1] * 2)
+    check(cg.gemm(a, b, bias=bias, activation="gelu_tanh"), ref_gemm(a, b, bias, activation="gelu_tanh"), dtype,
+          what=f"mid-size {mnk}")
+    first = cg.mm(a, b)
+    check(first, ref_gemm(a, b), dtype, what=f"mid-size mm {mnk}")
+    assert torch.equal(first, cg.mm(a, b)), "a fixed sum order: the same bits every run"
+
+
 def test_sm90_split_k_not_for_full_grids(monkeypatch):
     a, b = linear_operands(4096, 4096, 4096, torch.bfloat16)
     assert cg.explain("mm", a, b).splits == 1
