@@ -112,13 +112,10 @@ CG_WGMMA_M64N256K16(wgmma_m64n256k16_f16, "f16")
     "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), \
     "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
 
-// D[64x128] (+)= A[64x16] * B[16x128]: the narrow config's instruction (64 registers).
+// D[64x128] (+)= A[64x16] * B[16x128] (64 registers): in the narrow overload set below.
 #define CG_WGMMA_M64N128K16(NAME, PTX_TYPE) \
   CG_WGMMA_K16(NAME, "m64n128k16", PTX_TYPE, 64, CG_WGMMA_D64_REGS, CG_WGMMA_D64_OPERANDS, "64", "65", "66", "67", \
                "68")
-
-CG_WGMMA_M64N128K16(wgmma_m64n128k16_bf16, "bf16")
-CG_WGMMA_M64N128K16(wgmma_m64n128k16_f16, "f16")
 
 // D[64xN] (+)= A[64xK] * B[KxN] for the types without transpose bits, fp32 accumulate, both tiles
 // K-major: tf32 (fp32 containers whose low 13 mantissa bits wgmma ignores; m64n256k8) and 8-bit
@@ -160,8 +157,9 @@ CG_WGMMA_M64N128K16(wgmma_m64n128k16_f16, "f16")
 #define CG_WGMMA_N64_KMAJOR(NAME, SHAPE, A, B) \
   CG_WGMMA_KMAJOR(NAME, SHAPE, A, B, 32, CG_WGMMA_D32_REGS, CG_WGMMA_D32_OPERANDS, "32", "33", "34")
 
-// Narrow 16-bit atoms for the skinny kernel (kernel/sm90_skinny_kernel.cuh: W rows on wgmma's
-// 64-row side, the few tokens on N): m64n16k16 (8 registers), m64n32k16 (16), m64n64k16 (32).
+// Narrow 16-bit atoms: the skinny kernel's (kernel/sm90_skinny_kernel.cuh: W rows on wgmma's 64-row
+// side, the few tokens on N) and the 64x128 / 64x64 tile configs' (collective/sm90_mma.cuh):
+// m64n16k16 (8 registers), m64n32k16 (16), m64n64k16 (32), m64n128k16 (64).
 #define CG_WGMMA_D8_REGS "{%0, %1, %2, %3, %4, %5, %6, %7}"
 #define CG_WGMMA_D8_OPERANDS(d) \
     "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])

@@ -34,17 +34,10 @@ struct Sm90Mma16 {
       sm90::wgmma_m64n256k16_f16<kAMn, kBMn>(d, desc_a, desc_b, scale_d);
     }
   }
-  template <bool kAMn, bool kBMn>
-  static CG_DEVICE void mma(float (&d)[64], uint64_t desc_a, uint64_t desc_b, int scale_d) {
-    if constexpr (std::is_same_v<T, __nv_bfloat16>) {
-      sm90::wgmma_m64n128k16_bf16<kAMn, kBMn>(d, desc_a, desc_b, scale_d);
-    } else {
-      sm90::wgmma_m64n128k16_f16<kAMn, kBMn>(d, desc_a, desc_b, scale_d);
-    }
-  }
-  // m64n64k16: the 64x64 config's 32-register fragment.
-  template <bool kAMn, bool kBMn>
-  static CG_DEVICE void mma(float (&d)[32], uint64_t desc_a, uint64_t desc_b, int scale_d) {
+  // The narrow configs' fragments: m64n128k16 (64 registers) and m64n64k16 (32), one overload set.
+  template <bool kAMn, bool kBMn, int kRegs>
+  static CG_DEVICE void mma(float (&d)[kRegs], uint64_t desc_a, uint64_t desc_b, int scale_d) {
+    static_assert(kRegs == 64 || kRegs == 32, "a 64x128 or 64x64 tile");
     if constexpr (std::is_same_v<T, __nv_bfloat16>) {
       sm90::wgmma_narrow_k16_bf16<kAMn, kBMn>(d, desc_a, desc_b, scale_d);
     } else {
