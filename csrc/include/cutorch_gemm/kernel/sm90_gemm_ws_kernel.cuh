@@ -24,6 +24,7 @@
 #include "cutorch_gemm/arch/sm90_tma.cuh"
 #include "cutorch_gemm/arch/sm90_warpgroup.cuh"
 #include "cutorch_gemm/arch/sm90_wgmma.cuh"
+#include "cutorch_gemm/collective/sm90_lean_mainloop.cuh"
 #include "cutorch_gemm/collective/sm90_mma.cuh"
 #include "cutorch_gemm/collective/sm90_operand_load.cuh"
 #include "cutorch_gemm/device/gemm_args.h"
@@ -254,6 +255,8 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
     Scheduler sched(p);
     State st;
     float acc[kAccRegs];
+    // The ping-pong kernels' mainloop (collective/sm90_lean_mainloop.cuh; every tile but a grouped-K tail's).
+    constexpr bool kLean = Cfg::kPingpong && !Mma::kPromote && !kSwiGlu && !kPtrArray;
     // The deferred tile (kDefer): its packed D, where it goes, and the next slice to store
     // (kSlices: nothing pending). pend_d: a grouped-M tile past its group's end, stored from
     // registers (its warpgroup's first row of D; pend_row then counts the rows in the group);
@@ -496,7 +499,14 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
           db = next_db;
         }
       } else {
-        for (int kb = 0; kb < k_blocks; ++kb) {
+        bool lean_done = false;
+        if constexpr (kLean) {
+          if (!zero_tail) {
+            sm90_lean_mainloop<Cfg, Mma, kAMn, kBMn>(s, acc, st, prev, k_blocks, row_in_tile, p.cluster);
+            lean_done = true;
+          }
+        }
+        for (int kb = 0; kb < k_blocks && !lean_done; ++kb) {
           uint64_t da, db;
           prepare(kb, da, db);
           sm90::fence_accumulators(acc);
