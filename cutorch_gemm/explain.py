@@ -340,6 +340,16 @@ def _decode_note(config: str, mode: str, rows: int, groups: int) -> str:
     return f"; at most {max(1, rows)} of the {groups} groups have rows (decode), the config rule counts those{tiles}"
 
 
+# explain's words for each mid-size rule (_C.sm90_mid_size_rule; device/sm90_configs.h)
+_MID_NOTES = {
+    "coop_deep_k": "; cooperative tiles: a mid-size problem with a deep K whose 64x128 tiles would fill one "
+                   "partial round without a split",
+    "small_64": "; 64x64 tiles: a small problem whose 64x128 tiles would fill under a quarter of the SMs",
+    "half_round_64": "; 64x64 tiles: a mid-size problem whose 64x128 tiles would fill at most half of the SMs "
+                     "without a split (the 64x64 tiles fill one round)",
+}
+
+
 def _split_fill() -> int:
     """choose_sm90_split's `fill` as the binding reads it (CUTORCH_GEMM_SM90_SPLIT_FILL, default 4)."""
     fill = os.environ.get("CUTORCH_GEMM_SM90_SPLIT_FILL", "").strip()
@@ -520,15 +530,10 @@ def _explain_gemm(op: str, args, kwargs, skinny: bool = True) -> Explanation:
                        block_k=32 if a.element_size() == 4 else 64))
         config = _C.choose_sm90_config(m_per, n_per, k, problems, prop.multi_processor_count, sm90_forced,
                                        elem_bytes=a.element_size(), narrow=narrow, coop_streamk=coop_sk)
-        # The mid-size rules (choose_sm90_config) act on K alone: at K = 4096 neither applies.
+        # The mid-size rule that acted (choose_sm90_config: one dense fp16 / bf16 problem)
         mid_note = ""
-        if not sm90_forced and config != _C.choose_sm90_config(
-                m_per, n_per, 4096, problems, prop.multi_processor_count, sm90_forced,
-                elem_bytes=a.element_size(), narrow=narrow, coop_streamk=coop_sk):
-            mid_note = ("; 64x64 tiles: a small problem whose 64x128 tiles would fill under a quarter of the SMs"
-                        if "_64x64x" in config else
-                        "; cooperative tiles: a mid-size problem with a deep K whose 64x128 tiles would fill one "
-                        "partial round without a split")
+        if not sm90_forced and narrow and problems == 1:
+            mid_note = _MID_NOTES.get(_C.sm90_mid_size_rule(m_per, n_per, k, prop.multi_processor_count), "")
         splits, chunk = 1, 0
         if mode == "none" and batch == 1:
             # the binding's split-K rule for one dense problem

@@ -233,7 +233,11 @@ NARROW64 = "Sm90_64x64x64_Pingpong_S12"
     (256, 1536, 8960, COOP),
     (256, 2816, 8192, COOP),        # 88 narrow tiles: two thirds of 132
     (512, 1536, 8192, NARROW),      # 96: past two thirds
-    (512, 1024, 4096, NARROW),      # K < 8192
+    (512, 1024, 4096, NARROW64),    # 64 narrow tiles (a quarter to half of 132), 2048 <= K < 8192: 64x64
+    (512, 896, 4864, NARROW64),
+    (512, 1024, 2048, NARROW64),
+    (512, 1024, 1024, NARROW),      # K < 2048: not measured there
+    (640, 1024, 4096, NARROW),      # 80 narrow tiles: past half of the SMs
     (256, 1024, 8192, NARROW),      # 32 narrow tiles: their own split-K (a quarter of the SMs)
     (128, 2048, 8192, NARROW),      # M < 256: not measured, the old rule
     (512, 512, 512, NARROW64),      # 32 narrow tiles, K <= 1024: 64x64 tiles
@@ -245,8 +249,12 @@ NARROW64 = "Sm90_64x64x64_Pingpong_S12"
 ])
 def test_sm90_mid_size_rules(m, n, k, expected):
     """One dense fp16 / bf16 problem of at least 256 rows whose 64x128 tiles leave SMs idle: deep K takes
-    the cooperative tiles (with split-K), small K <= 1024 problems the 64x64 tiles."""
+    the cooperative tiles (with split-K); small K <= 1024 problems, and those whose 64x128 tiles fill a
+    quarter to half of the SMs with 2048 <= K < 8192, the 64x64 tiles."""
     assert _C.choose_sm90_config(m, n, k, 1, 132, "", narrow=True) == expected
+    rule = _C.sm90_mid_size_rule(m, n, k, 132)  # the rule that acted (explain names it)
+    assert (rule == "coop_deep_k") == (expected == COOP)
+    assert (rule in ("small_64", "half_round_64")) == (expected == NARROW64)
     assert _C.choose_sm90_config(m, n, k, 1, 132, "", narrow=False) not in (NARROW, NARROW64)
     assert _C.choose_sm90_config(m, n, k, 2, 132, "", narrow=True) not in (NARROW64,)  # batched: not these rules
     if expected == COOP:

@@ -400,11 +400,13 @@ def test_sm90_split_k(mnk, config, monkeypatch):
 
 @pytest.mark.parametrize("mnk, config, word", [((256, 1536, 8960), CONFIGS["coop"], "deep K"),
                                                ((512, 512, 512), CONFIGS["pingpong64"], "64x64 tiles"),
-                                               ((300, 600, 1024), CONFIGS["pingpong64"], "64x64 tiles")],
+                                               ((300, 600, 1024), CONFIGS["pingpong64"], "64x64 tiles"),
+                                               ((500, 1000, 3000), CONFIGS["pingpong64"], "at most half")],
                          ids=lambda v: "x".join(map(str, v)) if isinstance(v, tuple) else None)
 def test_sm90_mid_size_rules_run_and_say_why(mnk, config, word):
     """One dense problem of at least 256 rows whose 64x128 tiles leave SMs idle: deep K takes the cooperative
-    tiles with split-K, a small one the 64x64 tiles (device/sm90_configs.h); explain names the rule."""
+    tiles with split-K, a small one or one filling at most half of the SMs the 64x64 tiles
+    (device/sm90_configs.h); explain names the rule."""
     dtype = torch.bfloat16
     a, b = linear_operands(*mnk, dtype)
     e = cg.explain("mm", a, b)

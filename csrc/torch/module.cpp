@@ -209,6 +209,16 @@ PYBIND11_MODULE(_C, m) {
         pybind11::arg("n"), pybind11::arg("k"), pybind11::arg("problems"), pybind11::arg("num_sms"),
         pybind11::arg("forced"), pybind11::arg("elem_bytes") = 2, pybind11::arg("narrow") = false,
         pybind11::arg("fast_accum") = false, pybind11::arg("coop_streamk") = false);
+  m.def("sm90_mid_size_rule", [](int64_t m_, int64_t n, int64_t k, int num_sms) {
+    switch (sm90_mid_size_rule(int(m_), int(n), int(k), num_sms)) {
+      case Sm90MidRule::kCoopDeepK: return std::string("coop_deep_k");
+      case Sm90MidRule::kSmall64: return std::string("small_64");
+      case Sm90MidRule::kHalfRound64: return std::string("half_round_64");
+      default: return std::string();
+    }
+  }, "Which mid-size rule of choose_sm90_config acts on one dense fp16 / bf16 problem (device/sm90_configs.h): "
+     "'coop_deep_k', 'small_64', 'half_round_64' or '' (none).", pybind11::arg("m"), pybind11::arg("n"),
+        pybind11::arg("k"), pybind11::arg("num_sms"));
   m.def("sm90_coop_streamk", [](int64_t m_, int64_t n, int64_t k, int num_sms, bool rows_128b,
                                 const std::string& forced_cluster, const std::string& forced_sk, int block_k) {
     TORCH_CHECK_VALUE(block_k == 64 || block_k == 32, "sm90_coop_streamk: block_k must be 64 (fp16 / bf16) or 32 (tf32)");

@@ -128,6 +128,38 @@ inline const char* sm90_config_name(Sm90ConfigId id, int elem_bytes = 2) {
   return coop ? Sm90_128x256x64_Coop_S4::kName : Sm90_64x256x64_Pingpong_S5::kName;
 }
 
+// The mid-size rules for one dense fp16 / bf16 problem of at least 256 rows whose 64x128 tiles
+// (`slim` of them) leave SMs idle (choose_sm90_config applies them; explain names the one that acted):
+// - kCoopDeepK: K >= 8192 and the 64x128 tiles fill more than a quarter and at most two thirds of
+//   the SMs: cooperative 128x256 tiles, which then take split-K (choose_sm90_split). Each CTA
+//   streams a quarter of the 64x128 tiles' operand bytes per FLOP, and all SMs run. H200, 3
+//   interleaved rounds, ratio to cuBLAS, 64x128 / cooperative + split-K: 256x1536x8960 0.656 /
+//   0.873, 384x1024x8192 0.624 / 0.806, 384x1536x12288 0.681 / 0.848, 512x1024x8192 0.639 / 0.755,
+//   256x2048x8192 0.680 / 0.797, 256x2816x8192 0.815 / 0.856; past two thirds it lost
+//   (512x1536x8192, 96 tiles: 0.804 / 0.790; 1024x1024x8192, 128: 0.883 / 0.786), and at K = 4096
+//   too (512x1024x4096 0.656 / 0.553).
+// - kSmall64: K <= 1024 and the 64x128 tiles within a quarter of the SMs: 64x64 tiles, twice as
+//   many CTAs. H200, same method, 64x128 / 64x64: 512^3 0.531 / 0.789, 512x512x1024 0.603 / 0.750,
+//   256x1024x1024 0.604 / 0.789, 256x512x512 0.515 / 0.544, 256^3 0.866 / 0.922; at K = 4096 the
+//   64x128 tiles' split-K kept the lead (256x1024x4096 0.730 / 0.642).
+// - kHalfRound64: 2048 <= K < 8192 and the 64x128 tiles fill more than a quarter (no split-K then) and at
+//   most half of the SMs: 64x64 tiles, one round of at most num_sms CTAs. Since the ping-pong
+//   kernels' lean mainloop (collective/sm90_lean_mainloop.cuh) a 64x64 CTA keeps up. H100, 7
+//   interleaved rounds, ratio to cuBLAS, 64x128 / 64x64: 512x1024x4096 0.708 / 0.730, 512x896x4864
+//   0.730 / 0.767, 512x1024x2048 0.728 / 0.769, 384x1024x4096 0.698 / 0.756, 256x2048x4096 0.774 /
+//   0.826, 320x1536x4096 0.776 / 0.820, 512x768x2048 0.763 / 0.777, 448x1024x6144 0.756 / 0.813,
+//   512x1024x7168 0.722 / 0.778 (the same kernel against itself moved up to 5% in that run). K < 2048
+//   was not measured (the earlier 384x768x512 preferred 64x128: H200 0.883 / 0.846).
+enum class Sm90MidRule { kNone = 0, kCoopDeepK = 1, kSmall64 = 2, kHalfRound64 = 3 };
+inline Sm90MidRule sm90_mid_size_rule(int m, int n, int k, int num_sms) {
+  if (m < 256 || num_sms <= 0) return Sm90MidRule::kNone;
+  const long long slim = (long long)((m + 63) / 64) * ((n + 127) / 128);
+  if (k >= 8192 && 4 * slim > num_sms && 3 * slim <= 2LL * num_sms) return Sm90MidRule::kCoopDeepK;
+  if (k <= 1024 && 4 * slim <= num_sms) return Sm90MidRule::kSmall64;
+  if (k >= 2048 && k < 8192 && 4 * slim > num_sms && 2 * slim <= num_sms) return Sm90MidRule::kHalfRound64;
+  return Sm90MidRule::kNone;
+}
+
 // The sm90 heuristic (pure). `forced` is CUTORCH_GEMM_SM90_CONFIG ("", "coop", "pingpong"):
 // the override the tests and benchmarks use to run every config. m, n: one problem's extents
 // (grouped launches: the average group); problems: batch entries or groups.
@@ -162,21 +194,10 @@ inline Sm90ConfigId choose_sm90_config(int m, int n, int k, int problems, int nu
     // vs 0.76, 128x4096x4096 0.69 vs 0.78.
     // (Several problems, batched or grouped, never split: there the exception does not apply.)
     const long long slim = (long long)((m + 63) / 64) * ((n + 127) / 128) * p;
-    if (narrow && p == 1 && m >= 256 && num_sms > 0) {
-      // Mid-size problems whose 64x128 tiles fill one partial round with no split (more than a
-      // quarter of the SMs, at most two thirds) and a deep K: cooperative 128x256 tiles, which then
-      // take split-K (choose_sm90_split). Each CTA streams a quarter of the 64x128 tiles' operand
-      // bytes per FLOP, and all SMs run. H200, 3 interleaved rounds, ratio to cuBLAS, 64x128 /
-      // cooperative + split-K: 256x1536x8960 0.656 / 0.873, 384x1024x8192 0.624 / 0.806, 384x1536x12288
-      // 0.681 / 0.848, 512x1024x8192 0.639 / 0.755, 256x2048x8192 0.680 / 0.797, 256x2816x8192
-      // 0.815 / 0.856; past two thirds it lost (512x1536x8192, 96 tiles: 0.804 / 0.790; 1024x1024x8192,
-      // 128: 0.883 / 0.786), and at K = 4096 too (512x1024x4096 0.656 / 0.553).
-      if (k >= 8192 && 4 * slim > num_sms && 3 * slim <= 2LL * num_sms) return Sm90ConfigId::kCoop128x256;
-      // Small problems (64x128 tiles within a quarter of the SMs, K <= 1024): 64x64 tiles, twice as
-      // many CTAs. H200, same method, 64x128 / 64x64: 512^3 0.531 / 0.789, 512x512x1024 0.603 / 0.750,
-      // 256x1024x1024 0.604 / 0.789, 256x512x512 0.515 / 0.544, 256^3 0.866 / 0.922; at K = 4096 the
-      // 64x128 tiles' split-K kept the lead (256x1024x4096 0.730 / 0.642).
-      if (k <= 1024 && 4 * slim <= num_sms) return Sm90ConfigId::kPingpong64x64;
+    if (narrow && p == 1) {
+      const Sm90MidRule rule = sm90_mid_size_rule(m, n, k, num_sms);
+      if (rule == Sm90MidRule::kCoopDeepK) return Sm90ConfigId::kCoop128x256;
+      if (rule != Sm90MidRule::kNone) return Sm90ConfigId::kPingpong64x64;
     }
     if (narrow && 2 * wide < num_sms && (p > 1 || m > 32 || 4 * slim <= num_sms || 4 * wide > num_sms)) {
       return Sm90ConfigId::kPingpong64x128;
