@@ -23,6 +23,13 @@ CG_DEVICE void cluster_sync() {
   asm volatile("barrier.cluster.arrive;\nbarrier.cluster.wait;\n" ::: "memory");
 }
 
+// cluster_sync without the release / acquire: orders nothing but the threads' arrival. After
+// fence.mbarrier_init.release.cluster it still publishes barrier initialisation to the peers (the
+// PTX ISA's pairing of that fence with a relaxed arrive).
+CG_DEVICE void cluster_sync_relaxed() {
+  asm volatile("barrier.cluster.arrive.relaxed;\nbarrier.cluster.wait;\n" ::: "memory");
+}
+
 // Arrives on the barrier at the same shared-memory offset as `bar` in CTA `cta` of the cluster.
 // NOTE: default semantics (release at CTA scope), not .release.cluster: the arrive only says
 // "this CTA's wgmma reads of the stage are complete" (a write-after-read order that the wgmma

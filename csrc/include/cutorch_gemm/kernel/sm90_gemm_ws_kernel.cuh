@@ -9,10 +9,8 @@
 // Operands (Mma, collective/sm90_mma.cuh): fp16 / bf16, each K-major or MN-major (kAMn / kBMn:
 // wgmma's transpose bits and the matching TMA boxes), 2-D or stacked 3-D; or e4m3 / e5m2, both
 // K-major, with scaled_mm's epilogue. T is the epilogue's 16-bit type (bias, C, D unless fp32).
-// Tiles are kBlockN = 256 columns wide (a consumer holds a 64 x 256 fp32 fragment, 128 registers),
-// or 128 for the narrow fp16 / bf16 config (64 registers, m64n128k16), or 192 for the forced-only
-// 8-bit config (96 registers, two n96 partial tiles), or 64 for the small-M 8-bit ping-pong config
-// (32 registers, one n64 partial tile), see device/sm90_configs.h.
+// Tiles are kBlockN = 256, 128 or 64 columns wide (16-bit; 8-bit: 256, 192, 64), a consumer holding a
+// 64 x kBlockN fp32 fragment (kBlockN / 2 registers); see device/sm90_configs.h.
 // One persistent loop over the tiles of every problem of the launch: dense, batched, or grouped
 // with device-resident offsets (scheduler/sm90_tile_scheduler.cuh).
 
@@ -209,7 +207,8 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
     if (p.tma_store) sm90::tma_prefetch_descriptor(&tma_d);
   }
   // The peer's barriers must be initialised before this CTA's multicasts and arrives reach them.
-  if (p.cluster > 1) sm90::cluster_sync();
+  // (relaxed: fence.mbarrier_init published the initialisation; the default form adds MEMBAR.ALL.GPU)
+  if (p.cluster > 1) sm90::cluster_sync_relaxed();
   else __syncthreads();
 
   if (warpgroup == 0) {
@@ -241,6 +240,15 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
           for (int kb = item == 0 ? early : 0; kb < kbs; ++kb) load_stage(st, w, kb, map_a, map_b, b_hint, b_policy);
         }
         __syncwarp();
+      }
+      // 2x1 clusters: shared memory must outlive the peer's arrives on the empty barriers (its
+      // multicasts into it the consumers wait for): the producer acquires every stage once more. (In
+      // place of a cluster barrier at the end, which cost the clustered 1024^3 ~10%: RESULTS.md.)
+      if (p.cluster > 1 && tid_in_wg == 0) {
+        for (int i = 0; i < Cfg::kStages; ++i) {
+          pipe.producer_acquire(st);
+          st.advance();
+        }
       }
     }
   } else {
@@ -401,18 +409,10 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
           // Cooperative: two halves of N, each: the k-block's instructions into a fresh 64-register
           // tile, wait, add it to the fp32 accumulator. The wait exposes the latency to this
           // warpgroup; the other consumer's wgmma keep the tensor core busy meanwhile.
-          // NOTE (tried on the H100, not kept): a handshake so that the two warpgroups' groups
-          // alternate instead of running side by side changed nothing (again with the next stage
-          // prepared under the last group: named-barrier turns per k-block, +2% cycles; a 4-warp
-          // barrier per warpgroup and k-block, +3%). Nor did a deferred store (each tile rounded
-          // into 64 packed registers, stored under the next tile's first k-block, whose groups
-          // then wrote the accumulator directly): -2% cycles at 4096^3, +1% at 8192x14336x4096,
-          // 2-3% slower under the power cap (more instructions). The cooperative 8-bit tile's
-          // time is in the mainloop: without TMA loads at all (the producer only arriving) it
-          // kept the tensor pipe 67% busy, and the unpromoted form 75%. 128x128 tiles with two
-          // partial tiles per warpgroup, added while the next pair of k-blocks runs, 0.70-0.81x vs
-          // these halves' 0.73-0.88x. An earlier quarter stream that read a tile one loop
-          // iteration after its group was issued was serialized by ptxas (see ping-pong's).
+          // NOTE (tried on the H100, not kept; RESULTS.md): the two warpgroups' groups made to
+          // alternate (+2-3% cycles), a deferred store (2-3% slower under the power cap), 128x128
+          // tiles with two partial tiles per warpgroup (0.70-0.81x vs these halves' 0.73-0.88x).
+          // Without TMA loads at all the cooperative 8-bit tile kept the tensor pipe 67% busy.
           // One k-block's group into a fresh partial tile d (32, 48 or 64 registers: an n64, n96 or
           // n128 slice of the tile's columns), B from `b_off` (descriptor units: bytes >> 4) on.
           auto issue_part = [&](auto& d, uint64_t b_off) {
@@ -690,9 +690,6 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
       else sm90::bulk_wait_group_read<0>();
     }
   }
-  // NOTE: a CTA's shared memory must outlive the peer's last arrives on its empty barriers (and
-  // multicasts into it, which its own consumers have waited for): leave together.
-  if (p.cluster > 1) sm90::cluster_sync();
 #endif
 }
 
