@@ -16,7 +16,6 @@
 #include <cstdint>
 
 #include "cutorch_gemm/arch/sm90_cluster.cuh"
-#include "cutorch_gemm/arch/sm90_mbarrier.cuh"
 #include "cutorch_gemm/arch/sm90_wgmma.cuh"
 
 namespace cutorch_gemm {
@@ -26,9 +25,9 @@ namespace cutorch_gemm {
 // stage 0's plus i stages (shared-memory addresses fit the descriptor's 14-bit field). row_in_tile:
 // the warpgroup's first row of the A tile; cluster: CTAs per cluster (2: each release also arrives
 // on the peer's empty barrier, whose multicasts fill this stage too).
-template <class Cfg, class Mma, bool kAMn, bool kBMn, class Storage, class State, int kRegs>
-CG_DEVICE void sm90_lean_mainloop(Storage& s, float (&acc)[kRegs], State& st, State& prev, int k_blocks,
-                                  int row_in_tile, int cluster) {
+template <class Cfg, class Mma, bool kAMn, bool kBMn, class Storage, class Pipeline, class State, int kRegs>
+CG_DEVICE void sm90_lean_mainloop(Storage& s, const Pipeline& pipe, float (&acc)[kRegs], State& st, State& prev,
+                                  int k_blocks, int row_in_tile, int cluster) {
   constexpr uint64_t kStepA = kAMn ? sm90::kDescStepK16MNMajor : sm90::kDescStepK16KMajor;
   constexpr uint64_t kStepB = kBMn ? sm90::kDescStepK16MNMajor : sm90::kDescStepK16KMajor;
   constexpr uint64_t kStageA = sizeof(s.a[0]) >> 4, kStageB = sizeof(s.b[0]) >> 4;
@@ -38,13 +37,10 @@ CG_DEVICE void sm90_lean_mainloop(Storage& s, float (&acc)[kRegs], State& st, St
                             : sm90::make_desc_k_major_sw128(s.b[0]);
   const bool clustered = cluster > 1;
   const uint32_t peer = clustered ? (sm90::cluster_ctarank() ^ 1u) : 0u;
-  const bool lane0 = threadIdx.x % 32 == 0;
-  int idx = st.index, prev_idx = 0;
-  uint32_t phase = st.phase;
   int scale = 0;  // the first group overwrites the accumulator
   for (int left = k_blocks; left > 0; --left) {
-    sm90::mbarrier_wait(&s.full[idx], phase);
-    const uint64_t da = da0 + uint64_t(idx) * kStageA, db = db0 + uint64_t(idx) * kStageB;
+    pipe.consumer_wait(st);
+    const uint64_t da = da0 + uint64_t(st.index) * kStageA, db = db0 + uint64_t(st.index) * kStageB;
     sm90::fence_accumulators(acc);
     sm90::wgmma_fence();
 #pragma unroll
@@ -54,23 +50,11 @@ CG_DEVICE void sm90_lean_mainloop(Storage& s, float (&acc)[kRegs], State& st, St
     sm90::wgmma_commit();
     sm90::fence_accumulators(acc);
     sm90::wgmma_wait<1>();  // the previous k-block's group is done: release its stage
-    if (scale) {
-      __syncwarp();
-      if (lane0) {
-        sm90::mbarrier_arrive(&s.empty[prev_idx]);
-        if (clustered) sm90::mbarrier_arrive_cluster(&s.empty[prev_idx], peer);
-      }
-    }
+    if (scale) pipe.consumer_release(prev, clustered, peer);
     scale = 1;
-    prev_idx = idx;
-    if (++idx == Cfg::kStages) {
-      idx = 0;
-      phase ^= 1u;
-    }
+    prev = st;
+    st.advance();
   }
-  prev.index = prev_idx;
-  st.index = idx;
-  st.phase = phase;
 }
 
 }  // namespace cutorch_gemm

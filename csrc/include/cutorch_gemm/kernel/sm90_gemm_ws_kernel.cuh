@@ -499,14 +499,11 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
           db = next_db;
         }
       } else {
-        bool lean_done = false;
+        const bool lean = kLean && !zero_tail;
         if constexpr (kLean) {
-          if (!zero_tail) {
-            sm90_lean_mainloop<Cfg, Mma, kAMn, kBMn>(s, acc, st, prev, k_blocks, row_in_tile, p.cluster);
-            lean_done = true;
-          }
+          if (lean) sm90_lean_mainloop<Cfg, Mma, kAMn, kBMn>(s, pipe, acc, st, prev, k_blocks, row_in_tile, p.cluster);
         }
-        for (int kb = 0; kb < k_blocks && !lean_done; ++kb) {
+        for (int kb = 0; !lean && kb < k_blocks; ++kb) {
           uint64_t da, db;
           prepare(kb, da, db);
           sm90::fence_accumulators(acc);
