@@ -298,8 +298,9 @@ def test_sm90_grouped_cuda_graph_new_offsets():
 
 # "tma": plain ping-pong launches on a fixed tile grid take the compact kernel variant (kPlainTma),
 # deferring cooperative ones the cooperative compact variant; both start their first loads before the
-# CTA barrier ("tma_late": CUTORCH_GEMM_SM90_EARLY=off, after it); "general": the general kernel.
-EPILOGUES = ["tma", "tma_late", "general", "direct", "staged"]
+# CTA barrier (two k-blocks; "tma_ring": the whole ring, CUTORCH_GEMM_SM90_EARLY=64; "tma_late":
+# CUTORCH_GEMM_SM90_EARLY=off, after it); "general": the general kernel.
+EPILOGUES = ["tma", "tma_ring", "tma_late", "general", "direct", "staged"]
 
 
 @pytest.mark.parametrize("config", list(CONFIGS))
@@ -310,6 +311,8 @@ def test_sm90_epilogue_paths(mnk, path, config, monkeypatch):
     monkeypatch.setenv("CUTORCH_GEMM_SM90_CONFIG", config)
     if path == "tma_late":
         monkeypatch.setenv("CUTORCH_GEMM_SM90_EARLY", "off")
+    elif path == "tma_ring":
+        monkeypatch.setenv("CUTORCH_GEMM_SM90_EARLY", "64")  # (capped at the ring's stages)
     elif path != "tma":
         monkeypatch.setenv("CUTORCH_GEMM_SM90_EPILOGUE", path)
     m, n, k = mnk

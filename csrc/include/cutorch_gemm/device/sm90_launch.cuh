@@ -169,7 +169,11 @@ cudaError_t launch_sm90(const GemmArgs& args, int num_sms, cudaStream_t stream) 
   // bias pairs per problem).
   if (kSwiGlu) p.defer_store = p.direct_epilogue && !args.out_f32 && !defer_off;
   p.exit_wait_all = env_is("CUTORCH_GEMM_SM90_EXIT_WAIT", "all");
-  p.early_start = !env_is("CUTORCH_GEMM_SM90_EARLY", "off");
+  // The compact kernels' early start: kSm90EarlyStages k-blocks; CUTORCH_GEMM_SM90_EARLY=off|N (A/B runs).
+  p.early_start = kSm90EarlyStages;
+  if (const char* e = std::getenv("CUTORCH_GEMM_SM90_EARLY")) {
+    p.early_start = std::string(e) == "off" ? 0 : max_of(0, std::atoi(e));
+  }
   p.bias_early = !env_is("CUTORCH_GEMM_SM90_BIAS_EARLY", "off");
   // B streamed from DRAM (at most two tile rows): L2 evict-first loads (sm90_b_streams).
   p.b_stream = sm90_b_streams(p.tiles_m, s.mode, args.batch, b_3d, args.k_chunk) && !env_is("CUTORCH_GEMM_L2_HINT", "off");

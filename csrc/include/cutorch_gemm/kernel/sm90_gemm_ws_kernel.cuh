@@ -174,9 +174,9 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
     st.advance();
   };
   // Early start (compact kernels without clusters, p.early_start): the thread that initialises the
-  // barriers, which is also the producer's issuing lane, loads the first stages of the CTA's first
-  // tile right away, before the CTA barrier, the producer's register release and its scheduler
-  // call. Why: a launch with one tile per CTA (1024^3, 2048^3) exposes everything before its first
+  // barriers, which is also the producer's issuing lane, loads the first k-blocks (kSm90EarlyStages)
+  // of the CTA's first tile right away, before the CTA barrier, the producer's register release and
+  // its scheduler call. Why: a launch with one tile per CTA (1024^3, 2048^3) exposes everything before its first
   // load; the producer branch sits at the kernel's far end, cold in the instruction cache.
   int early = 0;  // k-blocks of the first tile already issued (thread 0 only)
   if (threadIdx.x == 0) {
@@ -199,7 +199,7 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
         const Sm90Work w = first.get_item(0);
         if (w.group >= 0) {
           State st;
-          early = min_of(Cfg::kStages, Scheduler::k_blocks(w));
+          early = min_of(min_of(Cfg::kStages, p.early_start), Scheduler::k_blocks(w));
           for (int kb = 0; kb < early; ++kb) load_stage(st, w, kb, &tma_a, &tma_b);
         }
       }

@@ -40,6 +40,16 @@ struct Sm90PtrProblem {
   int direct;   // D = alpha * acc (+ bias) from registers (else the staged functor)
 };
 
+// k-blocks the compact kernels issue before their CTA barrier (Sm90Params::early_start). Why two, not
+// the whole ring: every thread waits at that barrier while thread 0 issues them, which costs where the
+// operands sit in L2; issued after the barrier instead, the first loads start later, which costs where
+// they come from DRAM (do_bench flushes L2). H100, kernel time with the operands in L2 (ring / two /
+// none): 1024^3 7.20 / 7.07 / 6.88 us, 512^3 4.77 / 4.45 / 4.22, 2048^3 25.47 / 25.02 / 25.25. Under
+// do_bench (9 interleaved rounds, ratio to cuBLAS, ring / two): 1024^3 0.890 / 0.953, 512^3 0.833 /
+// 0.883, 2048^3 0.945 / 0.957, 1024x2048x2048 0.886 / 0.908, 256x1024x1024 0.855 / 0.834, 512x1024x2048
+// 0.816 / 0.802 (benchmarks/RESULTS.md, twenty-eighth session).
+constexpr int kSm90EarlyStages = 2;
+
 struct Sm90Params {
   GemmArgs args;     // extents, strides, group mode and offsets, epilogue operands
   int tiles_m;       // tile grid of one problem; grouped-M: unused (per group), grouped-N: rows
@@ -77,8 +87,9 @@ struct Sm90Params {
   // read shared memory (all the CTA needs), 1 until their writes are complete as well
   // (CUTORCH_GEMM_SM90_EXIT_WAIT=all; A/B runs).
   int exit_wait_all;
-  // The compact kernels' early start (the kernel's note; CUTORCH_GEMM_SM90_EARLY=off turns it off
-  // for A/B runs): thread 0 issues the first tile's first stages before the CTA barrier.
+  // The compact kernels' early start (the kernel's note): thread 0 issues this many of the first
+  // tile's k-blocks before the CTA barrier (kSm90EarlyStages; CUTORCH_GEMM_SM90_EARLY=off|N for A/B
+  // runs; at most the ring's stages).
   int early_start;
   // B is streamed from DRAM (at most two tile rows: small M; sm90_b_streams), so its TMA loads
   // carry the L2 evict-first policy (sm90::l2_policy_evict_first; CUTORCH_GEMM_L2_HINT=off: A/B).
