@@ -102,7 +102,8 @@ CG_DEVICE void copy_chunk(uint32_t dst, const T* src, int valid, index_t stride,
 
 // Global -> shared loader of one operand slice (kExtent rows of M or N, kBlockK of K).
 // kMnMajor: the slice's rows are K (MN-major) instead of M/N (K-major).
-template <typename T, int kExtent, int kBlockK, int kThreads, bool kMnMajor>
+// kHint: the interior copies carry L2 policy `policy` (cp_async_16_hint).
+template <typename T, int kExtent, int kBlockK, int kThreads, bool kMnMajor, bool kHint = false>
 struct SliceLoader {
   static constexpr int kE = int(sizeof(T));
   static constexpr int kV = 16 / kE;                              // elements per chunk
@@ -124,9 +125,12 @@ struct SliceLoader {
   int mn_valid;          // rows (K-major) / columns (MN-major) of M or N that exist
   int k_valid;           // elements of K left from the current k-tile on
   int vec;
+  uint64_t policy;
 
   // origin: element (mn0, k_begin) of the operand; s_mn, s_k: its strides.
-  CG_DEVICE SliceLoader(const T* origin, index_t s_mn, index_t s_k, int mn_left, int k_left, int tid) {
+  CG_DEVICE SliceLoader(const T* origin, index_t s_mn, index_t s_k, int mn_left, int k_left, int tid,
+                        uint64_t l2_policy = 0) {
+    policy = l2_policy;
     row0 = tid / kChunksPerRow;
     col0 = (tid % kChunksPerRow) * kV;
     mn_valid = mn_left;
@@ -162,7 +166,10 @@ struct SliceLoader {
     const T* src = ptr;
     if (full) {
 #pragma unroll
-      for (int i = 0; i < kPerThread; ++i, src += row_step) cp_async_16(slice + dst_offset(i), src, 16);
+      for (int i = 0; i < kPerThread; ++i, src += row_step) {
+        if constexpr (kHint) cp_async_16_hint(slice + dst_offset(i), src, policy);
+        else cp_async_16(slice + dst_offset(i), src, 16);
+      }
     } else {
 #pragma unroll
       for (int i = 0; i < kPerThread; ++i, src += row_step) {
@@ -319,8 +326,8 @@ struct Mainloop {
   static_assert(Cfg::kBlockK * int(sizeof(T)) == 128, "config's K slice must be 128 bytes of T");
   static_assert(Cfg::kWarpTileM % Atom::kM == 0 && Cfg::kWarpTileN % (2 * Atom::kN) == 0, "warp tile of atoms");
   static_assert(kKSteps % 2 == 0, "fragments are double-buffered by k-step parity across k-tiles");
-  using LoaderA = SliceLoader<T, Cfg::kBlockM, Cfg::kBlockK, Cfg::kGroupThreads, kAMn>;
-  using LoaderB = SliceLoader<T, Cfg::kBlockN, Cfg::kBlockK, Cfg::kGroupThreads, kBMn>;
+  using LoaderA = SliceLoader<T, Cfg::kBlockM, Cfg::kBlockK, Cfg::kGroupThreads, kAMn, Cfg::kL2EvictFirst>;
+  using LoaderB = SliceLoader<T, Cfg::kBlockN, Cfg::kBlockK, Cfg::kGroupThreads, kBMn, Cfg::kL2EvictFirst>;
 
   // The ring's barrier: the CTA, or with sliced K only this thread's K group (named barrier
   // 1 + group; barrier 0 is the CTA's), whose k-tile count may differ from the other group's.
@@ -352,7 +359,8 @@ struct Mainloop {
   // a, b: element (m0, k_begin) of A and (k_begin, n0) of B. m_left / n_left: rows / columns of
   // the problem from m0 / n0 on; k_len = k_end - k_begin. smem: this thread's K group's ring.
   CG_DEVICE static void run(char* smem, const T* a, index_t a_sm, index_t a_sk, const T* b, index_t b_sk,
-                            index_t b_sn, int m_left, int n_left, int k_len, Accumulators& acc) {
+                            index_t b_sn, int m_left, int n_left, int k_len, Accumulators& acc,
+                            bool l2_hint = true) {
     const int tid = Cfg::kSlicesK == 1 ? int(threadIdx.x) : int(threadIdx.x) % Cfg::kGroupThreads;
     const int lane = tid & 31;
     const int warp = tid >> 5;
@@ -365,9 +373,13 @@ struct Mainloop {
 #pragma unroll
         for (int e = 0; e < Atom::kCElems; ++e) acc.v[i][j][e] = Acc(0);
 
-    LoaderA la(a, a_sm, a_sk, m_left, k_len, tid);
-    LoaderB lb(b, b_sn, b_sk, n_left, k_len, tid);
-    const uint32_t base = smem_addr(smem);
+    const uint64_t policy = !Cfg::kL2EvictFirst ? 0 : l2_hint ? l2_policy_evict_first() : l2_policy_evict_normal();
+    LoaderA la(a, a_sm, a_sk, m_left, k_len, tid, policy);
+    LoaderB lb(b, b_sn, b_sk, n_left, k_len, tid, policy);
+    uint32_t base = smem_addr(smem);
+    // (hinted copies: the ring's base through a shuffle, so that ptxas keeps their shared addresses in
+    // plain registers; cp_async_16_hint's note says why)
+    if constexpr (Cfg::kL2EvictFirst) base = __shfl_sync(0xffffffffu, base, lane);
     const int k_tiles = ceil_div(k_len, Cfg::kBlockK);
 
     // Prologue: stages 0 .. kStages-2 in flight (a group per stage, empty past the end).

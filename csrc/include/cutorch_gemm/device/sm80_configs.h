@@ -56,6 +56,10 @@ struct Sm80Config {
   static constexpr int kWarpTileN = BlockN / WarpsN;
   static constexpr int kStageBytes = (BlockM + BlockN) * 128;
   static constexpr int kRingBytes = Stages * kStageBytes;  // per K group
+  // The operand loads carry the L2 evict-first policy (sm80::l2_policy_evict_first): the sliced-K
+  // config, which only split-K launches take, whose one wave reads each operand line a few times at
+  // about the same moment, then never again.
+  static constexpr bool kL2EvictFirst = SlicesK > 1;
   static_assert(BlockM % WarpsM == 0 && BlockN % WarpsN == 0, "warps tile the CTA tile");
   // An MN-major slice row (kBlockM or kBlockN elements) must be whole 128-byte lines too.
   static_assert(BlockM >= BlockK && BlockN >= BlockK, "an MN-major slice row is at least 128 bytes");

@@ -19,6 +19,7 @@ struct Sm80Params {
   int z_base;          // first batch entry / group of this launch (grid z is limited to 65535)
   bool rows8;          // the epilogue's rows-of-eight path may run (CUTORCH_GEMM_SM80_EPILOGUE=general: never)
   bool fused_reduce;   // parallel split-K summed by the slices themselves (co-resident grid), no second kernel
+  bool l2_hint;        // Cfg::kL2EvictFirst configs: evict-first loads (CUTORCH_GEMM_L2_HINT=off: evict-normal)
 };
 
 }  // namespace cutorch_gemm

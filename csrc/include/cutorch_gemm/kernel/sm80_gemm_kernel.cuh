@@ -41,7 +41,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) sm80_gemm_kernel(const Sm80P
 
   typename Mainloop::Accumulators acc;
   Mainloop::run(smem + group * Cfg::kRingBytes, a, g.shape.a_sm, g.shape.a_sk, b, g.shape.b_sk, g.shape.b_sn,
-                prob.m - m0, prob.n - n0, k_end - k_begin, acc);
+                prob.m - m0, prob.n - n0, k_end - k_begin, acc, p.l2_hint);
   if constexpr (Cfg::kSlicesK > 1) {
     // NOTE: a no-op for the hardware (each group's named barrier counts only its own threads).
     // It is for compute-sanitizer's racecheck: when one group had run one ring barrier fewer
