@@ -20,34 +20,27 @@ CG_DEVICE void cp_async_16(uint32_t dst, const void* src, int src_bytes) {
 #endif
 }
 
-// cp_async_16 with an L2 cache policy (l2_policy_evict_first below). NOTE (nvcc 13.0, sm_90a): where
+// cp_async_16 with an L2 cache policy (l2_policy below). NOTE (nvcc 13.0, sm_90a): where
 // ptxas addresses the shared destination as a register plus a uniform register ([R + UR0]) it puts the
 // policy's descriptor in an odd uniform register (desc[UR1]), and the instruction faults at run time
 // (cudaErrorIllegalInstruction, H100; benchmarks/experiments/cp_async_hint_fault.cu reproduces it). The
 // caller keeps the destination in plain registers (Mainloop::run: a shuffled base); there it compiles to
-// [R], desc[UR even] and runs.
+// [R + imm], desc[UR even] and runs (a regression would fault in the sliced-K GPU tests).
 CG_DEVICE void cp_async_16_hint(uint32_t dst, const void* src, uint64_t policy) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "l"(policy));
 #endif
 }
 
-// An L2 policy under which the lines a load allocates are the first their set evicts: a stream that
-// L2 holds dirty lines in front of (do_bench's flush) recycles its own lines instead of writing those
-// back (the Hopper kernels' sm90::l2_policy_evict_first says more).
-CG_DEVICE uint64_t l2_policy_evict_first() {
+// An L2 policy for cp_async_16_hint. evict_first: the lines a load allocates are the first their set
+// evicts, so a stream that L2 holds dirty lines in front of (do_bench's flush) recycles its own lines
+// instead of writing those back (the Hopper kernels' sm90::l2_policy_evict_first says more); otherwise the
+// default priority as a policy (A/B runs: CUTORCH_GEMM_L2_HINT=off).
+CG_DEVICE uint64_t l2_policy(bool evict_first) {
   uint64_t policy = 0;
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(policy));
-#endif
-  return policy;
-}
-
-// The default eviction priority as a policy (A/B runs of the hinted loads: CUTORCH_GEMM_L2_HINT=off).
-CG_DEVICE uint64_t l2_policy_evict_normal() {
-  uint64_t policy = 0;
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm volatile("createpolicy.fractional.L2::evict_normal.b64 %0, 1.0;\n" : "=l"(policy));
+  if (evict_first) asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(policy));
+  else asm volatile("createpolicy.fractional.L2::evict_normal.b64 %0, 1.0;\n" : "=l"(policy));
 #endif
   return policy;
 }

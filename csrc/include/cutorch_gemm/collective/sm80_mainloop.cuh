@@ -373,7 +373,7 @@ struct Mainloop {
 #pragma unroll
         for (int e = 0; e < Atom::kCElems; ++e) acc.v[i][j][e] = Acc(0);
 
-    const uint64_t policy = !Cfg::kL2EvictFirst ? 0 : l2_hint ? l2_policy_evict_first() : l2_policy_evict_normal();
+    const uint64_t policy = Cfg::kL2EvictFirst ? l2_policy(l2_hint) : 0;
     LoaderA la(a, a_sm, a_sk, m_left, k_len, tid, policy);
     LoaderB lb(b, b_sn, b_sk, n_left, k_len, tid, policy);
     uint32_t base = smem_addr(smem);

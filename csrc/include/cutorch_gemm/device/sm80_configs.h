@@ -56,7 +56,7 @@ struct Sm80Config {
   static constexpr int kWarpTileN = BlockN / WarpsN;
   static constexpr int kStageBytes = (BlockM + BlockN) * 128;
   static constexpr int kRingBytes = Stages * kStageBytes;  // per K group
-  // The operand loads carry the L2 evict-first policy (sm80::l2_policy_evict_first): the sliced-K
+  // The operand loads carry the L2 evict-first policy (sm80::l2_policy): the sliced-K
   // config, which only split-K launches take, whose one wave reads each operand line a few times at
   // about the same moment, then never again.
   static constexpr bool kL2EvictFirst = SlicesK > 1;
