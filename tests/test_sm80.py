@@ -31,7 +31,7 @@ TF32_BOUND = 4e-3  # tf32 keeps 10 mantissa bits (inputs truncated): ~1e-3 relat
 def _force_sm80(monkeypatch):
     monkeypatch.setenv("CUTORCH_GEMM_ARCH", "sm80")
     for name in ("CUTORCH_GEMM_SM80_CONFIG", "CUTORCH_GEMM_SPLIT_K", "CUTORCH_GEMM_SM80_EPILOGUE",
-                 "CUTORCH_GEMM_SM80_SPLIT_REDUCE"):
+                 "CUTORCH_GEMM_SM80_SPLIT_REDUCE", "CUTORCH_GEMM_L2_HINT"):
         monkeypatch.delenv(name, raising=False)
 
 
@@ -305,6 +305,10 @@ def test_sm80_sliced_k_config_with_split_k(monkeypatch, split):
     out = cg.gemm(a, b, **kw)
     check(out, ref_gemm(a, b, bias, c, 1.0, 0.5, "gelu"), dt, what=f"sliced K, split {split}")
     assert torch.equal(out, cg.gemm(a, b, **kw)), "sliced K is not deterministic"
+    # Its loads carry the L2 evict-first policy: where lines go in L2, never the result.
+    monkeypatch.setenv("CUTORCH_GEMM_L2_HINT", "off")
+    assert torch.equal(out, cg.gemm(a, b, **kw)), "the L2 policy changed the result"
+    monkeypatch.delenv("CUTORCH_GEMM_L2_HINT")
     if split.startswith("parallel"):
         monkeypatch.setenv("CUTORCH_GEMM_SM80_SPLIT_REDUCE", "kernel")
         assert torch.equal(out, cg.gemm(a, b, **kw)), "in-kernel and reduction-kernel sums differ"
