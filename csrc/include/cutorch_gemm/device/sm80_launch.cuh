@@ -30,8 +30,7 @@ cudaError_t launch_sm80(const GemmArgs& args, const Sm80Plan& plan, void* worksp
   const char* epi = std::getenv("CUTORCH_GEMM_SM80_EPILOGUE");
   p.rows8 = !(epi && std::string(epi) == "general");
   p.fused_reduce = false;
-  const char* hint = std::getenv("CUTORCH_GEMM_L2_HINT");
-  p.l2_hint = !(hint && std::string(hint) == "off");
+  p.l2_hint = !env_is("CUTORCH_GEMM_L2_HINT", "off");
   // Parallel split-K summed by its own slices when the caller lent arrival counters and the
   // grid fits the GPU at once (checked per kernel below); CUTORCH_GEMM_SM80_SPLIT_REDUCE=kernel
   // keeps the reduction kernel (tests, A/B).
