@@ -13,8 +13,8 @@
 // Found (twenty-ninth session, H200; benchmarks/RESULTS.md): one CTA alone takes as long as 128; ring
 // depth and bytes per k-block hardly matter; two producer warps taking k-blocks in turn double the
 // rate. A CTA's delivery is bound by its issuing thread's serial chain per k-block.
-// NOTE: the single-producer loop here walks the ring by division (the nprod / split variants share
-// it); the file's first version counted stages incrementally and ran 1.6x faster per k-block.
+// NOTE: the second run's version walked the ring by division and ran 1.6x slower per k-block than
+// the first (incremental, as now); up to 4 producer warps since (not yet run).
 #include <cuda.h>
 #include <cuda_runtime.h>
 
@@ -55,7 +55,7 @@ struct Params {
 };
 
 constexpr int kConsumerWarps = 4;
-constexpr int kMaxProducerWarps = 2;
+constexpr int kMaxProducerWarps = 4;
 
 __global__ void __launch_bounds__(32 * (kMaxProducerWarps + kConsumerWarps), 1)
     stream_tma(const __grid_constant__ Params p, unsigned* sink) {
@@ -80,12 +80,15 @@ __global__ void __launch_bounds__(32 * (kMaxProducerWarps + kConsumerWarps), 1)
   const int total = p.kblocks / p.kper * p.reps;
   if (warp < kMaxProducerWarps) {
     if (lane == 0 && warp < prod_warps) {
+      // Incremental ring walk (no run-time division per k-block unless rotated): warp w takes
+      // iterations w, w + step, ... (w < 4 <= stages, and kblocks >= 4 * kper in every case).
       const int step = p.split ? 1 : p.nprod;
-      for (int it = p.split ? 0 : warp; it < total; it += step) {
-        const int s = it % p.stages;
-        const uint32_t phase = uint32_t(it / p.stages) & 1u;
-        int kb0 = (it * p.kper) % p.kblocks;
-        if (p.rotate) kb0 = (kb0 + cta * p.kper) % p.kblocks;
+      int it = p.split ? 0 : warp;
+      int s = it, kb0 = it * p.kper;
+      uint32_t phase = 0;
+      for (; it < total; it += step) {
+        int kbr = kb0;
+        if (p.rotate) kbr = (kbr + cta * p.kper) % p.kblocks;
         sm90::mbarrier_wait(&empty[s], phase ^ 1);
         unsigned char* dst = smem + size_t(s) * stage_bytes;
         const bool do_a = !p.split || warp == 0, do_b = (!p.split || warp == 1) && !p.skipb;
@@ -93,13 +96,21 @@ __global__ void __launch_bounds__(32 * (kMaxProducerWarps + kConsumerWarps), 1)
         sm90::mbarrier_arrive_expect_tx(&full[s], uint32_t(bytes));
         for (int q = 0; q < p.kper; ++q) {
           unsigned char* d = dst + q * (p.bm + rows_b) * 128;
-          const int kb = (kb0 + q) % p.kblocks;
+          int kb = kbr + q;
+          if (kb >= p.kblocks) kb -= p.kblocks;
           if (do_a)
             for (int r = 0; r < p.bm; r += p.boxa) sm90::tma_load_2d(d + r * 128, &p.a, &full[s], kb * 64, m * p.bm + r);
           if (do_b)
             for (int r = 0; r < p.bn; r += p.boxb)
               sm90::tma_load_2d(d + (p.bm + r) * 128, &p.b, &full[s], kb * 64, n * p.bn + r);
         }
+        s += step;
+        if (s >= p.stages) {
+          s -= p.stages;
+          phase ^= 1;
+        }
+        kb0 += step * p.kper;
+        if (kb0 >= p.kblocks) kb0 -= p.kblocks;
       }
     }
   } else {
@@ -214,7 +225,6 @@ int main() {
   CHECK(cudaGetDeviceProperties(&prop, 0));
   std::printf("%s, %d SMs\n", prop.name, prop.multiProcessorCount);
 
-  // name, M, N, K, bm, bn, boxr, stages, order, rotate, pad (elements per row), ldg
   // name, M, N, K, bm, bn, boxr, stages, order, rotate, pad (elements per row), ldg, then
   // kper (k-blocks per stage), nprod (producer warps), split (A and B from two warps), skipb, ctas
   const Case cases[] = {
@@ -223,17 +233,17 @@ int main() {
       {"64x64 S4 box64", 512, 1024, 4096, 64, 64, 64, 4, 0, 0, 0, 0},
       {"64x64 S6 2 kblocks/stage", 512, 1024, 4096, 64, 64, 64, 6, 0, 0, 0, 0, 2},
       {"64x64 S12 2 producers", 512, 1024, 4096, 64, 64, 64, 12, 0, 0, 0, 0, 1, 2},
+      {"64x64 S12 3 producers", 512, 1024, 4096, 64, 64, 64, 12, 0, 0, 0, 0, 1, 3},
+      {"64x64 S12 4 producers", 512, 1024, 4096, 64, 64, 64, 12, 0, 0, 0, 0, 1, 4},
       {"64x64 S12 A/B producers", 512, 1024, 4096, 64, 64, 64, 12, 0, 0, 0, 0, 1, 1, 1},
-      {"64x64 S12 A only", 512, 1024, 4096, 64, 64, 64, 12, 0, 0, 0, 0, 1, 1, 0, 1},
-      {"64x64 S12 16 CTAs", 512, 1024, 4096, 64, 64, 64, 12, 0, 0, 0, 0, 1, 1, 0, 0, 16},
-      {"64x64 S12 64 CTAs", 512, 1024, 4096, 64, 64, 64, 12, 0, 0, 0, 0, 1, 1, 0, 0, 64},
       {"64x64 S12 1 CTA", 512, 1024, 4096, 64, 64, 64, 12, 0, 0, 0, 0, 1, 1, 0, 0, 1},
+      {"64x64 S12 1 CTA 2 producers", 512, 1024, 4096, 64, 64, 64, 12, 0, 0, 0, 0, 1, 2, 0, 0, 1},
       {"64x64 ldg.cg", 512, 1024, 4096, 64, 64, 64, 12, 0, 0, 0, 1},
-      {"64x128 S8 box128", 512, 1024, 4096, 64, 128, 128, 8, 0, 0, 0, 0},
-      {"64x128 S4 2 kblocks/stage box128", 512, 1024, 4096, 64, 128, 128, 4, 0, 0, 0, 0, 2},
+      {"64x128 S8 box128 (1024^2 x4096)", 1024, 1024, 4096, 64, 128, 128, 8, 0, 0, 0, 0},
+      {"64x128 S8 box128 2 producers", 1024, 1024, 4096, 64, 128, 128, 8, 0, 0, 0, 0, 1, 2},
       {"128x256 S4 box128 (2048^3)", 2048, 2048, 2048, 128, 256, 128, 4, 0, 0, 0, 0},
       {"128x256 S4 box128 2 producers", 2048, 2048, 2048, 128, 256, 128, 4, 0, 0, 0, 0, 1, 2},
-      {"128x256 S4 box128 16 CTAs", 2048, 2048, 2048, 128, 256, 128, 4, 0, 0, 0, 0, 1, 1, 0, 0, 16},
+      {"128x256 S4 box128 4 producers", 2048, 2048, 2048, 128, 256, 128, 4, 0, 0, 0, 0, 1, 4},
   };
   unsigned* sink;
   CHECK(cudaMalloc(&sink, 4));
