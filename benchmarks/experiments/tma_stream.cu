@@ -6,7 +6,8 @@
 // A plain 16-byte-load kernel reads the same bytes for comparison.
 //
 //   nvcc -O3 -std=c++17 -arch=sm_90a -DCUTORCH_GEMM_WITH_CUDA -Icsrc/include \
-//        -o /tmp/tma_stream benchmarks/experiments/tma_stream.cu && /tmp/tma_stream
+//        -o /tmp/tma_stream benchmarks/experiments/tma_stream.cu && timeout 60 /tmp/tma_stream
+// (keep the timeout: a case whose boxes do not match its expected bytes hangs, and so does a device call)
 //
 // Why (twenty-eighth session): at 512x1024x4096 cuBLAS's whole kernel (64x64 tiles, 2x1 clusters)
 // takes 9.9 us with warm L2, our loads alone 15 us (~9 TB/s into the SMs, with or without multicast).
@@ -21,8 +22,9 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
-#include <vector>
+#include <cstdlib>
 
+#include "best_of.cuh"
 #include "cutorch_gemm/arch/sm90_mbarrier.cuh"
 #include "cutorch_gemm/arch/sm90_tma.cuh"
 #include "cutorch_gemm/device/sm90_tma_desc.h"
@@ -188,29 +190,18 @@ static float time_launch(const Case& c, Params p, void* A, void* B, unsigned* si
   p.reps = reps;
   const int grid = c.ctas ? c.ctas : p.gm * p.gn;
   const size_t smem = size_t(p.stages) * p.kper * (p.bm + (p.skipb ? 0 : p.bn)) * 128 + 1024;
-  cudaEvent_t e0, e1;
-  CHECK(cudaEventCreate(&e0));
-  CHECK(cudaEventCreate(&e1));
   auto launch = [&] {
     if (c.ldg)
       stream_ldg<<<grid, 256>>>(static_cast<const uint4*>(A), static_cast<const uint4*>(B), (c.K + c.pad) / 8, p, sink);
     else
       stream_tma<<<grid, 32 * (kMaxProducerWarps + kConsumerWarps), smem>>>(p, sink);
   };
-  // Back-to-back launches between two events (the queue hides the host's launch time), best of 5 batches.
-  for (int i = 0; i < 3; ++i) launch();
-  float best = 1e30f;
-  for (int b = 0; b < 5; ++b) {
-    CHECK(cudaEventRecord(e0));
+  // 20 back-to-back launches between two events (the queue hides the host's launch time), best of 5.
+  const float ms = best_of_ms([&](int) {
     for (int i = 0; i < 20; ++i) launch();
-    CHECK(cudaEventRecord(e1));
-    CHECK(cudaEventSynchronize(e1));
-    float ms;
-    CHECK(cudaEventElapsedTime(&ms, e0, e1));
-    best = std::min(best, ms * 1000.0f / 20);
-  }
+  });
   CHECK(cudaGetLastError());
-  return best;
+  return ms * 1000.0f / 20;
 }
 
 int main() {
@@ -247,18 +238,10 @@ int main() {
   };
   unsigned* sink;
   CHECK(cudaMalloc(&sink, 4));
-  {
-    cudaEvent_t e0, e1;
-    CHECK(cudaEventCreate(&e0));
-    CHECK(cudaEventCreate(&e1));
-    CHECK(cudaEventRecord(e0));
+  const float empty_ms = best_of_ms([](int) {
     for (int i = 0; i < 100; ++i) empty_kernel<<<128, 160>>>();
-    CHECK(cudaEventRecord(e1));
-    CHECK(cudaEventSynchronize(e1));
-    float ms;
-    CHECK(cudaEventElapsedTime(&ms, e0, e1));
-    std::printf("empty kernel, back to back: %.2f us per launch\n", ms * 10.0f);
-  }
+  });
+  std::printf("empty kernel, back to back: %.2f us per launch\n", empty_ms * 10.0f);
   std::printf("%-34s %6s %9s %9s %10s %10s\n", "case", "CTAs", "us r=1", "us r=5", "TB/s r=1", "TB/s steady");
   for (const Case& c : cases) {
     const int pitch = c.K + c.pad;
