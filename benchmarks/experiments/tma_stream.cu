@@ -7,7 +7,7 @@
 //
 //   nvcc -O3 -std=c++17 -arch=sm_90a -DCUTORCH_GEMM_WITH_CUDA -Icsrc/include \
 //        -o /tmp/tma_stream benchmarks/experiments/tma_stream.cu && timeout 60 /tmp/tma_stream
-// (keep the timeout: a case whose boxes do not match its expected bytes hangs, and so does a device call)
+// (keep the timeout: a case whose boxes do not match its expected bytes hangs, and the device call with it)
 //
 // Why (twenty-eighth session): at 512x1024x4096 cuBLAS's whole kernel (64x64 tiles, 2x1 clusters)
 // takes 9.9 us with warm L2, our loads alone 15 us (~9 TB/s into the SMs, with or without multicast).
