@@ -56,6 +56,9 @@ struct Params {
   int skipb;       // 1: B is not loaded (half the rows)
 };
 
+// One stage: kper k-blocks of the tile's A rows and (unless skipb) B rows, 128 bytes each.
+__host__ __device__ inline int stage_bytes_of(const Params& p) { return p.kper * (p.bm + (p.skipb ? 0 : p.bn)) * 128; }
+
 constexpr int kConsumerWarps = 4;
 constexpr int kMaxProducerWarps = 4;
 
@@ -69,7 +72,7 @@ __global__ void __launch_bounds__(32 * (kMaxProducerWarps + kConsumerWarps), 1)
   const int m = p.order == 0 ? cta % p.gm : cta / p.gn;
   const int n = p.order == 0 ? cta / p.gm : cta % p.gn;
   const int rows_b = p.skipb ? 0 : p.bn;
-  const int stage_bytes = p.kper * (p.bm + rows_b) * 128;
+  const int stage_bytes = stage_bytes_of(p);
   const int prod_warps = p.split ? 2 : p.nprod;
   if (threadIdx.x == 0) {
     for (int s = 0; s < p.stages; ++s) {
@@ -163,18 +166,12 @@ __global__ void __launch_bounds__(256) stream_ldg(const uint4* A, const uint4* B
 
 __global__ void empty_kernel() {}
 
-static EncodeTiledFn encode = nullptr;
-
+// The kernel's own encoding (encode_sw128: 128-byte swizzle, its L2 promotion rule), boxes of 64 K x boxr rows.
 static CUtensorMap make_map(void* base, int rows, int k, int pitch_elems, int boxr) {
   CUtensorMap map;
-  cuuint64_t dims[2] = {cuuint64_t(k), cuuint64_t(rows)};
-  cuuint64_t strides[1] = {cuuint64_t(pitch_elems) * 2};
-  cuuint32_t box[2] = {64, cuuint32_t(boxr)};
-  cuuint32_t es[2] = {1, 1};
-  CUresult r = encode(&map, CU_TENSOR_MAP_DATA_TYPE_UINT16, 2, base, dims, strides, box, es, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                      CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-  if (r != CUDA_SUCCESS) {
-    std::printf("encode failed %d\n", int(r));
+  if (!encode_sw128(&map, CU_TENSOR_MAP_DATA_TYPE_UINT16, base, uint64_t(rows), uint64_t(k), uint64_t(pitch_elems),
+                    uint32_t(boxr), 64)) {
+    std::printf("cuTensorMapEncodeTiled failed or missing\n");
     std::exit(1);
   }
   return map;
@@ -189,7 +186,7 @@ struct Case {
 static float time_launch(const Case& c, Params p, void* A, void* B, unsigned* sink, int reps) {
   p.reps = reps;
   const int grid = c.ctas ? c.ctas : p.gm * p.gn;
-  const size_t smem = size_t(p.stages) * p.kper * (p.bm + (p.skipb ? 0 : p.bn)) * 128 + 1024;
+  const size_t smem = size_t(p.stages) * stage_bytes_of(p) + 1024;
   auto launch = [&] {
     if (c.ldg)
       stream_ldg<<<grid, 256>>>(static_cast<const uint4*>(A), static_cast<const uint4*>(B), (c.K + c.pad) / 8, p, sink);
@@ -206,11 +203,6 @@ static float time_launch(const Case& c, Params p, void* A, void* B, unsigned* si
 
 int main() {
   std::setvbuf(stdout, nullptr, _IONBF, 0);  // a hung case still shows the lines before it
-  encode = encode_tiled_fn();
-  if (!encode) {
-    std::printf("no cuTensorMapEncodeTiled\n");
-    return 1;
-  }
   CHECK(cudaFuncSetAttribute(stream_tma, cudaFuncAttributeMaxDynamicSharedMemorySize, 220 * 1024));
   cudaDeviceProp prop;
   CHECK(cudaGetDeviceProperties(&prop, 0));
