@@ -1,7 +1,8 @@
 #pragma once
 // Hopper GEMM kernel: persistent, warp-specialized, cooperative (seeds: the Hopper talk).
-//   warpgroup 0  producer: one elected thread issues TMA loads of A and B k-slices into a ring
-//                of shared-memory stages (full/empty mbarriers), tile after tile
+//   warpgroup 0  producer: the lane 0s of Cfg::kProducerWarps warps issue TMA loads of A and B
+//                k-slices in turn into a ring of shared-memory stages (full/empty mbarriers),
+//                tile after tile (collective/sm90_producer.cuh)
 //   warpgroups 1..kConsumers  consumers: wgmma from shared memory into registers, 64 rows of
 //                the 128-row tile each; one wgmma group in flight, the stage behind it released;
 //                then the fused epilogue straight from registers while the producer already
@@ -25,6 +26,7 @@
 #include "cutorch_gemm/collective/sm90_lean_mainloop.cuh"
 #include "cutorch_gemm/collective/sm90_mma.cuh"
 #include "cutorch_gemm/collective/sm90_operand_load.cuh"
+#include "cutorch_gemm/collective/sm90_producer.cuh"
 #include "cutorch_gemm/device/gemm_args.h"
 #include "cutorch_gemm/epilogue/sm90_epilogue.cuh"
 #include "cutorch_gemm/epilogue/sm90_streamk.cuh"
@@ -179,7 +181,18 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
   // its scheduler call. Why: a launch with one tile per CTA (1024^3, 2048^3) exposes everything
   // before its first load; the producer branch sits at the kernel's far end, cold in the
   // instruction cache.
-  int early = 0;  // k-blocks of the first tile already issued (thread 0 only)
+  // The early start's k-block count and the first work item (thread 0 issues them; the other
+  // producer warps recompute the count: the fixed grid's scheduler has no warp-wide scan inside).
+  auto first_early = [&](Sm90Work& w) -> int {
+    if constexpr (kPlainTma) {
+      if (p.cluster == 1 && p.early_start) {
+        w = Scheduler(p).get_item(0);
+        if (w.group >= 0) return min_of(min_of(Cfg::kStages, p.early_start), Scheduler::k_blocks(w));
+      }
+    }
+    return 0;
+  };
+  int early = 0;  // k-blocks of the first tile already issued (thread 0, and the other producer warps)
   if (threadIdx.x == 0) {
     for (int i = 0; i < Cfg::kStages; ++i) {
       sm90::mbarrier_init(&s.full[i], 1);
@@ -194,17 +207,10 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
       sm90::tma_prefetch_descriptor(&tma_a);
       sm90::tma_prefetch_descriptor(&tma_b);
     }
-    if constexpr (kPlainTma) {
-      if (p.cluster == 1 && p.early_start) {
-        Scheduler first(p);  // (fixed grid: no warp-wide scan inside)
-        const Sm90Work w = first.get_item(0);
-        if (w.group >= 0) {
-          State st;
-          early = min_of(min_of(Cfg::kStages, p.early_start), Scheduler::k_blocks(w));
-          for (int kb = 0; kb < early; ++kb) load_stage(st, w, kb, &tma_a, &tma_b);
-        }
-      }
-    }
+    Sm90Work w0{};
+    early = first_early(w0);
+    State st0;
+    for (int kb = 0; kb < early; ++kb) load_stage(st0, w0, kb, &tma_a, &tma_b);
     if (p.tma_store) sm90::tma_prefetch_descriptor(&tma_d);
   }
   // The peer's barriers must be initialised before this CTA's multicasts and arrives reach them.
@@ -214,44 +220,13 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
 
   if (warpgroup == 0) {
     sm90::setmaxnreg_dec<Cfg::kProducerRegs>();
-    // One warp walks the tiles (the scheduler's scan needs a whole warp); lane 0 issues.
-    if (tid_in_wg < 32) {
-      Scheduler sched(p);
-      State st;
-      const CUtensorMap* map_a = &tma_a;
-      const CUtensorMap* map_b = &tma_b;
-      int fenced_group = -1;  // pointer-array: the problem whose maps were last made visible to TMA
-      const bool b_hint = p.b_stream != 0;
-      const uint64_t b_policy = b_hint ? sm90::l2_policy_evict_first() : 0;
-      st.advance(early);
-      for (int item = 0;; ++item) {
-        const Sm90Work w = sched.get_item(item);
-        if (w.group < 0) break;
-        if (tid_in_wg == 0) {
-          const int kbs = Scheduler::k_blocks(w);
-          if constexpr (kPtrArray) {
-            map_a = p.ptr_maps + 2 * w.group;
-            map_b = map_a + 1;
-            if (w.group != fenced_group && kbs > 0) {
-              sm90::fence_tensormap_acquire(map_a);
-              sm90::fence_tensormap_acquire(map_b);
-              fenced_group = w.group;
-            }
-          }
-          for (int kb = item == 0 ? early : 0; kb < kbs; ++kb) load_stage(st, w, kb, map_a, map_b, b_hint, b_policy);
-        }
-        __syncwarp();
-      }
-      // 2x1 clusters: shared memory must outlive the peer's arrives on the empty barriers (its
-      // multicasts into it the consumers wait for): the producer acquires every stage once more. (In
-      // place of a cluster barrier at the end, which cost the clustered 1024^3 ~10%: RESULTS.md.)
-      if (p.cluster > 1 && tid_in_wg == 0) {
-        for (int i = 0; i < Cfg::kStages; ++i) {
-          pipe.producer_acquire(st);
-          st.advance();
-        }
-      }
+    // p.producers warps issue the k-blocks in turn (collective/sm90_producer.cuh); warps other than
+    // 0 learn the early start's count here.
+    if (tid_in_wg >= 32 && tid_in_wg < 32 * p.producers) {
+      Sm90Work unused{};
+      early = first_early(unused);
     }
+    sm90_produce<Scheduler, State, Cfg::kStages, kPtrArray>(p, pipe, &tma_a, &tma_b, tid_in_wg, early, load_stage);
   } else {
     sm90::setmaxnreg_inc<Cfg::kConsumerRegs>();
     // The consumer index read from lane 0: the compiler then knows it is warp-uniform and keeps the

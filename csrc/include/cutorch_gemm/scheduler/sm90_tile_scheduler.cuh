@@ -97,6 +97,8 @@ struct Sm90Params {
   // The compact cooperative kernel loads each tile's bias pairs before its wait for the last wgmma
   // group (sm90_load_bias_pairs); CUTORCH_GEMM_SM90_BIAS_EARLY=off loads them at packing time (A/B).
   int bias_early;
+  // Producer warps issuing k-blocks in turn (1-4; CUTORCH_GEMM_SM90_PRODUCERS for A/B runs).
+  int producers;
 };
 
 struct Sm90Work {

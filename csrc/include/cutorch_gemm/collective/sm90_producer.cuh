@@ -1,0 +1,74 @@
+#pragma once
+// The Hopper kernel's producer (warpgroup 0 of kernel/sm90_gemm_ws_kernel.cuh): its first
+// `producers` warps walk the CTA's work items and their lane 0 issues the k-blocks' TMA loads in
+// turn, k-block j by warp j % producers (counted from the first tile's first k-block).
+// Why several issuers: a k-block's wait on the empty barrier, expect_tx and TMA issue are one serial
+// chain of ~0.2 us per issuing thread, whatever the bytes (H200, benchmarks/experiments/tma_stream.cu:
+// one CTA alone streams as slowly as 128; two issuers halve the time). A 64x64 ping-pong tile's math
+// per k-block is ~0.07 us, a 128x256 cooperative tile's ~0.56 us: the small tiles need 4 issuers
+// (Cfg::kProducerWarps), the large ones gain little from more than 2.
+// Phases: every warp's pipeline state walks the whole ring (st.advance() for the other warps'
+// k-blocks). A warp's wait for stage s of k-block j needs the release of k-block j - kStages, which
+// needs that k-block issued, whichever warp issued it: a barrier is never a whole phase ahead of the
+// waiter (stages >= producers).
+
+#include <cuda.h>
+
+#include "cutorch_gemm/arch/sm90_tma.cuh"
+#include "cutorch_gemm/core/numeric.cuh"
+#include "cutorch_gemm/scheduler/sm90_tile_scheduler.cuh"
+
+namespace cutorch_gemm {
+
+// Called by every thread of warpgroup 0 (tid_in_wg: 0..127). early: k-blocks of the first tile that
+// thread 0 already issued (the kernel's early start); the other warps pass the same count.
+// load_stage(st, w, kb, map_a, map_b, b_hint, b_policy): the kernel's one-k-block load.
+template <class Scheduler, class State, int kStages, bool kPtrArray, class Pipe, class LoadStage>
+CG_DEVICE void sm90_produce(const Sm90Params& p, const Pipe& pipe, const CUtensorMap* tma_a,
+                            const CUtensorMap* tma_b, int tid_in_wg, int early, LoadStage& load_stage) {
+  const int pw = tid_in_wg / 32, producers = max_of(1, min_of(min_of(p.producers, 4), kStages));
+  if (pw >= producers) return;
+  Scheduler sched(p);  // a whole warp per walker: the grouped scheduler's scan is warp-wide
+  State st;
+  const CUtensorMap* map_a = tma_a;
+  const CUtensorMap* map_b = tma_b;
+  int fenced_group = -1;  // pointer-array: the problem whose maps were last made visible to TMA
+  const bool b_hint = p.b_stream != 0;
+  const uint64_t b_policy = b_hint ? sm90::l2_policy_evict_first() : 0;
+  st.advance(early);
+  int turn = early % producers;  // the warp whose turn the next k-block is (no division per k-block)
+  for (int item = 0;; ++item) {
+    const Sm90Work w = sched.get_item(item);
+    if (w.group < 0) break;
+    if (tid_in_wg % 32 == 0) {
+      const int kbs = Scheduler::k_blocks(w);
+      if constexpr (kPtrArray) {
+        map_a = p.ptr_maps + 2 * w.group;
+        map_b = map_a + 1;
+        if (w.group != fenced_group && kbs > 0) {
+          sm90::fence_tensormap_acquire(map_a);
+          sm90::fence_tensormap_acquire(map_b);
+          fenced_group = w.group;
+        }
+      }
+      for (int kb = item == 0 ? early : 0; kb < kbs; ++kb) {
+        if (turn == pw) load_stage(st, w, kb, map_a, map_b, b_hint, b_policy);
+        else st.advance();
+        if (++turn == producers) turn = 0;
+      }
+    }
+    __syncwarp();
+  }
+  // 2x1 clusters: shared memory must outlive the peer's arrives on the empty barriers (its
+  // multicasts into it the consumers wait for): thread 0, whose state walked every k-block, acquires
+  // every stage once more. (In place of a cluster barrier at the end, which cost the clustered
+  // 1024^3 ~10%: benchmarks/RESULTS.md.)
+  if (p.cluster > 1 && tid_in_wg == 0) {
+    for (int i = 0; i < kStages; ++i) {
+      pipe.producer_acquire(st);
+      st.advance();
+    }
+  }
+}
+
+}  // namespace cutorch_gemm
