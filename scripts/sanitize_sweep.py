@@ -254,7 +254,13 @@ def cases(quick: bool):
              {"CUTORCH_GEMM_SM90_CONFIG": "coop", "CUTORCH_GEMM_SM90_STREAMK": "last", "CUTORCH_GEMM_SM90_GRID": "5"},
              mm(1000, 1000, 1000, act="gelu")),
             # by the rule (132 SMs): 140 tiles, a last round of 8, all of them cut ("wide")
-            ("sm90 stream-K sparse last round gelu_tanh 1280x3584x4096", {}, mm(1280, 3584, 4096, act="gelu_tanh"))]
+            ("sm90 stream-K sparse last round gelu_tanh 1280x3584x4096", {}, mm(1280, 3584, 4096, act="gelu_tanh")),
+            # "full": one partial round spread over every SM (forced; 6 tiles of 65 k-blocks, ~22 pieces a
+            # tile, split-K kept off), and by the rule (132 SMs: 72 tiles of 96 k-blocks)
+            ("sm90 stream-K full 320x512x4160",
+             {"CUTORCH_GEMM_SM90_CONFIG": "coop", "CUTORCH_GEMM_SM90_STREAMK": "full", "CUTORCH_GEMM_SM90_SPLIT_FILL": "1000"},
+             mm(320, 512, 4160)),
+            ("sm90 stream-K full round silu 768x3072x6144", {}, mm(768, 3072, 6144, act="silu"))]
     # the SwiGLU element-wise passes: 16-byte vectors (F = 64) and single elements (odd F, a
     # row-sliced [gate | up])
     def swiglu_pointwise(rows, f, pad):

@@ -213,11 +213,17 @@ NARROW = "Sm90_64x128x64_Pingpong_S8"
     (128, 4096, 4096, NARROW),
     (256, 8192, 4096, "Sm90_64x256x64_Pingpong_S5"),     # 128 wide tiles fill the GPU
     (2048, 2048, 2048, "Sm90_128x256x64_Coop_S4"),       # coop's
+    # one partial round of 72 coop tiles: 288 narrow tiles fill their 3 rounds to 73%
+    (1536, 1536, 1536, NARROW),
+    (768, 3072, 2048, NARROW),
+    (1024, 4096, 1024, "Sm90_128x256x64_Coop_S4"),       # 128 coop tiles: a full round
+    (1280, 2048, 2048, NARROW),                          # 80 coop tiles: 61% against 320 narrow ones' 81%
+    (1664, 2048, 2048, "Sm90_128x256x64_Coop_S4"),       # 104: 79% against 416's (4 rounds) 79%
 ])
 def test_sm90_narrow_config_rule(m, n, k, expected):
-    """The 64x128 config only where the caller allows it (fp16 / bf16, not grouped along N or K), when the 64x256
-    tiles fill under half the SMs and, up to 32 rows, it does not give up a split-K the wide tiles
-    would get."""
+    """The 64x128 config only where the caller allows it (fp16 / bf16, not grouped along N or K): when the
+    64x256 tiles fill under half the SMs and, up to 32 rows, it does not give up a split-K the wide tiles
+    would get; and where one partial round of cooperative tiles leaves more SMs idle than its rounds do."""
     assert _C.choose_sm90_config(m, n, k, 1, 132, "", narrow=True) == expected
     assert _C.choose_sm90_config(m, n, k, 1, 132, "", narrow=False) != NARROW
     assert _C.choose_sm90_config(8192, 8192, 4096, 1, 132, "pingpong128", narrow=True) == NARROW
@@ -229,11 +235,15 @@ NARROW64 = "Sm90_64x64x64_Pingpong_S12"
 
 
 @pytest.mark.parametrize("m,n,k,expected", [
-    (384, 1024, 8192, COOP),        # 48 narrow tiles, no split; deep K: cooperative tiles + split-K
-    (256, 1536, 8960, COOP),
+    (384, 1024, 8192, NARROW64),    # 48 narrow tiles (a quarter to half of 132), K >= 2048: 64x64
+    (256, 1536, 8960, NARROW64),
+    (512, 1024, 8192, NARROW64),    # 64
+    (448, 1024, 16384, COOP),       # K >= 12288: cooperative tiles + split-K
+    (512, 768, 14336, COOP),
+    (384, 1536, 12288, COOP),       # 72 narrow tiles, past half: deep K takes cooperative tiles + split-K
     (256, 2816, 8192, COOP),        # 88 narrow tiles: two thirds of 132
     (512, 1536, 8192, NARROW),      # 96: past two thirds
-    (512, 1024, 4096, NARROW64),    # 64 narrow tiles (a quarter to half of 132), 2048 <= K < 8192: 64x64
+    (512, 1024, 4096, NARROW64),    # 64 narrow tiles
     (512, 896, 4864, NARROW64),
     (512, 1024, 2048, NARROW64),
     (512, 1024, 1024, NARROW),      # K < 2048: not measured there
@@ -248,9 +258,10 @@ NARROW64 = "Sm90_64x64x64_Pingpong_S12"
     (1024, 1024, 1024, NARROW),     # 128 narrow tiles
 ])
 def test_sm90_mid_size_rules(m, n, k, expected):
-    """One dense fp16 / bf16 problem of at least 256 rows whose 64x128 tiles leave SMs idle: deep K takes
-    the cooperative tiles (with split-K); small K <= 1024 problems, and those whose 64x128 tiles fill a
-    quarter to half of the SMs with 2048 <= K < 8192, the 64x64 tiles."""
+    """One dense fp16 / bf16 problem of at least 256 rows whose 64x128 tiles leave SMs idle: small K <= 1024
+    problems, and those whose 64x128 tiles fill a quarter to half of the SMs with 2048 <= K < 12288, the 64x64
+    tiles; K >= 8192 whose 64x128 tiles fill a quarter (half below K = 12288) to two thirds of the SMs the
+    cooperative tiles (with split-K)."""
     assert _C.choose_sm90_config(m, n, k, 1, 132, "", narrow=True) == expected
     rule = _C.sm90_mid_size_rule(m, n, k, 132)  # the rule that acted (explain names it)
     assert (rule == "coop_deep_k") == (expected == COOP)
@@ -429,7 +440,28 @@ def test_sm90_streamk_rule():
     assert _C.choose_sm90_streamk(320, 132, 64) == 0                # 2048x5120x4096: 42% full
     assert _C.choose_sm90_streamk(512, 132, 64) == 0                # 4096^3: too much of the launch
     assert _C.choose_sm90_streamk(1056, 132, 64) == 0               # whole rounds
-    assert _C.choose_sm90_streamk(128, 132, 64) == 0                # one partial round: nothing to gain
+    # one partial round: a grid wider than the tiles is the "full" form (sm90_streamk_full chose it)
+    assert _C.choose_sm90_streamk(128, 132, 64) == 128
+    assert _C.choose_sm90_streamk(128, 132, 64, "off") == 0
+    assert _C.choose_sm90_streamk(72, 132, 1) == 0                  # a k-block for each CTA at least
+    plan = lambda m, n, k, forced="", cap=0, block_k=64: tuple(_C.sm90_streamk_plan(m, n, k, block_k, 132, cap, forced))
+    assert plan(768, 3072, 8192) == (72, 132, 72)                   # 55% full, 128 K slices: "full"
+    assert plan(896, 3584, 6144) == (98, 132, 98)                   # 74%, 96 K slices
+    assert plan(768, 3072, 4096) == (72, 72, 0)                     # 64 K slices: shallow
+    assert plan(1024, 3584, 8192) == (112, 112, 0)                  # 85% full
+    assert plan(640, 3072, 8192) == (60, 60, 0)                     # 45% full
+    assert plan(768, 3072, 8192, block_k=32) == (72, 72, 0)         # tf32: not measured
+    assert plan(768, 3072, 2048, "full") == (72, 132, 72)           # forced on any partial round
+    assert plan(768, 3072, 2048, "full", cap=100) == (72, 100, 72)  # a capped grid
+    assert plan(768, 3072, 8192, "off") == (72, 72, 0)
+    assert plan(768, 3072, 8192, "last") == (72, 72, 0)             # another form forced
+    # the cooperative config keeps such a launch (the wave rule's 64x128 tiles would take it otherwise)
+    assert _C.sm90_coop_streamk(768, 3072, 8192, 132, True)
+    assert not _C.sm90_coop_streamk(768, 3072, 8192, 132, False)    # 2x1 clusters: no stream-K
+    assert not _C.sm90_coop_streamk(768, 3072, 2048, 132, True)
+    coop = "Sm90_128x256x64_Coop_S4"
+    assert _C.choose_sm90_config(768, 3072, 8192, 1, 132, "", narrow=True, coop_streamk=True) == coop
+    assert _C.choose_sm90_config(768, 3072, 8192, 1, 132, "", narrow=True) == "Sm90_64x128x64_Pingpong_S8"
     assert _C.choose_sm90_streamk(3584, 132, 3) == 0                # tiles too shallow
     assert _C.choose_sm90_streamk(3584, 132, 3, "on") == 152        # ... unless forced
     assert _C.choose_sm90_streamk(3584, 132, 3, "wide") == 152

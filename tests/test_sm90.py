@@ -401,7 +401,7 @@ def test_sm90_split_k(mnk, config, monkeypatch):
     assert err < TF32_BOUND, f"split-K tf32 {mnk}: rel err {err:.2e}"
 
 
-@pytest.mark.parametrize("mnk, config, word", [((256, 1536, 8960), CONFIGS["coop"], "deep K"),
+@pytest.mark.parametrize("mnk, config, word", [((256, 2816, 8192), CONFIGS["coop"], "deep K"),
                                                ((512, 512, 512), CONFIGS["pingpong64"], "64x64 tiles"),
                                                ((300, 600, 1024), CONFIGS["pingpong64"], "64x64 tiles"),
                                                ((500, 1000, 3000), CONFIGS["pingpong64"], "at most half")],

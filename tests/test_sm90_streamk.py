@@ -104,3 +104,57 @@ def test_sm90_sparse_last_round_by_the_rule(dtype, monkeypatch):
         out = cg.gemm(a, b, bias=bias, activation="gelu_tanh")
         check(out, ref_gemm(a, b, bias, activation="gelu_tanh"), dtype, what=f"sparse last round {m}x{n}x{k}")
         torch.testing.assert_close(cg.gemm(a, b, bias=bias, activation="gelu_tanh"), out, rtol=0, atol=0)
+
+
+# "full" (forced): one partial round of cooperative tiles spread over every SM (or the capped grid), every
+# tile cut, a CTA holding under one tile's k-blocks; K- and N-multiples of 64 keep the operands' rows
+# 128-byte aligned (otherwise the launch takes 2x1 clusters, which have no stream-K), and
+# CUTORCH_GEMM_SM90_SPLIT_FILL=1000 keeps split-K (which comes first) off the few-tile cases. (M, N, K, grid cap)
+FULL_CASES = [(1000, 1024, 1024, 0),    # 32 tiles x 16 k-blocks over 132 CTAs: ~4 pieces a tile
+              (320, 512, 4160, 0),      # 6 tiles x 65 k-blocks: ~22 pieces a tile
+              (768, 3072, 2048, 0),     # 72 tiles: one to two pieces a tile
+              (129, 2048, 4096, 40),    # an edge row tile, a capped grid of 40 CTAs
+              (700, 3072, 1024, 0)]     # 72 tiles, an edge row tile, 16 k-blocks
+
+
+@pytest.mark.parametrize("case", FULL_CASES, ids=lambda c: "x".join(map(str, c)))
+def test_sm90_streamk_full_round(case, monkeypatch):
+    m, n, k, grid = case
+    monkeypatch.setenv("CUTORCH_GEMM_SM90_CONFIG", "coop")
+    monkeypatch.setenv("CUTORCH_GEMM_SM90_STREAMK", "full")
+    monkeypatch.setenv("CUTORCH_GEMM_SM90_SPLIT_FILL", "1000")
+    if grid:
+        monkeypatch.setenv("CUTORCH_GEMM_SM90_GRID", str(grid))
+    a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)            # unpadded rows: 128-byte multiples
+    b = torch.randn(n, k, device="cuda", dtype=torch.bfloat16).t()
+    tiles = -(-m // 128) * -(-n // 256)
+    ctas = grid or torch.cuda.get_device_properties(0).multi_processor_count
+    assert f"stream-K over the last {tiles} of {tiles} tiles" in cg.explain("mm", a, b).reason
+    assert f"over the {ctas} CTAs" in cg.explain("mm", a, b).reason
+    torch.empty(m * n * 2, device="cuda", dtype=torch.bfloat16).fill_(float("nan"))
+    out = cg.mm(a, b)
+    check(out, ref_gemm(a, b), torch.bfloat16, what=f"full stream-K mm {case}")
+    torch.testing.assert_close(cg.mm(a, b), out, rtol=0, atol=0)  # deterministic
+    bias = torch.randn(n, device="cuda", dtype=torch.bfloat16)
+    check(cg.gemm(a, b, bias=bias, activation="gelu_tanh"), ref_gemm(a, b, bias, activation="gelu_tanh"),
+          torch.bfloat16, what=f"full stream-K gemm {case}")
+    out32 = cg.gemm(a, b, out_dtype=torch.float32)
+    check(out32, ref_gemm(a, b), torch.bfloat16, torch.float32, what=f"full stream-K fp32 D {case}")
+
+
+@pytest.mark.parametrize("mnk", [(768, 3072, 8192), (896, 3584, 6144)], ids=lambda s: "x".join(map(str, s)))
+def test_sm90_streamk_full_by_the_rule(mnk, monkeypatch):
+    """Without forcing: one cooperative round 55-74% full with tiles 96+ K slices deep takes the "full" form
+    on a 132-SM GPU (device/sm90_configs.h, sm90_streamk_full); the cooperative config then stays."""
+    for var in ("CUTORCH_GEMM_SM90_CONFIG", "CUTORCH_GEMM_SM90_STREAMK", "CUTORCH_GEMM_SM90_GRID"):
+        monkeypatch.delenv(var, raising=False)
+    m, n, k = mnk
+    a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(n, k, device="cuda", dtype=torch.bfloat16).t()
+    e = cg.explain("mm", a, b)
+    if torch.cuda.get_device_properties(0).multi_processor_count == 132:
+        tiles = -(-m // 128) * -(-n // 256)
+        assert e.config == "Sm90_128x256x64_Coop_S4" and f"last {tiles} of {tiles} tiles" in e.reason, str(e)
+    out = cg.mm(a, b)
+    check(out, ref_gemm(a, b), torch.bfloat16, what=f"full stream-K by the rule {mnk}")
+    torch.testing.assert_close(cg.mm(a, b), out, rtol=0, atol=0)

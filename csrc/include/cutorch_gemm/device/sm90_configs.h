@@ -138,9 +138,10 @@ inline const char* sm90_config_name(Sm90ConfigId id, int elem_bytes = 2) {
 // The mid-size rules for one dense fp16 / bf16 problem of at least 256 rows whose 64x128 tiles
 // (`slim` of them) leave SMs idle (choose_sm90_config applies them; explain names the one that acted):
 // - kCoopDeepK: K >= 8192 and the 64x128 tiles fill more than a quarter and at most two thirds of
-//   the SMs: cooperative 128x256 tiles, which then take split-K (choose_sm90_split). Each CTA
-//   streams a quarter of the 64x128 tiles' operand bytes per FLOP, and all SMs run. H200, 3
-//   interleaved rounds, ratio to cuBLAS, 64x128 / cooperative + split-K: 256x1536x8960 0.656 /
+//   the SMs (for K < 12288 only past half: kHalfRound64 takes the rest): cooperative 128x256 tiles,
+//   which then take split-K (choose_sm90_split). Each CTA streams a quarter of the 64x128 tiles'
+//   operand bytes per FLOP, and all SMs run. H200, 3 interleaved rounds (before the 64x64 config's
+//   four producer warps), ratio to cuBLAS, 64x128 / cooperative + split-K: 256x1536x8960 0.656 /
 //   0.873, 384x1024x8192 0.624 / 0.806, 384x1536x12288 0.681 / 0.848, 512x1024x8192 0.639 / 0.755,
 //   256x2048x8192 0.680 / 0.797, 256x2816x8192 0.815 / 0.856; past two thirds it lost
 //   (512x1536x8192, 96 tiles: 0.804 / 0.790; 1024x1024x8192, 128: 0.883 / 0.786), and at K = 4096
@@ -149,21 +150,28 @@ inline const char* sm90_config_name(Sm90ConfigId id, int elem_bytes = 2) {
 //   many CTAs. H200, same method, 64x128 / 64x64: 512^3 0.531 / 0.789, 512x512x1024 0.603 / 0.750,
 //   256x1024x1024 0.604 / 0.789, 256x512x512 0.515 / 0.544, 256^3 0.866 / 0.922; at K = 4096 the
 //   64x128 tiles' split-K kept the lead (256x1024x4096 0.730 / 0.642).
-// - kHalfRound64: 2048 <= K < 8192 and the 64x128 tiles fill more than a quarter (no split-K then) and at
-//   most half of the SMs: 64x64 tiles, one round of at most num_sms CTAs. Since the ping-pong
+// - kHalfRound64: 2048 <= K < 12288 and the 64x128 tiles fill more than a quarter (no split-K then)
+//   and at most half of the SMs: 64x64 tiles, one round of at most num_sms CTAs. Since the ping-pong
 //   kernels' lean mainloop (collective/sm90_lean_mainloop.cuh) a 64x64 CTA keeps up. H100, 7
 //   interleaved rounds, ratio to cuBLAS, 64x128 / 64x64: 512x1024x4096 0.708 / 0.730, 512x896x4864
 //   0.730 / 0.767, 512x1024x2048 0.728 / 0.769, 384x1024x4096 0.698 / 0.756, 256x2048x4096 0.774 /
 //   0.826, 320x1536x4096 0.776 / 0.820, 512x768x2048 0.763 / 0.777, 448x1024x6144 0.756 / 0.813,
 //   512x1024x7168 0.722 / 0.778 (the same kernel against itself moved up to 5% in that run). K < 2048
-//   was not measured (the earlier 384x768x512 preferred 64x128: H200 0.883 / 0.846).
+//   was not measured (the earlier 384x768x512 preferred 64x128: H200 0.883 / 0.846). K >= 8192 took
+//   the cooperative tiles until the 64x64 config got four producer warps (thirtieth session). H200,
+//   5 interleaved rounds, ratio to cuBLAS, cooperative + split-K / 64x64: 512x1024x8192 0.749 /
+//   0.902, 384x1024x8192 0.828 / 0.914, 256x2048x8192 0.783 / 0.896, 256x1536x8960 0.891 / 0.924;
+//   320x1536x8192 0.753 / 0.922; past half the SMs the 64x64 tiles take two rounds (384x1536x12288
+//   0.841 / 0.555, 256x2816x8192 0.854 / 0.681), and deeper K favours the split cooperative tiles
+//   (448x1024x16384 0.942 / 0.904, 512x768x14336 0.789 / 0.748): the rule stops at 12288, between
+//   the deepest win (8960) and the first loss (14336).
 enum class Sm90MidRule { kNone = 0, kCoopDeepK = 1, kSmall64 = 2, kHalfRound64 = 3 };
 inline Sm90MidRule sm90_mid_size_rule(int m, int n, int k, int num_sms) {
   if (m < 256 || num_sms <= 0) return Sm90MidRule::kNone;
   const long long slim = (long long)((m + 63) / 64) * ((n + 127) / 128);
-  if (k >= 8192 && 4 * slim > num_sms && 3 * slim <= 2LL * num_sms) return Sm90MidRule::kCoopDeepK;
   if (k <= 1024 && 4 * slim <= num_sms) return Sm90MidRule::kSmall64;
-  if (k >= 2048 && k < 8192 && 4 * slim > num_sms && 2 * slim <= num_sms) return Sm90MidRule::kHalfRound64;
+  if (k >= 2048 && k < 12288 && 4 * slim > num_sms && 2 * slim <= num_sms) return Sm90MidRule::kHalfRound64;
+  if (k >= 8192 && 4 * slim > num_sms && 3 * slim <= 2LL * num_sms) return Sm90MidRule::kCoopDeepK;
   return Sm90MidRule::kNone;
 }
 
@@ -178,8 +186,8 @@ inline Sm90MidRule sm90_mid_size_rule(int m, int n, int k, int num_sms) {
 // a full wave of coop tiles.)
 // `narrow`: the launch can take the 64x128 config (fp16 / bf16 dense, batched or grouped-M GEMM);
 // others never get it ("pingpong128" forces it where allowed, else ping-pong).
-// `coop_streamk`: the cooperative config would cut this launch's last round with stream-K
-// (sm90_coop_streamk, below); the wave rule then keeps it (stream-K fills its last round).
+// `coop_streamk`: the cooperative config would cut this launch's last round with stream-K, or spread
+// its one partial round over every SM (sm90_coop_streamk, below); the wave rules then keep it.
 inline Sm90ConfigId choose_sm90_config(int m, int n, int k, int problems, int num_sms, const std::string& forced,
                                        bool narrow = false, bool coop_streamk = false) {
   if (forced == "coop" || forced == "coop192") return Sm90ConfigId::kCoop128x256;  // (192: 8-bit, see below)
@@ -231,6 +239,18 @@ inline Sm90ConfigId choose_sm90_config(int m, int n, int k, int problems, int nu
     // without stream-K the cooperative config still loses there (3072^3 0.838 / 0.752, 2048x5120x4096
     // 0.913 / 0.827, 1280x8192x4096 0.885 / 0.827).
     if (0.9 * fill(wide) > fill(coop_tiles) && !coop_streamk) return Sm90ConfigId::kPingpong64x256;
+    // One partial round of cooperative tiles (half to three quarters of the SMs: neither stream-K nor
+    // the 64x256 tiles fill it better): 64x128 tiles, whose two to three rounds do. H200, 5 interleaved
+    // rounds, ratio to cuBLAS, cooperative / 64x128 (thirtieth session, two producer warps):
+    // 768x3072x2048 (72 tiles) 0.689 / 0.751, 1536^3 0.675 / 0.729; a full round keeps the
+    // cooperative tiles (1024x4096x1024, 128 tiles: 0.947 / 0.874). Checked with the rule in place:
+    // 1280x2048x2048 0.744 / 0.790, 1152x2304x1152 0.808 / 0.846, 1024x2304x2304 0.684 / 0.725,
+    // 2048x1280x4096 0.722 / 0.746, 1536x1536x4096 0.651 / 0.681, 1024x2560x4096 0.752 / 0.770,
+    // 896x3584x4096 0.995 / 0.994, 768x3072x8192 0.642 / 0.630.
+    const long long slim = (long long)((m + 63) / 64) * ((n + 127) / 128);
+    if (narrow && coop_tiles <= num_sms && 0.9 * fill(slim) > fill(coop_tiles) && !coop_streamk) {
+      return Sm90ConfigId::kPingpong64x128;
+    }
   }
   return Sm90ConfigId::kCoop128x256;
 }
@@ -353,8 +373,15 @@ inline int choose_sm90_cluster(bool cooperative, bool fixed_grid, bool swiglu, i
 // 2048x11008x8192 0.956 / 1.044. A 61% full one gained less ("last" 1024x11008x4096 0.885 / 0.920).
 // Returns how many tiles (the last ones of the sequence) run this way; 0: none. `forced` is
 // CUTORCH_GEMM_SM90_STREAMK ("", "off", "wide" / "on", "last": any partial last round).
+// Fewer tiles than CTAs: the grid was widened for the "full" form (sm90_streamk_full decides it): every
+// tile is cut, a CTA taking under one tile's k-blocks.
 inline int choose_sm90_streamk(long long tiles, int ctas, int k_blocks, const std::string& forced) {
-  if (forced == "off" || ctas <= 0 || tiles <= ctas || k_blocks <= 0) return 0;
+  if (forced == "off" || ctas <= 0 || k_blocks <= 0) return 0;
+  if (tiles < ctas) {
+    if (tiles * k_blocks < ctas) return 0;                              // every CTA gets k-blocks
+    return tiles * k_blocks * (ctas + 1LL) >= (1LL << 31) ? 0 : int(tiles);
+  }
+  if (tiles == ctas) return 0;
   const long long rest = tiles % ctas;
   if (rest == 0) return 0;
   long long sk = 0;
@@ -381,12 +408,32 @@ struct Sm90StreamK {
   int ctas;
   int sk_tiles;  // 0: no stream-K
 };
+// The "full" stream-K form: one partial round of cooperative tiles spread over a grid of num_sms CTAs
+// (instead of one CTA per tile), every tile cut along K. Where the round is half to three quarters
+// full and tiles are at least 96 K slices of 64 deep (fp16 / bf16: block_k 64; tf32 not measured);
+// CUTORCH_GEMM_SM90_STREAMK=full forces it on any partial round, "off" or another form turns it off.
+// H200, 5 interleaved rounds, ratio to cuBLAS, the rule's 64x128 tiles / cooperative tiles with
+// "full" (thirtieth session): 768x3072x8192 (72 tiles) 0.626 / 0.782, 1536x1536x8192 0.633 / 0.804,
+// 1024x2560x8192 0.706 / 0.850, 1280x2048x8192 0.669 / 0.813, 1152x2304x8192 0.694 / 0.839,
+// 1024x3072x8192 (96) 0.810 / 0.862, 896x3584x8192 (98) 1.001 / 1.042, 768x3072x16384 0.670 /
+// 0.862, 1536x1536x12288 0.660 / 0.866; 96 K slices: 768x3072x6144 0.656 / 0.759, 1024x2560x6144
+// 0.746 / 0.818, 896x3584x6144 1.015 / 1.015. Where it lost: shallower tiles (768x3072x2048 0.711 /
+// 0.635, 896x3584x4096 1.001 / 0.948), fuller rounds (2048x2048x8192, 128 tiles, cooperative 0.987 /
+// 0.883; 1024x3584x8192, 112: 0.914 / 0.908), emptier ones (640x3072x8192, 60 tiles: ping-pong
+// 64x256 0.925 / 0.795).
+inline bool sm90_streamk_full(long long tiles, int num_sms, int k_blocks, int block_k, const std::string& forced) {
+  if (forced == "off" || tiles >= num_sms || tiles * k_blocks < num_sms) return false;
+  if (forced == "full") return true;
+  if (!forced.empty()) return false;  // ("on", "wide", "last": the other forms only)
+  return block_k == 64 && 2 * tiles >= num_sms && 4 * tiles <= 3LL * num_sms && k_blocks >= 96;
+}
 inline Sm90StreamK sm90_streamk_plan(long long m, long long n, long long k, int block_k, int num_sms,
                                      long long grid_cap, const std::string& forced) {
   const long long tiles = ((m + 127) / 128) * ((n + 255) / 256);
-  long long ctas = tiles < num_sms ? tiles : num_sms;
+  const int k_blocks = int((k + block_k - 1) / block_k);
+  long long ctas = tiles < num_sms && !sm90_streamk_full(tiles, num_sms, k_blocks, block_k, forced) ? tiles : num_sms;
   if (grid_cap > 0 && ctas > grid_cap) ctas = grid_cap;
-  return {tiles, int(ctas), choose_sm90_streamk(tiles, int(ctas), int((k + block_k - 1) / block_k), forced)};
+  return {tiles, int(ctas), choose_sm90_streamk(tiles, int(ctas), k_blocks, forced)};
 }
 
 // Whether one dense problem would take stream-K with the cooperative config: no 2x1 clusters
@@ -397,7 +444,7 @@ inline Sm90StreamK sm90_streamk_plan(long long m, long long n, long long k, int 
 inline bool sm90_coop_streamk(long long m, long long n, long long k, int num_sms, bool rows_128b,
                               const std::string& forced_cluster, const std::string& forced_sk, int block_k = 64) {
   const long long tiles = ((m + 127) / 128) * ((n + 255) / 256);
-  if (num_sms <= 0 || tiles <= num_sms) return false;
+  if (num_sms <= 0 || tiles == num_sms) return false;
   if (choose_sm90_cluster(true, true, false, int((m + 127) / 128), rows_128b, forced_cluster, block_k == 64, int(k),
                           tiles, num_sms) != 1) {
     return false;

@@ -162,6 +162,13 @@ cudaError_t launch_sm90(const GemmArgs& args, int num_sms, cudaStream_t stream) 
     config.gridDim = dim3(unsigned(cluster * clusters));
   } else {
     long long ctas = items < num_sms ? items : num_sms;
+    // Stream-K's "full" form spreads one partial round over every SM (sm90_streamk_full).
+    const bool sk_eligible = !Cfg::kPingpong && !kSwiGlu && s.mode == GroupMode::kBatched && args.batch == 1 &&
+                             args.k_chunk == 0 && args.sk_partials != nullptr;
+    const char* sk_env = std::getenv("CUTORCH_GEMM_SM90_STREAMK");
+    if (sk_eligible && sm90_streamk_full(items, num_sms, ceil_div(s.k, Cfg::kBlockK), Cfg::kBlockK, sk_env ? sk_env : "")) {
+      ctas = num_sms;
+    }
     if (grid_cap > 0 && ctas > grid_cap) ctas = grid_cap;
     config.gridDim = dim3(unsigned(ctas));
   }
