@@ -4,10 +4,12 @@
         python benchmarks/experiments/dense_ab.py
 
 bf16, nn.Linear operands (x row-major, W.t()), rotating input sets as benchmarks/bench_gemm.py
-times them. A variant is "def" (no variable set) or VAR=value[+VAR=value...]; every variable a
-variant names is cleared before each call of the others. ROUNDS rounds (default 5), each timing
-every function once in a rotated order; prints the median ratio to torch.mm of each variant and its
-per-round range.
+times them. A variant is "def" (no variable set) or VAR=value[+VAR=value...], optionally named
+"name:VAR=value..." ("def:" names the default); every variable a variant names is cleared before each
+call of the others. ROUNDS rounds (default 5), each timing every function once in a rotated order;
+prints the median ratio to torch.mm of each variant and its per-round range, or with TABLE=1 one row
+per shape (medians only, and the config the default launch runs: the dispatch-rule sweeps of
+benchmarks/RESULTS.md, thirtieth session).
 """
 import os
 import statistics
@@ -20,9 +22,18 @@ import cutorch_gemm as cg  # noqa: E402
 from benchmarks.bench_gemm import _make_sets, _rotating, time_ms  # noqa: E402
 
 
+def name_of(variant):
+    """A variant's label: its "name:" prefix, else its last 12 characters."""
+    head, sep, _ = variant.partition(":")
+    return head if sep and "=" not in head else variant[-12:]
+
+
 def env_of(variant):
     """The variables a variant sets ("def": none)."""
-    return dict(part.split("=", 1) for part in variant.split("+") if "=" in part)
+    head, sep, spec = variant.partition(":")
+    if not sep or "=" in head:
+        spec = variant
+    return dict(part.split("=", 1) for part in spec.split("+") if "=" in part)
 
 
 def main():
@@ -42,6 +53,9 @@ def main():
             return cg.mm(x, b)
         return f
 
+    table = os.environ.get("TABLE") == "1"
+    if table:
+        print("shape".ljust(16) + "torchTF".rjust(8) + "".join(f"{name_of(v):>9s}" for v in variants) + "  def config")
     for m, n, k in shapes:
         sets = _make_sets(m, n, k, torch.bfloat16, False)
         fns = {"torch": _rotating(torch.mm, sets)}
@@ -55,14 +69,20 @@ def main():
                 times[name].append(time_ms(fns[name], warmup_ms=10, rep_ms=30))
         gflop = 2 * m * n * k / 1e9
         t_torch = statistics.median(times["torch"])
-        line = f"{m}x{n}x{k}: torch {gflop / t_torch:.0f} TF/s"
-        for v in variants:
-            per_round = [a / b for a, b in zip(times["torch"], times[v])]
-            line += (f" | {v[-12:]} {t_torch / statistics.median(times[v]):.3f}"
-                     f" ({min(per_round):.3f}-{max(per_round):.3f})")
-        print(line, flush=True)
         for key in keys:
             os.environ.pop(key, None)
+        if table:
+            e = cg.explain("mm", sets[0][0], sets[0][1])
+            print(f"{m}x{n}x{k}".ljust(16) + f"{gflop / t_torch:8.0f}"
+                  + "".join(f"{t_torch / statistics.median(times[v]):9.3f}" for v in variants)
+                  + f"  {e.config.replace('Sm90_', '')} x{e.splits}", flush=True)
+        else:
+            line = f"{m}x{n}x{k}: torch {gflop / t_torch:.0f} TF/s"
+            for v in variants:
+                per_round = [a / b for a, b in zip(times["torch"], times[v])]
+                line += (f" | {name_of(v)} {t_torch / statistics.median(times[v]):.3f}"
+                         f" ({min(per_round):.3f}-{max(per_round):.3f})")
+            print(line, flush=True)
         del sets
 
 
