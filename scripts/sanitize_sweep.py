@@ -246,12 +246,17 @@ def cases(quick: bool):
             ("sm90 skinny T32 splits 1 fp16 17x65x72", sk90("1"), mm(17, 65, 72, dtype=torch.float16)),
             ("sm90 skinny T64 splits 8 40x129x1000", sk90("8"), mm(40, 129, 1000)),
             ("sm90 skinny T128 splits 2 100x200x136", sk90("2"), mm(100, 200, 136, act="silu"))]
-    # sm90 stream-K: a capped grid cuts tiles into pieces (partials, flags, the owner's add)
+    # sm90 stream-K: a capped grid cuts tiles into pieces (partials, flags, the owner's add); SPLIT_FILL keeps
+    # the few tiles off split-K, which the binding decides first
     out += [("sm90 stream-K wide 640x512x320 grid 7",
-             {"CUTORCH_GEMM_SM90_CONFIG": "coop", "CUTORCH_GEMM_SM90_STREAMK": "on", "CUTORCH_GEMM_SM90_GRID": "7"},
+             {"CUTORCH_GEMM_SM90_CONFIG": "coop", "CUTORCH_GEMM_SM90_STREAMK": "on", "CUTORCH_GEMM_SM90_GRID": "7",
+              "CUTORCH_GEMM_SM90_SPLIT_FILL": "1000"},
              mm(640, 512, 320)),
+            # (rows of 1000 elements are not 128-byte multiples: without CLUSTER=1 it would take 2x1 clusters,
+            # which have no stream-K)
             ("sm90 stream-K last gelu 1000x1000x1000 grid 5",
-             {"CUTORCH_GEMM_SM90_CONFIG": "coop", "CUTORCH_GEMM_SM90_STREAMK": "last", "CUTORCH_GEMM_SM90_GRID": "5"},
+             {"CUTORCH_GEMM_SM90_CONFIG": "coop", "CUTORCH_GEMM_SM90_STREAMK": "last", "CUTORCH_GEMM_SM90_GRID": "5",
+              "CUTORCH_GEMM_SM90_CLUSTER": "1", "CUTORCH_GEMM_SM90_SPLIT_FILL": "1000"},
              mm(1000, 1000, 1000, act="gelu")),
             # by the rule (132 SMs): 140 tiles, a last round of 8, all of them cut ("wide")
             ("sm90 stream-K sparse last round gelu_tanh 1280x3584x4096", {}, mm(1280, 3584, 4096, act="gelu_tanh")),

@@ -18,6 +18,9 @@ pytestmark = [gpu, requires_sm90, pytest.mark.usefixtures("tile_kernels_only")]
 # ---- stream-K (the last round of a dense cooperative launch cut along K) ----------------------
 # Small problems exercise it by capping the persistent grid (CUTORCH_GEMM_SM90_GRID) below the
 # tile count and forcing the rule (CUTORCH_GEMM_SM90_STREAMK=on); each case names (M, N, K, grid).
+# CUTORCH_GEMM_SM90_CLUSTER=1: operand rows that are not 128-byte multiples would take 2x1 clusters,
+# which have no stream-K; CUTORCH_GEMM_SM90_SPLIT_FILL=1000: so few tiles would take split-K (the binding
+# decides it first, against the GPU's SMs, not the capped grid). Each test asks explain that stream-K runs.
 STREAMK_CASES = [(640, 512, 320, 7),      # 10 tiles over 7 CTAs: every tile cut, k-blocks 5
                  (300, 520, 72, 4),        # edge tiles, K of 2 slices (one CTA's piece is 1 slice)
                  (1000, 1000, 1000, 5),    # 32 tiles: 2 whole rounds, then stream-K
@@ -33,8 +36,16 @@ def test_sm90_streamk_matches_reference(dtype, case, layouts, mode, monkeypatch)
     monkeypatch.setenv("CUTORCH_GEMM_SM90_CONFIG", "coop")
     monkeypatch.setenv("CUTORCH_GEMM_SM90_STREAMK", mode)
     monkeypatch.setenv("CUTORCH_GEMM_SM90_GRID", str(grid))
+    monkeypatch.setenv("CUTORCH_GEMM_SM90_CLUSTER", "1")
+    monkeypatch.setenv("CUTORCH_GEMM_SM90_SPLIT_FILL", "1000")
     a = make((m, k), dtype, "cuda", layouts[0])
     b = make((k, n), dtype, "cuda", layouts[1])
+    e = cg.explain("mm", a, b)
+    # An M-contiguous a of 129 or 300 rows is not 16-byte aligned for TMA: the sm80 family takes it.
+    assert e.kernel == "sm90" or (layouts[0] == "col" and m % 8), str(e)
+    # "last" cuts only the last round's one tile of 300x520x72: 2 k-blocks cannot feed 4 CTAs.
+    if e.kernel == "sm90" and not (mode == "last" and k == 72):
+        assert "stream-K over" in e.reason, str(e)
     torch.empty(m * n * 2, device="cuda", dtype=dtype).fill_(float("nan"))
     out = cg.mm(a, b)
     check(out, ref_gemm(a, b), dtype, what=f"stream-K mm {case} {layouts}")
@@ -49,8 +60,11 @@ def test_sm90_streamk_epilogues(activation, monkeypatch):
     monkeypatch.setenv("CUTORCH_GEMM_SM90_CONFIG", "coop")
     monkeypatch.setenv("CUTORCH_GEMM_SM90_STREAMK", "on")
     monkeypatch.setenv("CUTORCH_GEMM_SM90_GRID", "6")
+    monkeypatch.setenv("CUTORCH_GEMM_SM90_CLUSTER", "1")
+    monkeypatch.setenv("CUTORCH_GEMM_SM90_SPLIT_FILL", "1000")
     m, n, k = 520, 600, 456
     a, b = linear_operands(m, n, k, torch.bfloat16)
+    assert "stream-K over" in cg.explain("mm", a, b).reason
     bias = torch.randn(n, device="cuda", dtype=torch.bfloat16)
     c = torch.randn(m, n, device="cuda", dtype=torch.bfloat16)
     for out_dtype in (None, torch.float32):
@@ -73,10 +87,15 @@ def test_sm90_streamk_default_rule_and_tf32(monkeypatch):
     check(cg.mm(a, b), ref_gemm(a, b), torch.bfloat16, what="stream-K by the rule")
     monkeypatch.setenv("CUTORCH_GEMM_SM90_STREAMK", "on")
     monkeypatch.setenv("CUTORCH_GEMM_SM90_GRID", "5")
+    monkeypatch.setenv("CUTORCH_GEMM_SM90_CONFIG", "coop")
+    monkeypatch.setenv("CUTORCH_GEMM_SM90_CLUSTER", "1")  # (200 fp32 K: rows not 128-byte multiples)
+    monkeypatch.setenv("CUTORCH_GEMM_SM90_SPLIT_FILL", "1000")
     old = torch.backends.cuda.matmul.allow_tf32
     torch.backends.cuda.matmul.allow_tf32 = True
     try:
         a, b = linear_operands(700, 600, 200, torch.float32)
+        e = cg.explain("mm", a, b)
+        assert e.config == "Sm90_128x256x32_Coop_S4" and "stream-K over" in e.reason, str(e)
         out = cg.mm(a, b)
         ref = ref_gemm(a, b)
         err = float((out.double() - ref).norm() / ref.norm())
