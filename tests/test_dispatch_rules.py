@@ -447,7 +447,9 @@ def test_sm90_streamk_rule():
     plan = lambda m, n, k, forced="", cap=0, block_k=64: tuple(_C.sm90_streamk_plan(m, n, k, block_k, 132, cap, forced))
     assert plan(768, 3072, 8192) == (72, 132, 72)                   # 55% full, 128 K slices: "full"
     assert plan(896, 3584, 6144) == (98, 132, 98)                   # 74%, 96 K slices
-    assert plan(768, 3072, 4096) == (72, 72, 0)                     # 64 K slices: shallow
+    assert plan(768, 3072, 4096) == (72, 132, 72)                   # 64 K slices where at most 60% full
+    assert plan(1024, 2560, 4096) == (80, 80, 0)                    # ... 61%: no
+    assert plan(768, 3072, 3072) == (72, 72, 0)                     # 48 K slices: shallow
     assert plan(1024, 3584, 8192) == (112, 112, 0)                  # 85% full
     assert plan(640, 3072, 8192) == (60, 60, 0)                     # 45% full
     assert plan(768, 3072, 8192, block_k=32) == (72, 72, 0)         # tf32: not measured

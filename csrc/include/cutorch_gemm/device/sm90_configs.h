@@ -410,14 +410,17 @@ struct Sm90StreamK {
 };
 // The "full" stream-K form: one partial round of cooperative tiles spread over a grid of num_sms CTAs
 // (instead of one CTA per tile), every tile cut along K. Where the round is half to three quarters
-// full and tiles are at least 96 K slices of 64 deep (fp16 / bf16: block_k 64; tf32 not measured);
+// full and tiles are at least 96 K slices of 64 deep, or at most 60% full and at least 64 slices deep
+// (fp16 / bf16: block_k 64; tf32 not measured);
 // CUTORCH_GEMM_SM90_STREAMK=full forces it on any partial round, "off" or another form turns it off.
 // H200, 5 interleaved rounds, ratio to cuBLAS, the rule's 64x128 tiles / cooperative tiles with
 // "full" (thirtieth session): 768x3072x8192 (72 tiles) 0.626 / 0.782, 1536x1536x8192 0.633 / 0.804,
 // 1024x2560x8192 0.706 / 0.850, 1280x2048x8192 0.669 / 0.813, 1152x2304x8192 0.694 / 0.839,
 // 1024x3072x8192 (96) 0.810 / 0.862, 896x3584x8192 (98) 1.001 / 1.042, 768x3072x16384 0.670 /
 // 0.862, 1536x1536x12288 0.660 / 0.866; 96 K slices: 768x3072x6144 0.656 / 0.759, 1024x2560x6144
-// 0.746 / 0.818, 896x3584x6144 1.015 / 1.015. Where it lost: shallower tiles (768x3072x2048 0.711 /
+// 0.746 / 0.818, 896x3584x6144 1.015 / 1.015; 64 K slices (7 rounds): 1536x1536x4096 (72 tiles) 0.676 /
+// 0.716, 768x3072x4096 0.688 / 0.721, 1024x2304x4096 0.666 / 0.718, but 80 tiles 0.764 / 0.781,
+// 0.728 / 0.734, 0.732 / 0.731 and 96-98 tiles 0.817 / 0.782, 1.008 / 0.952. Where it lost: shallower tiles (768x3072x2048 0.711 /
 // 0.635, 896x3584x4096 1.001 / 0.948), fuller rounds (2048x2048x8192, 128 tiles, cooperative 0.987 /
 // 0.883; 1024x3584x8192, 112: 0.914 / 0.908), emptier ones (640x3072x8192, 60 tiles: ping-pong
 // 64x256 0.925 / 0.795).
@@ -425,7 +428,8 @@ inline bool sm90_streamk_full(long long tiles, int num_sms, int k_blocks, int bl
   if (forced == "off" || tiles >= num_sms || tiles * k_blocks < num_sms) return false;
   if (forced == "full") return true;
   if (!forced.empty()) return false;  // ("on", "wide", "last": the other forms only)
-  return block_k == 64 && 2 * tiles >= num_sms && 4 * tiles <= 3LL * num_sms && k_blocks >= 96;
+  return block_k == 64 && 2 * tiles >= num_sms && 4 * tiles <= 3LL * num_sms &&
+         (k_blocks >= 96 || (k_blocks >= 64 && 5 * tiles <= 3LL * num_sms));
 }
 inline Sm90StreamK sm90_streamk_plan(long long m, long long n, long long k, int block_k, int num_sms,
                                      long long grid_cap, const std::string& forced) {
