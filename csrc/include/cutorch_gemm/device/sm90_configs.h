@@ -101,8 +101,7 @@ struct Sm90_64x64x128_Pingpong_S12 : Sm90_64x256x64_Pingpong_S5 {
   static constexpr int kBlockN = 64;
   static constexpr int kBlockK = 128;
   static constexpr int kStages = 12;
-  // ~0.07 us of math per k-block: four issuers (H200 512x1024x4096: 1 19.6 us, 2 13.6, 4 12.2).
-  static constexpr int kProducerWarps = 4;
+  static constexpr int kProducerWarps = 4;  // (as Sm90_64x64x64_Pingpong_S12: the same math per k-block)
 };
 
 // ... and for tf32 (32 fp32 elements per 128-byte K row).
@@ -418,10 +417,10 @@ struct Sm90StreamK {
 // 1024x2560x8192 0.706 / 0.850, 1280x2048x8192 0.669 / 0.813, 1152x2304x8192 0.694 / 0.839,
 // 1024x3072x8192 (96) 0.810 / 0.862, 896x3584x8192 (98) 1.001 / 1.042, 768x3072x16384 0.670 /
 // 0.862, 1536x1536x12288 0.660 / 0.866; 96 K slices: 768x3072x6144 0.656 / 0.759, 1024x2560x6144
-// 0.746 / 0.818, 896x3584x6144 1.015 / 1.015; 64 K slices (7 rounds): 1536x1536x4096 (72 tiles) 0.676 /
-// 0.716, 768x3072x4096 0.688 / 0.721, 1024x2304x4096 0.666 / 0.718, but 80 tiles 0.764 / 0.781,
-// 0.728 / 0.734, 0.732 / 0.731 and 96-98 tiles 0.817 / 0.782, 1.008 / 0.952. Where it lost: shallower tiles (768x3072x2048 0.711 /
-// 0.635, 896x3584x4096 1.001 / 0.948), fuller rounds (2048x2048x8192, 128 tiles, cooperative 0.987 /
+// 0.746 / 0.818, 896x3584x6144 1.015 / 1.015; 64 K slices (7 rounds): 1536x1536x4096 (72 tiles)
+// 0.676 / 0.716, 768x3072x4096 0.688 / 0.721, 1024x2304x4096 0.666 / 0.718, but 80 tiles 0.764 /
+// 0.781, 0.728 / 0.734, 0.732 / 0.731 and 96-98 tiles 0.817 / 0.782, 1.008 / 0.952. Where it lost:
+// shallower tiles (768x3072x2048 0.711 / 0.635, 896x3584x4096 1.001 / 0.948), fuller rounds (2048x2048x8192, 128 tiles, cooperative 0.987 /
 // 0.883; 1024x3584x8192, 112: 0.914 / 0.908), emptier ones (640x3072x8192, 60 tiles: ping-pong
 // 64x256 0.925 / 0.795).
 inline bool sm90_streamk_full(long long tiles, int num_sms, int k_blocks, int block_k, const std::string& forced) {
@@ -435,7 +434,8 @@ inline Sm90StreamK sm90_streamk_plan(long long m, long long n, long long k, int 
                                      long long grid_cap, const std::string& forced) {
   const long long tiles = ((m + 127) / 128) * ((n + 255) / 256);
   const int k_blocks = int((k + block_k - 1) / block_k);
-  long long ctas = tiles < num_sms && !sm90_streamk_full(tiles, num_sms, k_blocks, block_k, forced) ? tiles : num_sms;
+  const bool full = sm90_streamk_full(tiles, num_sms, k_blocks, block_k, forced);
+  long long ctas = tiles < num_sms && !full ? tiles : num_sms;
   if (grid_cap > 0 && ctas > grid_cap) ctas = grid_cap;
   return {tiles, int(ctas), choose_sm90_streamk(tiles, int(ctas), k_blocks, forced)};
 }

@@ -155,6 +155,13 @@ cudaError_t launch_sm90(const GemmArgs& args, int num_sms, cudaStream_t stream) 
   // CUTORCH_GEMM_SM90_GRID caps the persistent grid (CTAs; experiments only).
   const char* grid_cap_env = std::getenv("CUTORCH_GEMM_SM90_GRID");
   const long long grid_cap = grid_cap_env ? std::atoll(grid_cap_env) : 0;
+  // Stream-K (choose_sm90_streamk, sm90_streamk_full): dense cooperative launches without clusters, when
+  // the caller provided the workspace (for the grid's CTAs: checked below).
+  const bool sk_eligible = !Cfg::kPingpong && !kSwiGlu && cluster == 1 && s.mode == GroupMode::kBatched &&
+                           args.batch == 1 && args.k_chunk == 0 && args.sk_partials != nullptr;
+  const char* sk_env = std::getenv("CUTORCH_GEMM_SM90_STREAMK");
+  const std::string forced_sk = sk_env ? sk_env : "";
+  const int k_blocks = ceil_div(s.k, Cfg::kBlockK);
   if (cluster > 1) {
     // Persistent: as many clusters as fit at once (the GPCs decide), at most one per item.
     long long clusters = items < cluster_fit ? items : cluster_fit;
@@ -162,13 +169,8 @@ cudaError_t launch_sm90(const GemmArgs& args, int num_sms, cudaStream_t stream) 
     config.gridDim = dim3(unsigned(cluster * clusters));
   } else {
     long long ctas = items < num_sms ? items : num_sms;
-    // Stream-K's "full" form spreads one partial round over every SM (sm90_streamk_full).
-    const bool sk_eligible = !Cfg::kPingpong && !kSwiGlu && s.mode == GroupMode::kBatched && args.batch == 1 &&
-                             args.k_chunk == 0 && args.sk_partials != nullptr;
-    const char* sk_env = std::getenv("CUTORCH_GEMM_SM90_STREAMK");
-    if (sk_eligible && sm90_streamk_full(items, num_sms, ceil_div(s.k, Cfg::kBlockK), Cfg::kBlockK, sk_env ? sk_env : "")) {
-      ctas = num_sms;
-    }
+    // Stream-K's "full" form spreads one partial round over every SM.
+    if (sk_eligible && sm90_streamk_full(items, num_sms, k_blocks, Cfg::kBlockK, forced_sk)) ctas = num_sms;
     if (grid_cap > 0 && ctas > grid_cap) ctas = grid_cap;
     config.gridDim = dim3(unsigned(ctas));
   }
@@ -196,13 +198,10 @@ cudaError_t launch_sm90(const GemmArgs& args, int num_sms, cudaStream_t stream) 
   // Half tiles: grouped-M cooperative launches whose groups' B fits L2 (choose_sm90_half_tiles).
   const char* half_env = std::getenv("CUTORCH_GEMM_SM90_HALF_TILES");
   p.half_tiles = choose_sm90_half_tiles(s.k, s.n, elem_bytes, half_env ? half_env : "");
-  // Stream-K for the last round (choose_sm90_streamk): dense cooperative launches without
-  // clusters, when the caller provided the workspace for this many CTAs.
-  if (!Cfg::kPingpong && !kSwiGlu && cluster == 1 && s.mode == GroupMode::kBatched && args.batch == 1 &&
-      args.k_chunk == 0 && args.sk_partials != nullptr && int(config.gridDim.x) <= args.sk_slots) {
-    const char* forced_sk = std::getenv("CUTORCH_GEMM_SM90_STREAMK");
-    p.sk_kb = ceil_div(s.k, Cfg::kBlockK);
-    p.sk_tiles = choose_sm90_streamk(items, int(config.gridDim.x), p.sk_kb, forced_sk ? forced_sk : "");
+  // Stream-K's pieces (choose_sm90_streamk), when the workspace covers this grid's CTAs.
+  if (sk_eligible && int(config.gridDim.x) <= args.sk_slots) {
+    p.sk_kb = k_blocks;
+    p.sk_tiles = choose_sm90_streamk(items, int(config.gridDim.x), k_blocks, forced_sk);
   }
   // Plain ping-pong launches on a fixed tile grid (dense, batched, grouped-K) with the TMA store take
   // the compact variant (kPlainTma: that epilogue only, no grouped scan; same shared memory and
