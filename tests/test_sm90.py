@@ -534,8 +534,11 @@ def test_sm90_deferred_store(case, layouts, defer, kernel, monkeypatch):
     check(cg.mm(a, b), ref_gemm(a, b), dt, what=f"deferred store mm {case} {layouts}")
     poison(m * n * 2)
     check(cg.gemm(a, b, alpha=-0.75), ref_gemm(a, b, None, None, -0.75), dt, what=f"alpha {case} {layouts}")
-    if k == 1000:  # with stream-K pieces in the last round
+    if k == 1000:  # with stream-K pieces in the last round (rows of 1000 elements would take 2x1 clusters,
+        # which have no stream-K)
         monkeypatch.setenv("CUTORCH_GEMM_SM90_STREAMK", "on")
+        monkeypatch.setenv("CUTORCH_GEMM_SM90_CLUSTER", "1")
+        assert "; stream-K over the last" in cg.explain("mm", a, b).reason
         check(cg.mm(a, b), ref_gemm(a, b), dt, what=f"deferred store + stream-K {case} {layouts}")
 
 
