@@ -394,6 +394,25 @@ def _variant_note(mode: str, a_mn_major: bool, defer_note: str, swiglu: bool) ->
     return ""
 
 
+_FIT_NOTE = ("; fit-width cooperative tiles: the tile width makes the tile count fill the SMs' rounds, D stored "
+             "from registers (no stream-K or split-K)")
+
+
+def _fit_config(a, b, op_a, op_b, mode, batch, m, n, k, sms, forced, kwargs) -> str:
+    """The binding's fit-width rule (cuda_common.cpp, choose_sm90_fit): one dense fp16 / bf16 problem, both
+    operands K-major, D = alpha * acc (+ bias) from registers (no C, no activation, even N), no forced
+    epilogue path other than "direct". Returns the config's name, or "" where the heuristic's stays."""
+    if a.dtype not in (torch.float16, torch.bfloat16) or mode != "none" or batch != 1:
+        return ""
+    if op_a[1] or op_b[1] or kwargs.get("activation", "none") not in (None, "none") or n % 2:
+        return ""
+    if kwargs.get("c") is not None and float(kwargs.get("beta", 0.0)) != 0.0:
+        return ""
+    if os.environ.get("CUTORCH_GEMM_SM90_EPILOGUE", "").strip().lower() not in ("", "direct"):
+        return ""
+    return _C.choose_sm90_fit(m, n, k, sms, forced)
+
+
 def _defer_note(config: str, a: torch.Tensor, mode: str, n: int, splits: int, kwargs) -> str:
     """The deferred store (sm90_launch.cuh's defer_store, the kernel's kDefer): cooperative 16-bit
     launches with a 16-bit D. Plain or bias + activation: D takes TMA stores (rows 16-byte aligned,
@@ -534,8 +553,11 @@ def _explain_gemm(op: str, args, kwargs, skinny: bool = True) -> Explanation:
         mid_note = ""
         if not sm90_forced and narrow and problems == 1:
             mid_note = _MID_NOTES.get(_C.sm90_mid_size_rule(m_per, n_per, k, prop.multi_processor_count), "")
+        fit = _fit_config(a, b, op_a, op_b, mode, batch, m, n, k, prop.multi_processor_count, sm90_forced, kwargs)
+        if fit:
+            config, mid_note = fit, _FIT_NOTE
         splits, chunk = 1, 0
-        if mode == "none" and batch == 1:
+        if mode == "none" and batch == 1 and not fit:
             # the binding's split-K rule for one dense problem
             splits, chunk = _C.choose_sm90_split(m, n, k, prop.multi_processor_count, _split_kind(config),
                                                  _split_fill())
@@ -545,7 +567,7 @@ def _explain_gemm(op: str, args, kwargs, skinny: bool = True) -> Explanation:
         cluster_note = _cluster_note(config, mode in ("none", "k"), swiglu, m_per, a, b, dense16, n, k,
                                      prop.multi_processor_count)
         streamk_note = ""
-        if mode == "none" and batch == 1 and splits == 1 and "_Coop_" in config and not cluster_note:
+        if mode == "none" and batch == 1 and splits == 1 and "_Coop_" in config and not cluster_note and not fit:
             streamk_note = _streamk_note(m, n, k, a.element_size(), prop.multi_processor_count)
         half_note = ""
         # (the kernel's condition: not with both operands MN-major, see sm90_gemm_ws_kernel.cuh)
@@ -554,7 +576,7 @@ def _explain_gemm(op: str, args, kwargs, skinny: bool = True) -> Explanation:
                 k, n, a.element_size(), os.environ.get("CUTORCH_GEMM_SM90_HALF_TILES", "").strip()):
             half_note = ("; a group's last tile computes only its first 64 rows when the rest lie past the "
                          "group's end (a group's B fits L2)")
-        defer_note = _defer_note(config, a, mode, n_per, splits, kwargs)
+        defer_note = "" if fit else _defer_note(config, a, mode, n_per, splits, kwargs)
         variant_note = _variant_note(mode, op_a[1], defer_note, swiglu)
         variant_note += _stream_note(config, m_per, mode, batch, b, chunk if splits > 1 else 0, cluster_note)
         if not swiglu:

@@ -258,8 +258,14 @@ void run_gemm(const GemmArgs& g, const at::Tensor& a, const at::Tensor& b) {
                                                     sm90_operands_rows_128b(g.shape, tf32 ? 4 : 2),
                                                     forced_cluster ? forced_cluster : "",
                                                     env_lower("CUTORCH_GEMM_SM90_STREAMK"), tf32 ? 32 : 64);
-    const Sm90ConfigId config = choose_sm90_config(e.m, e.n, g.shape.k, e.problems, d.sms,
-                                                   env_lower("CUTORCH_GEMM_SM90_CONFIG"), narrow, coop_sk);
+    const std::string forced_config = env_lower("CUTORCH_GEMM_SM90_CONFIG");
+    Sm90ConfigId config = choose_sm90_config(e.m, e.n, g.shape.k, e.problems, d.sms, forced_config, narrow, coop_sk);
+    // Fit-width cooperative tiles (choose_sm90_fit) for plain launches whose D the direct epilogue stores
+    // (not while a test forces another epilogue path). explain() mirrors this.
+    const std::string forced_epi = env_lower("CUTORCH_GEMM_SM90_EPILOGUE");
+    if (sm90_fit_launch_ok(g, oa.mn_major, ob.mn_major) && (forced_epi.empty() || forced_epi == "direct")) {
+      config = choose_sm90_fit(config, int(g.shape.m), int(g.shape.n), int(g.shape.k), d.sms, forced_config);
+    }
     // Split-K for one dense problem whose tiles leave SMs idle (explain() mirrors this rule).
     const Sm90Split split = g.shape.mode == GroupMode::kBatched && g.batch == 1
                                 ? choose_sm90_split(config, g.shape.m, g.shape.n, g.shape.k, d.sms, split_fill())

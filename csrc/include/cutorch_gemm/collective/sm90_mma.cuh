@@ -12,6 +12,7 @@
 #include <type_traits>
 
 #include "cutorch_gemm/arch/sm90_wgmma.cuh"
+#include "cutorch_gemm/arch/sm90_wgmma_fit.cuh"
 #include "cutorch_gemm/core/types.h"
 
 namespace cutorch_gemm {
@@ -34,11 +35,17 @@ struct Sm90Mma16 {
       sm90::wgmma_m64n256k16_f16<kAMn, kBMn>(d, desc_a, desc_b, scale_d);
     }
   }
-  // The narrow configs' fragments: m64n128k16 (64 registers) and m64n64k16 (32), one overload set.
+  // The narrow configs' fragments: m64n128k16 (64 registers) and m64n64k16 (32), one overload set;
+  // the fit-width cooperative configs' m64nNk16, N = 144 ... 224 (72 ... 112 registers).
   template <bool kAMn, bool kBMn, int kRegs>
   static CG_DEVICE void mma(float (&d)[kRegs], uint64_t desc_a, uint64_t desc_b, int scale_d) {
-    static_assert(kRegs == 64 || kRegs == 32, "a 64x128 or 64x64 tile");
-    if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+    constexpr bool kFit = kRegs >= 72 && kRegs <= 112 && kRegs % 8 == 0;
+    static_assert(kRegs == 64 || kRegs == 32 || kFit, "a 64x128, 64x64 or fit-width (64 x 144..224) tile");
+    if constexpr (kFit && std::is_same_v<T, __nv_bfloat16>) {
+      sm90::wgmma_fit_k16_bf16<kAMn, kBMn>(d, desc_a, desc_b, scale_d);
+    } else if constexpr (kFit) {
+      sm90::wgmma_fit_k16_f16<kAMn, kBMn>(d, desc_a, desc_b, scale_d);
+    } else if constexpr (std::is_same_v<T, __nv_bfloat16>) {
       sm90::wgmma_narrow_k16_bf16<kAMn, kBMn>(d, desc_a, desc_b, scale_d);
     } else {
       sm90::wgmma_narrow_k16_f16<kAMn, kBMn>(d, desc_a, desc_b, scale_d);

@@ -3,6 +3,8 @@
 
 #include <cuda_runtime_api.h>
 
+#include <cstdint>
+
 #include "cutorch_gemm/device/gemm_args.h"
 #include "cutorch_gemm/device/sm90_configs.h"
 
@@ -52,6 +54,17 @@ cudaError_t sm90_ptr_fill(void* host_blob, const GemmArgs* problems, int count, 
                           int* total_tiles);
 cudaError_t sm90_ptr_run(const GemmArgs& common, const void* dev_blob, int count, int total_tiles,
                          Sm90ConfigId config, bool b_mn, int num_sms, cudaStream_t stream);
+
+// Whether one launch can take a fit-width config (choose_sm90_fit): one dense fp16 / bf16 problem, both
+// operands K-major, D = alpha * acc (+ bias) stored from registers (no C, no activation; row-major D,
+// its pairs aligned: the kernel's direct epilogue, which launch_sm90 checks again).
+inline bool sm90_fit_launch_ok(const GemmArgs& g, bool a_mn, bool b_mn) {
+  const ProblemShape& s = g.shape;
+  const size_t pair = g.out_f32 ? 8 : 4;
+  return (g.dtype == DType::kFloat16 || g.dtype == DType::kBFloat16) && !a_mn && !b_mn &&
+         s.mode == GroupMode::kBatched && g.batch == 1 && g.k_chunk == 0 && g.act == Activation::kNone &&
+         g.c == nullptr && s.d_sn == 1 && s.d_sm % 2 == 0 && reinterpret_cast<uintptr_t>(g.d) % pair == 0;
+}
 
 inline cudaError_t sm90_gemm(const GemmArgs& args, Sm90ConfigId config, bool a_mn, bool b_mn, int num_sms,
                              cudaStream_t stream) {

@@ -117,6 +117,10 @@ cudaError_t launch_sm90(const GemmArgs& args, int num_sms, cudaStream_t stream) 
   const bool d_rows = s.d_sn == 1 && s.mode != GroupMode::kGroupedN;  // row-major, no per-group column shift
   p.direct_epilogue = plain && d_rows && s.d_sm % 2 == 0 && s.d_sb % 2 == 0 &&
                       reinterpret_cast<uintptr_t>(args.d) % pair_bytes == 0 && epi != "staged";
+  // The fit-width configs store only from registers (the kernel's kFit; sm90_fit_launch_ok chose them).
+  if constexpr (!Cfg::kPingpong && !Mma::kPromote && Cfg::kBlockN >= 144 && Cfg::kBlockN <= 224) {
+    if (!p.direct_epilogue || args.batch != 1) return cudaErrorInvalidValue;
+  }
   // TMA stores: D's base, row and batch strides 16-byte aligned (D from at::empty: whenever N
   // is a multiple of 8, or of 4 for fp32). Grouped-K and batched outputs are 3-D.
   CUtensorMap tma_d{};

@@ -99,7 +99,13 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
   static_assert(!kPlainTma || (!kSwiGlu && !kPtrArray && !Mma::kScaled && !kGroupEnds &&
                                 (Cfg::kPingpong || sm90_defers<Cfg, Mma>())),
                 "the compact variants: plain ping-pong launches; deferring cooperative ones");
-  static_assert(Cfg::kBlockN == 256 || (Cfg::kBlockN == 128 && Mma::kNarrowOk && !kSwiGlu && !kPtrArray) ||
+  // The fit-width cooperative tiles (device/sm90_configs.h, choose_sm90_fit): 128 x 144 ... 224, both operands
+  // K-major, plain dense launches, D stored from registers (sm90_store_tile_direct) and no other epilogue.
+  constexpr bool kFit = !Cfg::kPingpong && !Mma::kPromote && Cfg::kBlockN >= 144 && Cfg::kBlockN <= 224;
+  static_assert(!kFit || (Mma::kNarrowOk && Cfg::kBlockN % 16 == 0 && !kSwiGlu && !kPtrArray && !kPlainTma &&
+                          !kGroupEnds && !kAMn && !kBMn),
+                "fit-width tiles: fp16 / bf16, K-major operands, the general kernel's plain launches");
+  static_assert(Cfg::kBlockN == 256 || kFit || (Cfg::kBlockN == 128 && Mma::kNarrowOk && !kSwiGlu && !kPtrArray) ||
                     (Cfg::kBlockN == 192 && Mma::kPromote && !Cfg::kPingpong) ||
                     (Cfg::kBlockN == 64 && Cfg::kPingpong && (Mma::kPromote || (Mma::kNarrowOk && !kSwiGlu && !kPtrArray))),
                 "128-column tiles: 16-bit operands, plain launches; 192: the promoting 8-bit cooperative one; "
@@ -132,7 +138,7 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
   static_assert(!(kSwiGlu && kPtrArray), "one variant at a time");
   // The compact kernels run on fixed tile grids (launch_sm90); stream-K pieces come only to the
   // dense cooperative launches of the kernels that test for them below.
-  constexpr bool kStreamK = !Cfg::kPingpong && !kSwiGlu && !kPtrArray && !kGroupEnds;
+  constexpr bool kStreamK = !Cfg::kPingpong && !kSwiGlu && !kPtrArray && !kGroupEnds && !kFit;
   using Scheduler = Sm90TileScheduler<Cfg::kBlockM, kSwiGlu ? Cfg::kBlockN / 2 : Cfg::kBlockN, Cfg::kBlockK, kPtrArray,
                                       kPlainTma, kStreamK>;
   extern __shared__ uint8_t smem_raw[];
@@ -522,6 +528,12 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
       sm90::wgmma_wait<0>();
       sm90::fence_accumulators(acc);
       if (k_blocks > 0) pipe.consumer_release(prev);  // (the last k-block's stage)
+      if constexpr (kFit) {  // (launch_sm90 refuses these configs without the direct epilogue)
+        const Problem prob = resolve_problem(g.shape, w.group);
+        if (g.out_f32) sm90_store_tile_direct<T, float>(g, prob, acc, w.m0 + row_in_tile, w.n0, tid_in_wg);
+        else sm90_store_tile_direct<T, T>(g, prob, acc, w.m0 + row_in_tile, w.n0, tid_in_wg);
+        continue;
+      } else {  // (every other config: not indented; the block ends at the tile loop's end)
       if constexpr (kStreamK) {  // stream-K pieces (dense launches)
         if (p.sk_tiles > 0) {
           // (the piece's role looked up again here: kept live across the mainloop, it spilled)
@@ -653,6 +665,7 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
       } else {
         sm90_store_tile<T>(g, prob, acc, s.epi_slot[consumer].u.epi, w.m0 + row_in_tile, w.n0, tid_in_wg, 1 + consumer);
       }
+      }  // (!kFit)
     }
     flush_pending();  // the CTA's last tile
     // Shared memory must outlive the TMA stores that read it. Their writes need no wait here:

@@ -1,0 +1,98 @@
+"""The fit-width cooperative tiles (Sm90_128xNx64_Coop, N = 144 ... 224; device/sm90_configs.h,
+choose_sm90_fit): every width through mm / gemm / linear-style operands against the float64 reference,
+with edge tiles in M and N, K shorter than a k-block and not a multiple of it, bias, alpha and an fp32
+D; explain must name the width that ran. The rule: where it applies on this GPU it runs, and launches
+it does not cover (an MN-major operand, an activation, C, odd N, a forced epilogue path) keep the other
+configs. Skipped without an sm_90 GPU."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+import cutorch_gemm as cg
+from cutorch_gemm import _C
+from conftest import check, gpu, poison, ref_gemm, requires_sm90
+
+pytestmark = [gpu, requires_sm90, pytest.mark.usefixtures("tile_kernels_only")]
+
+WIDTHS = [144, 160, 176, 192, 208, 224]
+# (M, N, K): partial tiles in M and N, K under one k-block; one full round of 1536^3-like tiles; K not a
+# multiple of 64; several tiles per CTA (more tiles than SMs).
+SHAPES = [(129, 298, 40), (1536, 1536, 1024), (1000, 1502, 776), (2304, 3000, 200)]
+
+
+def _operands(m, n, k, dtype):
+    a = torch.randn(m, k, device="cuda", dtype=dtype)
+    b = torch.randn(n, k, device="cuda", dtype=dtype).t()  # nn.Linear's weight view: K-major
+    return a, b
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=["bf16", "fp16"])
+@pytest.mark.parametrize("width", WIDTHS)
+@pytest.mark.parametrize("mnk", SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_sm90_fit_widths(width, mnk, dtype, monkeypatch):
+    monkeypatch.setenv("CUTORCH_GEMM_SM90_CONFIG", f"coop{width}")
+    m, n, k = mnk
+    a, b = _operands(m, n, k, dtype)
+    e = cg.explain("mm", a, b)
+    assert e.kernel == "sm90" and f"_128x{width}x64_Coop" in e.config, str(e)
+    poison(m * n * 4)
+    check(cg.mm(a, b), ref_gemm(a, b), dtype, what=f"fit {width} mm {mnk}")
+    bias = torch.randn(n, device="cuda", dtype=dtype)
+    e = cg.explain("gemm", a, b, bias=bias, alpha=0.5, out_dtype=torch.float32)
+    assert f"_128x{width}x64_Coop" in e.config, str(e)
+    poison(m * n * 4)
+    out = cg.gemm(a, b, bias=bias, alpha=0.5, out_dtype=torch.float32)
+    check(out, ref_gemm(a, b, bias=bias, alpha=0.5), dtype, torch.float32, what=f"fit {width} gemm {mnk}")
+
+
+@pytest.mark.parametrize("width", [144, 224])
+def test_sm90_fit_clusters(width, monkeypatch):
+    """Rows that are not 128-byte multiples (K = 1000) take 2x1 clusters: half the B tile (N / 2 rows)
+    multicast per CTA."""
+    monkeypatch.setenv("CUTORCH_GEMM_SM90_CONFIG", f"coop{width}")
+    a, b = _operands(1000, 1400, 1000, torch.bfloat16)
+    e = cg.explain("mm", a, b)
+    assert f"_128x{width}x64_Coop" in e.config and "2x1 clusters" in e.reason, str(e)
+    check(cg.mm(a, b), ref_gemm(a, b), torch.bfloat16, what=f"fit {width} clusters")
+
+
+def test_sm90_fit_rule_runs():
+    """Shapes the rule gives fit tiles on this GPU run them, correctly and repeatably."""
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    ran = 0
+    for m, n, k in [(1536, 1536, 4096), (768, 3072, 2048), (1024, 2560, 4096), (2048, 1280, 1024)]:
+        fit = _C.choose_sm90_fit(m, n, k, sms)
+        a, b = _operands(m, n, k, torch.bfloat16)
+        e = cg.explain("mm", a, b)
+        if not fit:
+            assert "_Coop_" not in e.config or "x256x" in e.config, str(e)
+            continue
+        ran += 1
+        assert e.config == fit and "fit-width" in e.reason, str(e)
+        out = cg.mm(a, b)
+        check(out, ref_gemm(a, b), torch.bfloat16, what=f"rule {m}x{n}x{k}")
+        assert torch.equal(out, cg.mm(a, b)), "the same bits on a second run"
+    if sms == 132:
+        assert ran == 4, "on 132 SMs the rule takes every one of these shapes"
+
+
+@pytest.mark.parametrize("case", ["mn_major_b", "activation", "c", "odd_n", "staged"])
+def test_sm90_fit_not_taken(case, monkeypatch):
+    """Launches outside the fit tiles' reach keep another config, even when forced."""
+    monkeypatch.setenv("CUTORCH_GEMM_SM90_CONFIG", "fit")
+    m, n, k = 1536, 1537 if case == "odd_n" else 1536, 1024
+    a, b = _operands(m, n, k, torch.bfloat16)
+    kwargs = {}
+    if case == "mn_major_b":
+        b = b.contiguous()
+    if case == "activation":
+        kwargs = {"activation": "relu"}
+    if case == "c":
+        kwargs = {"c": torch.randn(m, n, device="cuda", dtype=torch.bfloat16), "beta": 1.0}
+    if case == "staged":
+        monkeypatch.setenv("CUTORCH_GEMM_SM90_EPILOGUE", "staged")
+    e = cg.explain("gemm", a, b, **kwargs)
+    assert e.kernel == "sm90" and "fit-width" not in e.reason, str(e)
+    assert not any(f"_128x{w}x64" in e.config for w in WIDTHS), str(e)
+    check(cg.gemm(a, b, **kwargs), ref_gemm(a, b, **kwargs), torch.bfloat16, what=case)
