@@ -541,3 +541,39 @@ def test_explain_decode_note():
     assert ex._decode_note("Sm90_64x128x64_Pingpong_S8", "m", 128, 128) == ""   # a row per group or more
     assert ex._decode_note("Sm90_64x128x64_Pingpong_S8", "none", 8, 1) == ""
     assert "at most 1 of" in ex._decode_note("Sm90_64x128x64_Pingpong_S8", "m", 0, 8)
+
+
+@pytest.mark.parametrize("m,n,k,expected", [
+    (1536, 1536, 4096, 144),   # 12 x 11 = 132 tiles of 128x144: one full round
+    (768, 3072, 2048, 144),
+    (1024, 2560, 4096, 160),   # 8 x 16 = 128
+    (1024, 3072, 4096, 192),
+    (2048, 2560, 4096, 160),   # two rounds
+    (2560, 2560, 2560, 208),
+    (384, 6144, 4096, 144),
+    (1536, 6144, 4096, 0),     # three rounds of the best width: not measured to gain
+    (4096, 4096, 4096, 0),     # the 128x256 tiles fill their rounds
+    (2048, 2048, 2048, 0),
+    (8192, 14336, 4096, 0),
+    (1024, 1024, 1024, 0),     # no width fills 90% of a round
+    (1024, 1536, 8960, 0),
+    (128, 8192, 8192, 0),      # M < 256
+    (1536, 1536, 256, 0),      # K < 512
+])
+def test_sm90_fit_rule(m, n, k, expected):
+    """choose_sm90_fit: the width whose tiles fill one or two rounds of 132 SMs best, where the 128x256 tiles
+    do not; '' keeps the heuristic's config. Forced widths and "fit" act anywhere; other forced configs
+    ("nofit" among them) keep the heuristic's."""
+    name = _C.choose_sm90_fit(m, n, k, 132)
+    assert name == (f"Sm90_128x{expected}x64_Coop_S" + {144: "6", 160: "5", 176: "5", 192: "5", 208: "4",
+                                                          224: "4"}[expected] if expected else ""), name
+    assert _C.choose_sm90_fit(m, n, k, 132, "nofit") == ""
+    assert _C.choose_sm90_fit(m, n, k, 132, "coop") == ""
+    assert _C.choose_sm90_fit(m, n, k, 132, "coop176") == "Sm90_128x176x64_Coop_S5"
+    assert _C.choose_sm90_fit(m, n, k, 132, "fit").startswith("Sm90_128x")
+
+
+def test_sm90_fit_config_names():
+    """The fit widths' names (each with the stages that fit beside the epilogue slots)."""
+    for w, s in ((144, 6), (160, 5), (176, 5), (192, 5), (208, 4), (224, 4)):
+        assert _C.choose_sm90_fit(1536, 1536, 4096, 132, f"coop{w}") == f"Sm90_128x{w}x64_Coop_S{s}"
