@@ -400,8 +400,9 @@ _FIT_NOTE = ("; fit-width cooperative tiles: the tile width makes the tile count
 
 def _fit_config(a, b, op_a, op_b, mode, batch, m, n, k, sms, forced, kwargs) -> str:
     """The binding's fit-width rule (cuda_common.cpp, choose_sm90_fit): one dense fp16 / bf16 problem, both
-    operands K-major, D = alpha * acc (+ bias) from registers (no C, no activation, even N), no forced
-    epilogue path other than "direct". Returns the config's name, or "" where the heuristic's stays."""
+    operands K-major with 128-byte-multiple rows (else 2x1 clusters), D = alpha * acc (+ bias) from registers
+    (no C, no activation, even N), no forced epilogue path other than "direct". Returns the config's name, or
+    "" where the heuristic's stays."""
     if a.dtype not in (torch.float16, torch.bfloat16) or mode != "none" or batch != 1:
         return ""
     if op_a[1] or op_b[1] or kwargs.get("activation", "none") not in (None, "none") or n % 2:
@@ -410,7 +411,7 @@ def _fit_config(a, b, op_a, op_b, mode, batch, m, n, k, sms, forced, kwargs) -> 
         return ""
     if os.environ.get("CUTORCH_GEMM_SM90_EPILOGUE", "").strip().lower() not in ("", "direct"):
         return ""
-    return _C.choose_sm90_fit(m, n, k, sms, forced)
+    return _C.choose_sm90_fit(m, n, k, sms, forced, _operands_rows_128b(a, b))
 
 
 def _defer_note(config: str, a: torch.Tensor, mode: str, n: int, splits: int, kwargs) -> str:

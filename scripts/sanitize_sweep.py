@@ -195,6 +195,11 @@ def cases(quick: bool):
              mm(130, 136, 520, layout_b="mn", plain=True)),
             ("sm90 coop plain bf16 200x264x136", {"CUTORCH_GEMM_SM90_CONFIG": "coop"},
              mm(200, 264, 136, plain=True))]
+    # the fit-width cooperative tiles (both operands K-major, D from registers): edge tiles and the early start,
+    # and 2x1 clusters (K = 200: rows of 400 bytes), 300 rows (the last pair's second CTA past M)
+    out += [("sm90 fit144 bf16 129x298x64", {"CUTORCH_GEMM_SM90_CONFIG": "coop144"}, mm(129, 298, 64)),
+            ("sm90 fit224 fp16 300x520x200 clusters", {"CUTORCH_GEMM_SM90_CONFIG": "coop224"},
+             mm(300, 520, 200, dtype=torch.float16, plain=True))]
     # coop launches take 2x1 clusters by default (B multicast); 300 rows: the last pair's second
     # CTA is past M. The same without clusters:
     out += [("sm90 coop cluster bf16 300x520x200 (odd tile rows)", {"CUTORCH_GEMM_SM90_CONFIG": "coop"},
@@ -310,7 +315,7 @@ def cases(quick: bool):
     out += [("moe combine 37x4x64", {}, moe_combine(37, 4, 64, False)),
             ("moe combine 9x2x13 broken permutation", {}, moe_combine(9, 2, 13, True))]
     if quick:  # racecheck / synccheck are slow: one case per family
-        keep = ("sm90 coop bf16", "sm90 pingpong bf16", "sm90 pingpong128 bf16 129", "compact", "coop cluster", "fp8", "swiglu", "pointer-array", "split-K 16",
+        keep = ("sm90 coop bf16", "sm90 fit", "sm90 pingpong bf16", "sm90 pingpong128 bf16 129", "compact", "coop cluster", "fp8", "swiglu", "pointer-array", "split-K 16",
                 "sm80 bf16", "sm80 tf32 rows8", "sm80 split-K fused", "sm80 sliced-K", "simt", "skinny w8", "sm90 skinny T16", "swiglu pointwise", "stream-K", "moe combine", "half tiles", "deferred store plain", "deferred store grouped", "decode")
         out = [c for c in out if any(k in c[0] for k in keep)]
     return out

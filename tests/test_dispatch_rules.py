@@ -568,6 +568,7 @@ def test_sm90_fit_rule(m, n, k, expected):
     assert name == (f"Sm90_128x{expected}x64_Coop_S" + {144: "6", 160: "5", 176: "5", 192: "5", 208: "4",
                                                           224: "4"}[expected] if expected else ""), name
     assert _C.choose_sm90_fit(m, n, k, 132, "nofit") == ""
+    assert _C.choose_sm90_fit(m, n, k, 132, "", False) == ""  # rows not 128-byte multiples: 2x1 clusters
     assert _C.choose_sm90_fit(m, n, k, 132, "coop") == ""
     assert _C.choose_sm90_fit(m, n, k, 132, "coop176") == "Sm90_128x176x64_Coop_S5"
     assert _C.choose_sm90_fit(m, n, k, 132, "fit").startswith("Sm90_128x")

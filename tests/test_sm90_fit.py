@@ -75,6 +75,11 @@ def test_sm90_fit_rule_runs():
         assert torch.equal(out, cg.mm(a, b)), "the same bits on a second run"
     if sms == 132:
         assert ran == 4, "on 132 SMs the rule takes every one of these shapes"
+    # Rows that are not 128-byte multiples (K = 1000) take 2x1 clusters, and the rule leaves them alone.
+    a, b = _operands(1536, 1536, 1000, torch.bfloat16)
+    e = cg.explain("mm", a, b)
+    assert "fit-width" not in e.reason and not any(f"_128x{w}x64" in e.config for w in WIDTHS), str(e)
+    check(cg.mm(a, b), ref_gemm(a, b), torch.bfloat16, what="rule, unaligned rows")
 
 
 @pytest.mark.parametrize("case", ["mn_major_b", "activation", "c", "odd_n", "staged"])

@@ -164,12 +164,13 @@ def test_sm90_streamk_full_round(case, monkeypatch):
 @pytest.mark.parametrize("mnk", [(768, 3072, 8192), (896, 3584, 6144)], ids=lambda s: "x".join(map(str, s)))
 def test_sm90_streamk_full_by_the_rule(mnk, monkeypatch):
     """Without forcing: one cooperative round 55-74% full with tiles 96+ K slices deep takes the "full" form
-    on a 132-SM GPU (device/sm90_configs.h, sm90_streamk_full); the cooperative config then stays."""
+    on a 132-SM GPU (device/sm90_configs.h, sm90_streamk_full); the cooperative config then stays. (b is
+    read MN-major: with both operands K-major these shapes take the fit-width tiles, tests/test_sm90_fit.py.)"""
     for var in ("CUTORCH_GEMM_SM90_CONFIG", "CUTORCH_GEMM_SM90_STREAMK", "CUTORCH_GEMM_SM90_GRID"):
         monkeypatch.delenv(var, raising=False)
     m, n, k = mnk
     a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
-    b = torch.randn(n, k, device="cuda", dtype=torch.bfloat16).t()
+    b = torch.randn(k, n, device="cuda", dtype=torch.bfloat16)
     e = cg.explain("mm", a, b)
     if torch.cuda.get_device_properties(0).multi_processor_count == 132:
         tiles = -(-m // 128) * -(-n // 256)

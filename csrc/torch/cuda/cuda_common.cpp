@@ -264,7 +264,8 @@ void run_gemm(const GemmArgs& g, const at::Tensor& a, const at::Tensor& b) {
     // (not while a test forces another epilogue path). explain() mirrors this.
     const std::string forced_epi = env_lower("CUTORCH_GEMM_SM90_EPILOGUE");
     if (sm90_fit_launch_ok(g, oa.mn_major, ob.mn_major) && (forced_epi.empty() || forced_epi == "direct")) {
-      config = choose_sm90_fit(config, int(g.shape.m), int(g.shape.n), int(g.shape.k), d.sms, forced_config);
+      config = choose_sm90_fit(config, int(g.shape.m), int(g.shape.n), int(g.shape.k), d.sms, forced_config,
+                               sm90_operands_rows_128b(g.shape, 2));
     }
     // Split-K for one dense problem whose tiles leave SMs idle (explain() mirrors this rule).
     const Sm90Split split = g.shape.mode == GroupMode::kBatched && g.batch == 1

@@ -323,7 +323,12 @@ inline double sm90_tile_score(long long m, long long n, int block_m, int block_n
   const long long rounds = (tiles + num_sms - 1) / num_sms;
   return double(m) * double(n) / (double(rounds) * num_sms * block_m * block_n);
 }
-inline Sm90ConfigId choose_sm90_fit(Sm90ConfigId base, int m, int n, int k, int num_sms, const std::string& forced) {
+// rows_128b: both operands' TMA rows are 128-byte multiples (sm90_operands_rows_128b). Otherwise the cooperative
+// launch takes 2x1 clusters (choose_sm90_cluster), which pair tile rows: odd tile-row counts then idle half a
+// row of CTAs (H200, forced: 384x6144x4096 with pairs 0.509, without 0.897), and 3000x5000x1000 (rows of 2000
+// bytes) ran at 0.696 on fit tiles against 0.940: the rule leaves such launches alone.
+inline Sm90ConfigId choose_sm90_fit(Sm90ConfigId base, int m, int n, int k, int num_sms, const std::string& forced,
+                                    bool rows_128b = true) {
   if (num_sms <= 0 || m <= 0 || n <= 0 || k <= 0) return base;
   const Sm90ConfigId first = Sm90ConfigId::kCoopFit144;
   for (int i = 0; i < 6; ++i) {
@@ -342,7 +347,7 @@ inline Sm90ConfigId choose_sm90_fit(Sm90ConfigId base, int m, int n, int k, int 
   const Sm90ConfigId fit = Sm90ConfigId(int(first) + best);
   if (forced == "fit") return fit;
   const long long tiles = ((m + 127LL) / 128) * ((n + 143LL + 16 * best) / (144 + 16 * best));
-  if (m < 256 || k < 512 || tiles > (long long)kFitRounds * num_sms) return base;
+  if (!rows_128b || m < 256 || k < 512 || tiles > (long long)kFitRounds * num_sms) return base;
   if (best_score < kFitMin || sm90_tile_score(m, n, 128, 256, num_sms) >= kFitBase) return base;
   return fit;
 }

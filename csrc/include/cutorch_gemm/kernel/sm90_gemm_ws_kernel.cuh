@@ -139,8 +139,9 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
   // The compact kernels run on fixed tile grids (launch_sm90); stream-K pieces come only to the
   // dense cooperative launches of the kernels that test for them below.
   constexpr bool kStreamK = !Cfg::kPingpong && !kSwiGlu && !kPtrArray && !kGroupEnds && !kFit;
+  // (fixed tile grids: the compact kernels and the fit-width tiles, which run dense launches only)
   using Scheduler = Sm90TileScheduler<Cfg::kBlockM, kSwiGlu ? Cfg::kBlockN / 2 : Cfg::kBlockN, Cfg::kBlockK, kPtrArray,
-                                      kPlainTma, kStreamK>;
+                                      kPlainTma || kFit, kStreamK>;
   extern __shared__ uint8_t smem_raw[];
   // NOTE: the 128-byte swizzle pattern repeats every 1024 bytes; stages must start on it.
   Storage& s = *reinterpret_cast<Storage*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
@@ -181,7 +182,7 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
     }
     st.advance();
   };
-  // Early start (compact kernels without clusters, p.early_start): the thread that initialises the
+  // Early start (compact kernels and fit-width tiles without clusters, p.early_start): the thread that initialises the
   // barriers, which is also the producer's issuing lane, loads the first k-blocks (kSm90EarlyStages)
   // of the CTA's first tile right away, before the CTA barrier, the producer's register release and
   // its scheduler call. Why: a launch with one tile per CTA (1024^3, 2048^3) exposes everything
@@ -190,7 +191,7 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
   // The early start's k-block count and the first work item (thread 0 issues them; the other
   // producer warps recompute the count: the fixed grid's scheduler has no warp-wide scan inside).
   auto first_early = [&](Sm90Work& w) -> int {
-    if constexpr (kPlainTma) {
+    if constexpr (kPlainTma || kFit) {  // (fit-width tiles: one tile per CTA, like the compact kernels' launches)
       if (p.cluster == 1 && p.early_start) {
         w = Scheduler(p).get_item(0);
         if (w.group >= 0) return min_of(min_of(Cfg::kStages, p.early_start), Scheduler::k_blocks(w));
