@@ -198,6 +198,7 @@ def cases(quick: bool):
     # the fit-width cooperative tiles (both operands K-major, D from registers): edge tiles and the early start,
     # and 2x1 clusters (K = 200: rows of 400 bytes), 300 rows (the last pair's second CTA past M)
     out += [("sm90 fit144 bf16 129x298x64", {"CUTORCH_GEMM_SM90_CONFIG": "coop144"}, mm(129, 298, 64)),
+            ("sm90 fit80 bf16 129x100x64", {"CUTORCH_GEMM_SM90_CONFIG": "coop80"}, mm(129, 100, 64)),
             ("sm90 fit224 fp16 300x520x200 clusters", {"CUTORCH_GEMM_SM90_CONFIG": "coop224"},
              mm(300, 520, 200, dtype=torch.float16, plain=True))]
     # coop launches take 2x1 clusters by default (B multicast); 300 rows: the last pair's second

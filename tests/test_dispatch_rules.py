@@ -543,6 +543,9 @@ def test_explain_decode_note():
     assert "at most 1 of" in ex._decode_note("Sm90_64x128x64_Pingpong_S8", "m", 0, 8)
 
 
+STAGES = {80: 7, 96: 7, 112: 6, 128: 6, 144: 6, 160: 5, 176: 5, 192: 5, 208: 4, 224: 4}  # the fit widths' rings
+
+
 @pytest.mark.parametrize("m,n,k,expected", [
     (1536, 1536, 4096, 144),   # 12 x 11 = 132 tiles of 128x144: one full round
     (768, 3072, 2048, 144),
@@ -556,17 +559,21 @@ def test_explain_decode_note():
     (2048, 2048, 2048, 0),
     (8192, 14336, 4096, 0),
     (1024, 1024, 1024, 0),     # no width fills 90% of a round
-    (1024, 1536, 8960, 0),
     (128, 8192, 8192, 0),      # M < 256
     (1536, 1536, 256, 0),      # K < 512
+    (1024, 1536, 8960, 96),    # 8 x 16 = 128
+    (512, 2560, 2560, 80),
+    (512, 4096, 4096, 0),      # the best width is 128: the 64x128 ping-pong tiles fill as well
+    (1024, 2048, 2048, 0),
+    (768, 2048, 4096, 96),
+    (1024, 1024, 4096, 0),     # 80-wide tiles fill 78% of a round at best
 ])
 def test_sm90_fit_rule(m, n, k, expected):
     """choose_sm90_fit: the width whose tiles fill one or two rounds of 132 SMs best, where the 128x256 tiles
     do not; '' keeps the heuristic's config. Forced widths and "fit" act anywhere; other forced configs
     ("nofit" among them) keep the heuristic's."""
     name = _C.choose_sm90_fit(m, n, k, 132)
-    assert name == (f"Sm90_128x{expected}x64_Coop_S" + {144: "6", 160: "5", 176: "5", 192: "5", 208: "4",
-                                                          224: "4"}[expected] if expected else ""), name
+    assert name == (f"Sm90_128x{expected}x64_Coop_S{STAGES[expected]}" if expected else ""), name
     assert _C.choose_sm90_fit(m, n, k, 132, "nofit") == ""
     assert _C.choose_sm90_fit(m, n, k, 132, "", False) == ""  # rows not 128-byte multiples: 2x1 clusters
     assert _C.choose_sm90_fit(m, n, k, 132, "coop") == ""
@@ -576,5 +583,5 @@ def test_sm90_fit_rule(m, n, k, expected):
 
 def test_sm90_fit_config_names():
     """The fit widths' names (each with the stages that fit beside the epilogue slots)."""
-    for w, s in ((144, 6), (160, 5), (176, 5), (192, 5), (208, 4), (224, 4)):
+    for w, s in STAGES.items():
         assert _C.choose_sm90_fit(1536, 1536, 4096, 132, f"coop{w}") == f"Sm90_128x{w}x64_Coop_S{s}"

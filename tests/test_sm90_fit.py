@@ -1,4 +1,4 @@
-"""The fit-width cooperative tiles (Sm90_128xNx64_Coop, N = 144 ... 224; device/sm90_configs.h,
+"""The fit-width cooperative tiles (Sm90_128xNx64_Coop, N = 80 ... 224; device/sm90_configs.h,
 choose_sm90_fit): every width through mm / gemm / linear-style operands against the float64 reference,
 with edge tiles in M and N, K shorter than a k-block and not a multiple of it, bias, alpha and an fp32
 D; explain must name the width that ran. The rule: where it applies on this GPU it runs, and launches
@@ -15,7 +15,7 @@ from conftest import check, gpu, poison, ref_gemm, requires_sm90
 
 pytestmark = [gpu, requires_sm90, pytest.mark.usefixtures("tile_kernels_only")]
 
-WIDTHS = [144, 160, 176, 192, 208, 224]
+WIDTHS = [80, 96, 112, 128, 144, 160, 176, 192, 208, 224]
 # (M, N, K): partial tiles in M and N, K under one k-block; one full round of 1536^3-like tiles; K not a
 # multiple of 64; several tiles per CTA (more tiles than SMs).
 SHAPES = [(129, 298, 40), (1536, 1536, 1024), (1000, 1502, 776), (2304, 3000, 200)]
@@ -46,7 +46,7 @@ def test_sm90_fit_widths(width, mnk, dtype, monkeypatch):
     check(out, ref_gemm(a, b, bias=bias, alpha=0.5), dtype, torch.float32, what=f"fit {width} gemm {mnk}")
 
 
-@pytest.mark.parametrize("width", [144, 224])
+@pytest.mark.parametrize("width", [80, 144, 224])
 def test_sm90_fit_clusters(width, monkeypatch):
     """Rows that are not 128-byte multiples (K = 1000) take 2x1 clusters: half the B tile (N / 2 rows)
     multicast per CTA."""
@@ -61,7 +61,8 @@ def test_sm90_fit_rule_runs():
     """Shapes the rule gives fit tiles on this GPU run them, correctly and repeatably."""
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     ran = 0
-    for m, n, k in [(1536, 1536, 4096), (768, 3072, 2048), (1024, 2560, 4096), (2048, 1280, 1024)]:
+    for m, n, k in [(1536, 1536, 4096), (768, 3072, 2048), (1024, 2560, 4096), (2048, 1280, 1024),
+                    (1024, 1536, 8960), (512, 3072, 4096)]:
         fit = _C.choose_sm90_fit(m, n, k, sms)
         a, b = _operands(m, n, k, torch.bfloat16)
         e = cg.explain("mm", a, b)
@@ -74,7 +75,7 @@ def test_sm90_fit_rule_runs():
         check(out, ref_gemm(a, b), torch.bfloat16, what=f"rule {m}x{n}x{k}")
         assert torch.equal(out, cg.mm(a, b)), "the same bits on a second run"
     if sms == 132:
-        assert ran == 4, "on 132 SMs the rule takes every one of these shapes"
+        assert ran == 6, "on 132 SMs the rule takes every one of these shapes"
     # Rows that are not 128-byte multiples (K = 1000) take 2x1 clusters, and the rule leaves them alone.
     a, b = _operands(1536, 1536, 1000, torch.bfloat16)
     e = cg.explain("mm", a, b)

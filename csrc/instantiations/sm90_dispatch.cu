@@ -28,12 +28,20 @@ cudaError_t sm90_f8fast_bf16_pingpong(const GemmArgs&, Fp8Kind, Fp8Kind, int, cu
 cudaError_t sm90_f8fast_f16_coop(const GemmArgs&, Fp8Kind, Fp8Kind, int, cudaStream_t);
 cudaError_t sm90_f8fast_f16_pingpong(const GemmArgs&, Fp8Kind, Fp8Kind, int, cudaStream_t);
 
+cudaError_t sm90_f16_fit80(const GemmArgs&, int, cudaStream_t);
+cudaError_t sm90_f16_fit96(const GemmArgs&, int, cudaStream_t);
+cudaError_t sm90_f16_fit112(const GemmArgs&, int, cudaStream_t);
+cudaError_t sm90_f16_fit128(const GemmArgs&, int, cudaStream_t);
 cudaError_t sm90_f16_fit144(const GemmArgs&, int, cudaStream_t);
 cudaError_t sm90_f16_fit160(const GemmArgs&, int, cudaStream_t);
 cudaError_t sm90_f16_fit176(const GemmArgs&, int, cudaStream_t);
 cudaError_t sm90_f16_fit192(const GemmArgs&, int, cudaStream_t);
 cudaError_t sm90_f16_fit208(const GemmArgs&, int, cudaStream_t);
 cudaError_t sm90_f16_fit224(const GemmArgs&, int, cudaStream_t);
+cudaError_t sm90_bf16_fit80(const GemmArgs&, int, cudaStream_t);
+cudaError_t sm90_bf16_fit96(const GemmArgs&, int, cudaStream_t);
+cudaError_t sm90_bf16_fit112(const GemmArgs&, int, cudaStream_t);
+cudaError_t sm90_bf16_fit128(const GemmArgs&, int, cudaStream_t);
 cudaError_t sm90_bf16_fit144(const GemmArgs&, int, cudaStream_t);
 cudaError_t sm90_bf16_fit160(const GemmArgs&, int, cudaStream_t);
 cudaError_t sm90_bf16_fit176(const GemmArgs&, int, cudaStream_t);
@@ -44,12 +52,12 @@ cudaError_t sm90_bf16_fit224(const GemmArgs&, int, cudaStream_t);
 using Sm90Entry = cudaError_t (*)(const GemmArgs&, bool, bool, int, cudaStream_t);
 using Sm90FitEntry = cudaError_t (*)(const GemmArgs&, int, cudaStream_t);
 
-// The fit-width configs of one 16-bit type, by width (144, 160, ..., 224); both operands K-major.
-static cudaError_t run_fit(const Sm90FitEntry (&entries)[6], const GemmArgs& args, Sm90ConfigId config, bool a_mn,
-                           bool b_mn, int num_sms, cudaStream_t stream) {
+// The fit-width configs of one 16-bit type, by width (80, 96, ..., 224); both operands K-major.
+static cudaError_t run_fit(const Sm90FitEntry (&entries)[kSm90FitWidths], const GemmArgs& args, Sm90ConfigId config,
+                           bool a_mn, bool b_mn, int num_sms, cudaStream_t stream) {
   const int w = sm90_fit_width(config);
   if (w == 0 || a_mn || b_mn) return cudaErrorInvalidValue;  // (choose_sm90_fit, sm90_fit_launch_ok)
-  return entries[(w - 144) / 16](args, num_sms, stream);
+  return entries[(w - 80) / 16](args, num_sms, stream);
 }
 
 // The entry of `config` among one type's instantiations (`narrow` / `narrow64`: its 64x128 / 64x64
@@ -70,8 +78,9 @@ static cudaError_t run_config(Sm90Entry coop, Sm90Entry pingpong, Sm90Entry narr
 
 cudaError_t sm90_gemm_f16(const GemmArgs& args, Sm90ConfigId config, bool a_mn, bool b_mn, int num_sms,
                           cudaStream_t stream) {
-  static const Sm90FitEntry fit[6] = {sm90_f16_fit144, sm90_f16_fit160, sm90_f16_fit176,
-                                      sm90_f16_fit192, sm90_f16_fit208, sm90_f16_fit224};
+  static const Sm90FitEntry fit[kSm90FitWidths] = {sm90_f16_fit80, sm90_f16_fit96, sm90_f16_fit112, sm90_f16_fit128,
+                                                   sm90_f16_fit144, sm90_f16_fit160, sm90_f16_fit176,
+                                                   sm90_f16_fit192, sm90_f16_fit208, sm90_f16_fit224};
   if (sm90_fit_width(config) > 0) return run_fit(fit, args, config, a_mn, b_mn, num_sms, stream);
   return run_config(sm90_f16_coop, sm90_f16_pingpong, sm90_f16_pingpong128, sm90_f16_pingpong64, args, config, a_mn,
                     b_mn, num_sms, stream);
@@ -79,8 +88,9 @@ cudaError_t sm90_gemm_f16(const GemmArgs& args, Sm90ConfigId config, bool a_mn, 
 
 cudaError_t sm90_gemm_bf16(const GemmArgs& args, Sm90ConfigId config, bool a_mn, bool b_mn, int num_sms,
                            cudaStream_t stream) {
-  static const Sm90FitEntry fit[6] = {sm90_bf16_fit144, sm90_bf16_fit160, sm90_bf16_fit176,
-                                      sm90_bf16_fit192, sm90_bf16_fit208, sm90_bf16_fit224};
+  static const Sm90FitEntry fit[kSm90FitWidths] = {sm90_bf16_fit80, sm90_bf16_fit96, sm90_bf16_fit112, sm90_bf16_fit128,
+                                                   sm90_bf16_fit144, sm90_bf16_fit160, sm90_bf16_fit176,
+                                                   sm90_bf16_fit192, sm90_bf16_fit208, sm90_bf16_fit224};
   if (sm90_fit_width(config) > 0) return run_fit(fit, args, config, a_mn, b_mn, num_sms, stream);
   return run_config(sm90_bf16_coop, sm90_bf16_pingpong, sm90_bf16_pingpong128, sm90_bf16_pingpong64, args, config,
                     a_mn, b_mn, num_sms, stream);

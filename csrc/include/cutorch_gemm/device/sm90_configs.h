@@ -114,7 +114,7 @@ struct Sm90_64x256x32_Pingpong_S5 : Sm90_64x256x64_Pingpong_S5 {
   static constexpr int kBlockK = 32;
 };
 
-// Fit-width cooperative tiles for fp16 / bf16: 128 x N with N = 144 ... 224 (steps of 16), chosen so that
+// Fit-width cooperative tiles for fp16 / bf16: 128 x N with N = 80 ... 224 (steps of 16), chosen so that
 // a problem's tiles fill the SMs' rounds (choose_sm90_fit); cuBLAS does the same (nvjet 144x128 at 1536^3:
 // 11 x 12 = 132 tiles on 132 SMs). Both operands K-major, D = alpha * acc (+ bias) from registers (the
 // direct epilogue: a 64-column TMA box would cross into the next tile), no stream-K, no split-K. Stages:
@@ -126,6 +126,10 @@ struct Sm90_64x256x32_Pingpong_S5 : Sm90_64x256x64_Pingpong_S5 {
     static constexpr int kStages = S;                                       \
     static constexpr int kEpiBuffers = 1;                                   \
   };
+CG_SM90_FIT_CONFIG(80, 7)
+CG_SM90_FIT_CONFIG(96, 7)
+CG_SM90_FIT_CONFIG(112, 6)
+CG_SM90_FIT_CONFIG(128, 6)
 CG_SM90_FIT_CONFIG(144, 6)
 CG_SM90_FIT_CONFIG(160, 5)
 CG_SM90_FIT_CONFIG(176, 5)
@@ -140,26 +144,33 @@ enum class Sm90ConfigId : int {
   kPingpong64x128 = 2,
   kCoop128x192 = 3,   // 8-bit only, forced
   kPingpong64x64 = 4,  // 8-bit (promoted, small M) and fp16 / bf16 (mid-size problems)
-  // fp16 / bf16 fit-width cooperative tiles (choose_sm90_fit)
-  kCoopFit144 = 5,
-  kCoopFit160 = 6,
-  kCoopFit176 = 7,
-  kCoopFit192 = 8,
-  kCoopFit208 = 9,
-  kCoopFit224 = 10
+  // fp16 / bf16 fit-width cooperative tiles (choose_sm90_fit): widths 80, 96, ..., 224
+  kCoopFit80 = 5,
+  kCoopFit96 = 6,
+  kCoopFit112 = 7,
+  kCoopFit128 = 8,
+  kCoopFit144 = 9,
+  kCoopFit160 = 10,
+  kCoopFit176 = 11,
+  kCoopFit192 = 12,
+  kCoopFit208 = 13,
+  kCoopFit224 = 14
 };
+constexpr int kSm90FitWidths = 10;  // 80 + 16 i, i < kSm90FitWidths
 
 // The tile width of a fit-width config; 0 for the others.
 inline int sm90_fit_width(Sm90ConfigId id) {
-  const int i = int(id);
-  return i >= int(Sm90ConfigId::kCoopFit144) && i <= int(Sm90ConfigId::kCoopFit224)
-             ? 144 + 16 * (i - int(Sm90ConfigId::kCoopFit144))
-             : 0;
+  const int i = int(id) - int(Sm90ConfigId::kCoopFit80);
+  return i >= 0 && i < kSm90FitWidths ? 80 + 16 * i : 0;
 }
 
 // The config's name for operands of elem_bytes bytes (2: fp16/bf16, 1: fp8, 4: tf32).
 inline const char* sm90_config_name(Sm90ConfigId id, int elem_bytes = 2) {
   switch (id) {  // (fp16 / bf16 only)
+    case Sm90ConfigId::kCoopFit80:  return Sm90_128x80x64_Coop_S7::kName;
+    case Sm90ConfigId::kCoopFit96:  return Sm90_128x96x64_Coop_S7::kName;
+    case Sm90ConfigId::kCoopFit112: return Sm90_128x112x64_Coop_S6::kName;
+    case Sm90ConfigId::kCoopFit128: return Sm90_128x128x64_Coop_S6::kName;
     case Sm90ConfigId::kCoopFit144: return Sm90_128x144x64_Coop_S6::kName;
     case Sm90ConfigId::kCoopFit160: return Sm90_128x160x64_Coop_S5::kName;
     case Sm90ConfigId::kCoopFit176: return Sm90_128x176x64_Coop_S5::kName;
@@ -299,14 +310,14 @@ inline Sm90ConfigId choose_sm90_config(int m, int n, int k, int problems, int nu
 }
 
 // The fit-width rule (one dense fp16 / bf16 problem whose launch can take those tiles: both operands
-// K-major, a plain epilogue from registers; the binding decides that): a cooperative 128 x N tile, N = 144
+// K-major, a plain epilogue from registers; the binding decides that): a cooperative 128 x N tile, N = 80
 // ... 224, whose tile count fills the persistent grid's rounds, in place of `base`. Score of a width:
 // the fill of its rounds times the share of its tiles' area inside the problem; the best score wins (ties:
 // the wider tile). Taken when the best scores at least kFitMin and the 128x256 tiles' own score is below
 // kFitBase (they already fill their rounds), for at most kFitRounds rounds, M >= 256 and K >= 512.
-// `forced` (CUTORCH_GEMM_SM90_CONFIG): "fit" takes the best width wherever the launch allows, "coop144" ...
+// `forced` (CUTORCH_GEMM_SM90_CONFIG): "fit" takes the best width wherever the launch allows, "coop80" ...
 // "coop224" that width; any other forced config ("nofit": the rules without this one) keeps `base`.
-// H200, 5 interleaved rounds, ratio to cuBLAS, without / with (thirty-first session): one round of fit
+// H200, 5 interleaved rounds, ratio to cuBLAS, without / with (thirty-first session, widths 144-224): one round of fit
 // tiles: 1536x1536x4096 (144) 0.723 / 0.890, 768x3072x4096 (144) 0.726 / 0.903, 1024x2560x4096 (160)
 // 0.748 / 0.904, 1024x2304x4096 0.705 / 0.862, 2048x1280x4096 0.729 / 0.878, 640x4096x4096 0.706 / 0.863,
 // 384x6144x4096 0.704 / 0.893, 1024x3072x4096 (192) 0.807 / 0.889, 1280x2048x2048 0.770 / 0.806,
@@ -315,7 +326,9 @@ inline Sm90ConfigId choose_sm90_config(int m, int n, int k, int problems, int nu
 // 0.886 / 0.878): kFitRounds = 2. Where the 128x256 tiles fill their rounds the fit ones lose (forced:
 // 4096^3 0.992 / 0.877, 2048^3 0.968 / 0.759), and below kFitMin too (1024x1536x8960 0.767 / 0.729).
 // The best width is the one the score names (1536x1536x4096: 144 0.862, 160 0.820, 176 0.777 ...;
-// 1024x2560x4096: 160 0.908, 144 0.584; 1024x3072x4096: 192 0.875, 176 0.543).
+// 1024x2560x4096: 160 0.908, 144 0.584; 1024x3072x4096: 192 0.875, 176 0.543). The narrow widths (same
+// method): 1024x1536x8960 (96) 0.769 / 0.870, 512x2560x2560 (80) 0.725 / 0.808, 768x2048x4096 (96) 0.812 /
+// 0.902, 512x3072x4096 (96) 0.750 / 0.858, 640x2048x4096 (80) 0.737 / 0.846.
 constexpr double kFitMin = 0.9, kFitBase = 0.85;
 constexpr int kFitRounds = 2;
 inline double sm90_tile_score(long long m, long long n, int block_m, int block_n, int num_sms) {
@@ -330,15 +343,19 @@ inline double sm90_tile_score(long long m, long long n, int block_m, int block_n
 inline Sm90ConfigId choose_sm90_fit(Sm90ConfigId base, int m, int n, int k, int num_sms, const std::string& forced,
                                     bool rows_128b = true) {
   if (num_sms <= 0 || m <= 0 || n <= 0 || k <= 0) return base;
-  const Sm90ConfigId first = Sm90ConfigId::kCoopFit144;
-  for (int i = 0; i < 6; ++i) {
-    if (forced == "coop" + std::to_string(144 + 16 * i)) return Sm90ConfigId(int(first) + i);
+  const Sm90ConfigId first = Sm90ConfigId::kCoopFit80;
+  for (int i = 0; i < kSm90FitWidths; ++i) {
+    if (forced == "coop" + std::to_string(80 + 16 * i)) return Sm90ConfigId(int(first) + i);
   }
   if (!forced.empty() && forced != "fit") return base;
   int best = 0;
   double best_score = 0.0;
-  for (int i = 0; i < 6; ++i) {
-    const double sc = sm90_tile_score(m, n, 128, 144 + 16 * i, num_sms);
+  for (int i = 0; i < kSm90FitWidths; ++i) {
+    // (not 128: two 64x128 ping-pong tiles cover a 128x128 one and fill the rounds as well, with the epilogue
+    // overlapped; forced, H200: 1024x2048x2048 0.950 / 0.881, 2048x1024x4096 0.920 / 0.914, 512x4096x4096
+    // 0.870 / 0.900)
+    if (80 + 16 * i == 128) continue;
+    const double sc = sm90_tile_score(m, n, 128, 80 + 16 * i, num_sms);
     if (sc >= best_score) {
       best = i;
       best_score = sc;
@@ -346,7 +363,8 @@ inline Sm90ConfigId choose_sm90_fit(Sm90ConfigId base, int m, int n, int k, int 
   }
   const Sm90ConfigId fit = Sm90ConfigId(int(first) + best);
   if (forced == "fit") return fit;
-  const long long tiles = ((m + 127LL) / 128) * ((n + 143LL + 16 * best) / (144 + 16 * best));
+  const long long width = 80 + 16 * best;
+  const long long tiles = ((m + 127LL) / 128) * ((n + width - 1) / width);
   if (!rows_128b || m < 256 || k < 512 || tiles > (long long)kFitRounds * num_sms) return base;
   if (best_score < kFitMin || sm90_tile_score(m, n, 128, 256, num_sms) >= kFitBase) return base;
   return fit;

@@ -118,7 +118,7 @@ cudaError_t launch_sm90(const GemmArgs& args, int num_sms, cudaStream_t stream) 
   p.direct_epilogue = plain && d_rows && s.d_sm % 2 == 0 && s.d_sb % 2 == 0 &&
                       reinterpret_cast<uintptr_t>(args.d) % pair_bytes == 0 && epi != "staged";
   // The fit-width configs store only from registers (the kernel's kFit; sm90_fit_launch_ok chose them).
-  if constexpr (!Cfg::kPingpong && !Mma::kPromote && Cfg::kBlockN >= 144 && Cfg::kBlockN <= 224) {
+  if constexpr (sm90_is_fit<Cfg, Mma>()) {
     if (!p.direct_epilogue || args.batch != 1) return cudaErrorInvalidValue;
   }
   // TMA stores: D's base, row and batch strides 16-byte aligned (D from at::empty: whenever N

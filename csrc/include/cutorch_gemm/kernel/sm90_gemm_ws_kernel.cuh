@@ -59,6 +59,13 @@ struct Sm90SharedStorage {
   uint32_t bias_stage[Cfg::kPingpong ? 1 : Cfg::kConsumers][Cfg::kPingpong ? 1 : Cfg::kBlockN / 2];
 };
 
+// The fit-width cooperative configs (device/sm90_configs.h: 128 x 80 ... 224, 16-bit operands; the 128x256 one
+// and the 8-bit 128x192 one are not).
+template <class Cfg, class Mma>
+constexpr bool sm90_is_fit() {
+  return !Cfg::kPingpong && !Mma::kPromote && Mma::kNarrowOk && Cfg::kBlockN >= 80 && Cfg::kBlockN <= 224;
+}
+
 // The configs and operand types whose kernels defer the store (kDefer below): cooperative, 16-bit,
 // 256-column tiles. (launch_sm90 asks too, to pick the kGroupEnds variant.)
 template <class Cfg, class Mma>
@@ -99,9 +106,9 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
   static_assert(!kPlainTma || (!kSwiGlu && !kPtrArray && !Mma::kScaled && !kGroupEnds &&
                                 (Cfg::kPingpong || sm90_defers<Cfg, Mma>())),
                 "the compact variants: plain ping-pong launches; deferring cooperative ones");
-  // The fit-width cooperative tiles (device/sm90_configs.h, choose_sm90_fit): 128 x 144 ... 224, both operands
+  // The fit-width cooperative tiles (device/sm90_configs.h, choose_sm90_fit): 128 x 80 ... 224, both operands
   // K-major, plain dense launches, D stored from registers (sm90_store_tile_direct) and no other epilogue.
-  constexpr bool kFit = !Cfg::kPingpong && !Mma::kPromote && Cfg::kBlockN >= 144 && Cfg::kBlockN <= 224;
+  constexpr bool kFit = sm90_is_fit<Cfg, Mma>();
   static_assert(!kFit || (Mma::kNarrowOk && Cfg::kBlockN % 16 == 0 && !kSwiGlu && !kPtrArray && !kPlainTma &&
                           !kGroupEnds && !kAMn && !kBMn),
                 "fit-width tiles: fp16 / bf16, K-major operands, the general kernel's plain launches");
@@ -129,7 +136,7 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
   // kGroupEnds variant (elsewhere such a tile takes the normal epilogue).
   static_assert(!kGroupEnds || (sm90_defers<Cfg, Mma>() && !kAMn && !kSwiGlu && !kPtrArray),
                 "kGroupEnds: the deferring cooperative kernels with a K-major A");
-  constexpr bool kDeferDirect = kSwiGlu || kGroupEnds;
+  [[maybe_unused]] constexpr bool kDeferDirect = kSwiGlu || kGroupEnds;  // (unused by the fit-width tiles)
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   // The cooperative compact variant: fixed tile grids (dense, batched, grouped-K), every tile deferred.
   constexpr bool kCompactCoop = kPlainTma && !Cfg::kPingpong;
