@@ -189,8 +189,8 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
     }
     st.advance();
   };
-  // Early start (compact kernels and fit-width tiles without clusters, p.early_start): the thread that initialises the
-  // barriers, which is also the producer's issuing lane, loads the first k-blocks (kSm90EarlyStages)
+  // Early start (compact kernels and fit-width tiles without clusters, p.early_start): the thread that
+  // initialises the barriers, which is also the producer's issuing lane, loads the first k-blocks (kSm90EarlyStages)
   // of the CTA's first tile right away, before the CTA barrier, the producer's register release and
   // its scheduler call. Why: a launch with one tile per CTA (1024^3, 2048^3) exposes everything
   // before its first load; the producer branch sits at the kernel's far end, cold in the
