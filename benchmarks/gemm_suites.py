@@ -82,6 +82,19 @@ SUITES = {
         (2, 4096, 14336, False),      # Mixtral down, one token
         (16, 4096, 14336, False),     # eight tokens
     )),
+    # Mid-size dense problems (not in the default run; not ANCHORS.md's): partial rounds of the 128x256 tiles,
+    # where the fit-width and narrow tiles and the mid-size rules act (benchmarks/RESULTS.md, thirty-first session)
+    "mid": Suite(shapes=(
+        (1536, 1536, 4096, True),
+        (768, 3072, 4096, False),
+        (1024, 2560, 4096, False),
+        (2048, 1280, 4096, False),
+        (1024, 1536, 8960, True),
+        (512, 2560, 2560, False),
+        (1536, 1536, 1536, False),
+        (512, 1024, 4096, True),
+        (1024, 1024, 4096, False),
+    )),
     "epilogue": Suite(kind="epilogue", shapes=(
         (8192, 14336, 4096, False),
         (4096, 4096, 4096, True),

@@ -38,6 +38,7 @@ def test_decode_offsets_spread_rows_one_per_expert(monkeypatch):
     sizes = torch.diff(bg._decode_offsets(300, 128), prepend=torch.zeros(1, dtype=torch.int32))
     assert int(sizes.sum()) == 300 and int(sizes.min()) >= 2 and int(sizes.max()) <= 3
     assert "moe_decode" not in bg.DEFAULT_SUITES and bg.SUITES["moe_decode"].decode
+    assert "mid" not in bg.DEFAULT_SUITES and bg.SUITES["mid"].kind == "mm"  # (mid-size dense, on request)
 
 
 def test_grouped_decode_suite_case_on_cpu(monkeypatch):
