@@ -109,7 +109,7 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
   // The fit-width cooperative tiles (device/sm90_configs.h, choose_sm90_fit): 128 x 80 ... 224, both operands
   // K-major, plain dense launches, D stored from registers (sm90_store_tile_direct) and no other epilogue.
   constexpr bool kFit = sm90_is_fit<Cfg, Mma>();
-  static_assert(!kFit || (Mma::kNarrowOk && Cfg::kBlockN % 16 == 0 && !kSwiGlu && !kPtrArray && !kPlainTma &&
+  static_assert(!kFit || (Cfg::kBlockN % 16 == 0 && !kSwiGlu && !kPtrArray && !kPlainTma &&
                           !kGroupEnds && !kAMn && !kBMn),
                 "fit-width tiles: fp16 / bf16, K-major operands, the general kernel's plain launches");
   static_assert(Cfg::kBlockN == 256 || kFit || (Cfg::kBlockN == 128 && Mma::kNarrowOk && !kSwiGlu && !kPtrArray) ||
