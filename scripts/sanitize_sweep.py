@@ -75,6 +75,23 @@ def cases(quick: bool):
             return out, ref, 2e-2
         return run
 
+    def grouped_k(sizes, m=130, n=136):
+        # ragged along K (the dW form): groups whose K is not a k-block multiple zero their last
+        # slice's tail in shared memory before its wgmma (the mainloop's one general-loop k-block)
+        def run():
+            t = sum(sizes)
+            a = torch.randn(m, t, device=dev, dtype=bf16)
+            b = torch.randn(t, n, device=dev, dtype=bf16)
+            offs = torch.tensor(sizes, device=dev).cumsum(0).to(torch.int32)
+            out = cg.grouped_mm(a, b, offs)
+            ref = torch.zeros(len(sizes), m, n, dtype=torch.float64)
+            s = 0
+            for g, e in enumerate(offs.tolist()):
+                ref[g] = a[:, s:e].double().cpu() @ b[s:e].double().cpu()
+                s = e
+            return out, ref, 2e-2
+        return run
+
     def grouped_swiglu(sizes, k=72, f=72):
         def run():
             t = sum(sizes) + 1
@@ -147,6 +164,8 @@ def cases(quick: bool):
                 (f"sm90 {cfg} split-K 16x1024x4096", env, mm(16, 1024, 4096))]
     # cooperative half tiles (a warpgroup's rows past a group's end): K long enough for the ring's
     # phases to wrap inside such tiles
+    out += [(f"sm90 {c} grouped-K tails", {"CUTORCH_GEMM_SM90_CONFIG": c}, grouped_k([100, 0, 37, 200]))
+            for c in ("coop", "pingpong", "pingpong128")]
     out += [("sm90 coop grouped-M half tiles K 1000", {"CUTORCH_GEMM_SM90_CONFIG": "coop"},
              grouped([40, 300, 64, 0, 190, 1], k=1000))]
     # MoE decode: a few rows over many experts take the 64x128 config by the rule (not forced)

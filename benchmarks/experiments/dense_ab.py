@@ -9,7 +9,8 @@ times them. A variant is "def" (no variable set) or VAR=value[+VAR=value...], op
 call of the others. ROUNDS rounds (default 5), each timing every function once in a rotated order;
 prints the median ratio to torch.mm of each variant and its per-round range, or with TABLE=1 one row
 per shape (medians only, and the config the default launch runs: the dispatch-rule sweeps of
-benchmarks/RESULTS.md, thirtieth session).
+benchmarks/RESULTS.md, thirtieth session). EPI=gelu: the epilogue suite's launch instead, gemm with bias and
+GELU against torch._addmm_activation.
 """
 import os
 import statistics
@@ -19,7 +20,7 @@ import torch
 
 sys.path.insert(0, os.getcwd())
 import cutorch_gemm as cg  # noqa: E402
-from benchmarks.bench_gemm import _make_sets, _rotating, time_ms  # noqa: E402
+from benchmarks.bench_gemm import EPILOGUE_ACTIVATION, _make_sets, _rotating, time_ms  # noqa: E402
 
 
 def name_of(variant):
@@ -42,23 +43,28 @@ def main():
     variants = os.environ.get("VARS", "def;CUTORCH_GEMM_SM90_DEFER=off").split(";")
     rounds = int(os.environ.get("ROUNDS", "5"))
     keys = {k for v in variants for k in env_of(v)}
+    gelu = os.environ.get("EPI", "") == "gelu"
 
     def ours(variant):
         env = env_of(variant)
 
-        def f(x, b):
+        def f(x, b, *bias):
             for k in keys:
                 os.environ.pop(k, None)
             os.environ.update(env)
+            if gelu:
+                return cg.gemm(x, b, bias=bias[0], activation=EPILOGUE_ACTIVATION)
             return cg.mm(x, b)
         return f
 
     table = os.environ.get("TABLE") == "1"
+    ratios = {v: [] for v in variants}  # per shape, the median ratio to torch (the geomean row)
     if table:
         print("shape".ljust(16) + "torchTF".rjust(8) + "".join(f"{name_of(v):>9s}" for v in variants) + "  def config")
     for m, n, k in shapes:
-        sets = _make_sets(m, n, k, torch.bfloat16, False)
-        fns = {"torch": _rotating(torch.mm, sets)}
+        sets = _make_sets(m, n, k, torch.bfloat16, gelu)
+        theirs = (lambda x, b, bias: torch._addmm_activation(bias, x, b, use_gelu=True)) if gelu else torch.mm
+        fns = {"torch": _rotating(theirs, sets)}
         for v in variants:
             fns[v] = _rotating(ours(v), sets)
         names = list(fns)
@@ -69,10 +75,13 @@ def main():
                 times[name].append(time_ms(fns[name], warmup_ms=10, rep_ms=30))
         gflop = 2 * m * n * k / 1e9
         t_torch = statistics.median(times["torch"])
+        for v in variants:
+            ratios[v].append(t_torch / statistics.median(times[v]))
         for key in keys:
             os.environ.pop(key, None)
         if table:
-            e = cg.explain("mm", sets[0][0], sets[0][1])
+            e = (cg.explain("gemm", sets[0][0], sets[0][1], bias=sets[0][2], activation=EPILOGUE_ACTIVATION) if gelu
+                 else cg.explain("mm", sets[0][0], sets[0][1]))
             print(f"{m}x{n}x{k}".ljust(16) + f"{gflop / t_torch:8.0f}"
                   + "".join(f"{t_torch / statistics.median(times[v]):9.3f}" for v in variants)
                   + f"  {e.config.replace('Sm90_', '')} x{e.splits}", flush=True)
@@ -84,6 +93,8 @@ def main():
                          f" ({min(per_round):.3f}-{max(per_round):.3f})")
             print(line, flush=True)
         del sets
+    if table and len(shapes) > 1:
+        print("geomean".ljust(24) + "".join(f"{statistics.geometric_mean(ratios[v]):9.3f}" for v in variants))
 
 
 if __name__ == "__main__":

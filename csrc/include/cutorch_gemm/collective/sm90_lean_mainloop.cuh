@@ -1,7 +1,7 @@
 #pragma once
-// The ping-pong kernels' mainloop over one tile's k-blocks (kernel/sm90_gemm_ws_kernel.cuh, every
-// tile but a grouped-K tail's): per k-block only the full-barrier wait, the wgmma group, the wait
-// for the previous group and that stage's release.
+// The 16-bit and tf32 Hopper kernels' mainloop over one tile's k-blocks (kernel/sm90_gemm_ws_kernel.cuh:
+// ping-pong and cooperative, every k-block but a grouped-K tail's last): per k-block only the full-barrier
+// wait, the wgmma group, the wait for the previous group and that stage's release.
 //
 // Why a loop of its own: one warpgroup issues every group of a ping-pong tile, so the loop's own
 // latency is the tensor core's idle time. The general loop recomputed per k-block the stage's
@@ -11,23 +11,35 @@
 // per k-block of four m64n64k16 (0.065 us at the tensor core's rate); 64x128 tiles 16.9 -> 13.2
 // us. With the loads: 1024^3 (64x128) 7.94 -> 7.36 us, 512^3 (64x64) 5.44 -> 4.90, 256x1024x1024
 // 7.52 -> 6.43; the 64x256 tiles unchanged. (cuBLAS's 64x64 loop: four HGMMA, one arrive, one
-// try_wait per k-block.)
+// try_wait per k-block.) The cooperative kernels took it later (thirty-second session): ~48 instructions
+// per consumer warp and k-block of the 128x256 tile instead of ~70, about 1% faster at the dense
+// suite's shapes (the kernel's note).
 
 #include <cstdint>
+#include <type_traits>
 
 #include "cutorch_gemm/arch/sm90_cluster.cuh"
 #include "cutorch_gemm/arch/sm90_wgmma.cuh"
 
 namespace cutorch_gemm {
 
+// The cooperative kernels' hook: nothing to do per k-block.
+struct Sm90NoHook {
+  CG_DEVICE void operator()() const {}
+};
+
 // acc = the tile's k_blocks k-blocks, from the ring position st (advanced past them); prev: the
 // last k-block's stage, which the caller releases after its final wait. Stage i's descriptors are
 // stage 0's plus i stages (shared-memory addresses fit the descriptor's 14-bit field). row_in_tile:
 // the warpgroup's first row of the A tile; cluster: CTAs per cluster (2: each release also arrives
-// on the peer's empty barrier, whose multicasts fill this stage too).
-template <class Cfg, class Mma, bool kAMn, bool kBMn, class Storage, class Pipeline, class State, int kRegs>
+// on the peer's empty barrier, whose multicasts fill this stage too). hook: called under each of the
+// first hook_blocks k-blocks' groups (the cooperative kernels' deferred store: one slice of the
+// previous tile's D each), in a loop of its own so the rest of the k-blocks do not test for it.
+template <class Cfg, class Mma, bool kAMn, bool kBMn, class Storage, class Pipeline, class State, int kRegs,
+          class Hook = Sm90NoHook>
 CG_DEVICE void sm90_lean_mainloop(Storage& s, const Pipeline& pipe, float (&acc)[kRegs], State& st, State& prev,
-                                  int k_blocks, int row_in_tile, int cluster) {
+                                  int k_blocks, int row_in_tile, int cluster, int hook_blocks = 0,
+                                  Hook hook = Hook{}) {
   constexpr uint64_t kStepA = kAMn ? sm90::kDescStepK16MNMajor : sm90::kDescStepK16KMajor;
   constexpr uint64_t kStepB = kBMn ? sm90::kDescStepK16MNMajor : sm90::kDescStepK16KMajor;
   constexpr uint64_t kStageA = sizeof(s.a[0]) >> 4, kStageB = sizeof(s.b[0]) >> 4;
@@ -38,7 +50,7 @@ CG_DEVICE void sm90_lean_mainloop(Storage& s, const Pipeline& pipe, float (&acc)
   const bool clustered = cluster > 1;
   const uint32_t peer = clustered ? (sm90::cluster_ctarank() ^ 1u) : 0u;
   int scale = 0;  // the first group overwrites the accumulator
-  for (int left = k_blocks; left > 0; --left) {
+  auto k_block = [&](auto with_hook) {
     pipe.consumer_wait(st);
     const uint64_t da = da0 + uint64_t(st.index) * kStageA, db = db0 + uint64_t(st.index) * kStageB;
     sm90::fence_accumulators(acc);
@@ -48,13 +60,19 @@ CG_DEVICE void sm90_lean_mainloop(Storage& s, const Pipeline& pipe, float (&acc)
       Mma::template mma<kAMn, kBMn>(acc, da + kStepA * kk, db + kStepB * kk, kk > 0 ? 1 : scale);
     }
     sm90::wgmma_commit();
+    if constexpr (decltype(with_hook)::value) hook();
     sm90::fence_accumulators(acc);
     sm90::wgmma_wait<1>();  // the previous k-block's group is done: release its stage
     if (scale) pipe.consumer_release(prev, clustered, peer);
     scale = 1;
     prev = st;
     st.advance();
+  };
+  int left = k_blocks;
+  if constexpr (!std::is_same_v<Hook, Sm90NoHook>) {
+    for (int h = min_of(hook_blocks, left); h > 0; --h, --left) k_block(std::true_type{});
   }
+  for (; left > 0; --left) k_block(std::false_type{});
 }
 
 }  // namespace cutorch_gemm

@@ -253,8 +253,10 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
     Scheduler sched(p);
     State st;
     float acc[kAccRegs];
-    // The ping-pong kernels' mainloop (collective/sm90_lean_mainloop.cuh; every tile but a grouped-K tail's).
-    constexpr bool kLean = Cfg::kPingpong && !Mma::kPromote && !kSwiGlu && !kPtrArray;
+    // The lean mainloop (collective/sm90_lean_mainloop.cuh) of the ping-pong and cooperative kernels (the
+    // deferred store's slices through its hook); not the promoting 8-bit ones (their own loop, below), SwiGLU's
+    // or the pointer-array kernels.
+    constexpr bool kLean = !Mma::kPromote && !kSwiGlu && !kPtrArray;
     // The deferred tile (kDefer): its packed D, where it goes, and the next slice to store
     // (kSlices: nothing pending). pend_d: a grouped-M tile past its group's end, stored from
     // registers (its warpgroup's first row of D; pend_row then counts the rows in the group);
@@ -489,11 +491,24 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
           db = next_db;
         }
       } else {
-        const bool lean = kLean && !zero_tail;
+        // The lean loop takes every k-block but a grouped-K tail's last, which the loop below takes
+        // (zeroing its tail first) from the lean loop's state (prev, the accumulator's scale); there the
+        // deferred store's slices the lean loop did not reach go out after the tile (flush_pending).
+        // The lean loop in the cooperative kernels, H100, dense_ab.py, 9 rounds, ratio to cuBLAS, with / without:
+        // dense suite geomean 0.991 / 0.983 (4096^3 1.009 / 0.978, 8192x14336x4096 1.008 / 0.996); bias + GELU
+        // 1.001 / 0.999 (benchmarks/RESULTS.md, thirty-second session).
+        int kb_lean = 0;
         if constexpr (kLean) {
-          if (lean) sm90_lean_mainloop<Cfg, Mma, kAMn, kBMn>(s, pipe, acc, st, prev, k_blocks, row_in_tile, p.cluster);
+          kb_lean = zero_tail ? k_blocks - 1 : k_blocks;
+          if constexpr (kDefer) {
+            sm90_lean_mainloop<Cfg, Mma, kAMn, kBMn>(s, pipe, acc, st, prev, kb_lean, row_in_tile, p.cluster, kSlices,
+                                                     [&] { store_pending_slice_if_any(); });
+          } else {
+            sm90_lean_mainloop<Cfg, Mma, kAMn, kBMn>(s, pipe, acc, st, prev, kb_lean, row_in_tile, p.cluster);
+          }
         }
-        for (int kb = 0; !lean && kb < k_blocks; ++kb) {
+        // Every k-block of SwiGLU's and the pointer-array kernels; a grouped-K tail's last of the others.
+        for (int kb = kb_lean; kb < k_blocks; ++kb) {
           uint64_t da, db;
           prepare(kb, da, db);
           sm90::fence_accumulators(acc);
@@ -503,7 +518,9 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
             Mma::template mma<kAMn, kBMn>(acc, da + kStepA * kk, db + kStepB * kk, (kb > 0 || kk > 0) ? 1 : 0);
           }
           sm90::wgmma_commit();
-          store_pending_slice_if_any();  // (under this group)
+          // (under this group; NOTE: not in the lean kernels' tail k-block: compiled there too, the hook's
+          // second copy made ptxas spill 8 bytes in the 16-bit cooperative kernel with an MN-major B)
+          if constexpr (!kLean) store_pending_slice_if_any();
           sm90::fence_accumulators(acc);
           sm90::wgmma_wait<1>();  // the previous k-slice's wgmma is done: release its stage
           if (kb > 0) pipe.consumer_release(prev);
