@@ -162,10 +162,11 @@ def cases(quick: bool):
                 (f"sm90 {cfg} fused swiglu", env, swiglu()),
                 (f"sm90 {cfg} pointer-array grouped_gemm", env, pointer_array()),
                 (f"sm90 {cfg} split-K 16x1024x4096", env, mm(16, 1024, 4096))]
-    # cooperative half tiles (a warpgroup's rows past a group's end): K long enough for the ring's
-    # phases to wrap inside such tiles
+    # grouped-K (dW) groups whose K leaves a partial last k-block, per config
     out += [(f"sm90 {c} grouped-K tails", {"CUTORCH_GEMM_SM90_CONFIG": c}, grouped_k([100, 0, 37, 200]))
             for c in ("coop", "pingpong", "pingpong128")]
+    # cooperative half tiles (a warpgroup's rows past a group's end): K long enough for the ring's
+    # phases to wrap inside such tiles
     out += [("sm90 coop grouped-M half tiles K 1000", {"CUTORCH_GEMM_SM90_CONFIG": "coop"},
              grouped([40, 300, 64, 0, 190, 1], k=1000))]
     # MoE decode: a few rows over many experts take the 64x128 config by the rule (not forced)
@@ -336,7 +337,7 @@ def cases(quick: bool):
             ("moe combine 9x2x13 broken permutation", {}, moe_combine(9, 2, 13, True))]
     if quick:  # racecheck / synccheck are slow: one case per family
         keep = ("sm90 coop bf16", "sm90 fit", "sm90 pingpong bf16", "sm90 pingpong128 bf16 129", "compact", "coop cluster", "fp8", "swiglu", "pointer-array", "split-K 16",
-                "sm80 bf16", "sm80 tf32 rows8", "sm80 split-K fused", "sm80 sliced-K", "simt", "skinny w8", "sm90 skinny T16", "swiglu pointwise", "stream-K", "moe combine", "half tiles", "deferred store plain", "deferred store grouped", "decode")
+                "sm80 bf16", "sm80 tf32 rows8", "sm80 split-K fused", "sm80 sliced-K", "simt", "skinny w8", "sm90 skinny T16", "swiglu pointwise", "stream-K", "moe combine", "half tiles", "deferred store plain", "deferred store grouped", "decode", "grouped-K tails")
         out = [c for c in out if any(k in c[0] for k in keep)]
     return out
 

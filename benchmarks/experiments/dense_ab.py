@@ -10,7 +10,8 @@ call of the others. ROUNDS rounds (default 5), each timing every function once i
 prints the median ratio to torch.mm of each variant and its per-round range, or with TABLE=1 one row
 per shape (medians only, and the config the default launch runs: the dispatch-rule sweeps of
 benchmarks/RESULTS.md, thirtieth session). EPI=gelu: the epilogue suite's launch instead, gemm with bias and
-GELU against torch._addmm_activation.
+GELU against torch._addmm_activation; EPI=bias: gemm with bias against torch.addmm. A variant setting PLAIN=1
+times our plain mm on the same operands (the epilogue's cost: its ratio over the default's).
 """
 import os
 import statistics
@@ -43,7 +44,10 @@ def main():
     variants = os.environ.get("VARS", "def;CUTORCH_GEMM_SM90_DEFER=off").split(";")
     rounds = int(os.environ.get("ROUNDS", "5"))
     keys = {k for v in variants for k in env_of(v)}
-    gelu = os.environ.get("EPI", "") == "gelu"
+    epi = os.environ.get("EPI", "")
+    assert epi in ("", "gelu", "bias"), f"EPI: '', 'gelu' or 'bias', got {epi!r}"
+    gelu = epi == "gelu"
+    act = EPILOGUE_ACTIVATION if gelu else "none"
 
     def ours(variant):
         env = env_of(variant)
@@ -52,8 +56,8 @@ def main():
             for k in keys:
                 os.environ.pop(k, None)
             os.environ.update(env)
-            if gelu:
-                return cg.gemm(x, b, bias=bias[0], activation=EPILOGUE_ACTIVATION)
+            if epi and "PLAIN" not in env:
+                return cg.gemm(x, b, bias=bias[0], activation=act)
             return cg.mm(x, b)
         return f
 
@@ -62,8 +66,9 @@ def main():
     if table:
         print("shape".ljust(16) + "torchTF".rjust(8) + "".join(f"{name_of(v):>9s}" for v in variants) + "  def config")
     for m, n, k in shapes:
-        sets = _make_sets(m, n, k, torch.bfloat16, gelu)
-        theirs = (lambda x, b, bias: torch._addmm_activation(bias, x, b, use_gelu=True)) if gelu else torch.mm
+        sets = _make_sets(m, n, k, torch.bfloat16, bool(epi))
+        theirs = {"": torch.mm, "bias": lambda x, b, bias: torch.addmm(bias, x, b),
+                  "gelu": lambda x, b, bias: torch._addmm_activation(bias, x, b, use_gelu=True)}[epi]
         fns = {"torch": _rotating(theirs, sets)}
         for v in variants:
             fns[v] = _rotating(ours(v), sets)
@@ -80,7 +85,7 @@ def main():
         for key in keys:
             os.environ.pop(key, None)
         if table:
-            e = (cg.explain("gemm", sets[0][0], sets[0][1], bias=sets[0][2], activation=EPILOGUE_ACTIVATION) if gelu
+            e = (cg.explain("gemm", sets[0][0], sets[0][1], bias=sets[0][2], activation=act) if epi
                  else cg.explain("mm", sets[0][0], sets[0][1]))
             print(f"{m}x{n}x{k}".ljust(16) + f"{gflop / t_torch:8.0f}"
                   + "".join(f"{t_torch / statistics.median(times[v]):9.3f}" for v in variants)
