@@ -14,7 +14,8 @@ Compare cycles, not microseconds, between runs.
 
 Cases: mm:MxNxK (bf16, b = W.t()), dw:ExTxKxN (grouped_mm x^T @ dy, uniform groups),
 gm:ExTxKxN (grouped_mm x @ w, w (E, N, K) viewed as (E, K, N), groups T/E -+ 37 rows: every group
-ends in a partial tile), fp8:MxNxK (scaled_mm, per-tensor scales, bf16 out), fp8fast:MxNxK (the same, use_fast_accum=True).
+ends in a partial tile), bias:MxNxK / gelu:MxNxK (gemm with bias / bias + GELU-tanh against torch.addmm /
+torch._addmm_activation), fp8:MxNxK (scaled_mm, per-tensor scales, bf16 out), fp8fast:MxNxK (the same, use_fast_accum=True).
 """
 import sys
 
@@ -31,6 +32,14 @@ def case(spec):
         m, n, k = d
         x, w = torch.randn(m, k, device="cuda", dtype=bf16), torch.randn(n, k, device="cuda", dtype=bf16)
         return (lambda: cg.mm(x, w.t())), (lambda: torch.mm(x, w.t()))
+    if kind in ("bias", "gelu"):  # gemm with bias (and GELU-tanh) against torch.addmm / torch._addmm_activation
+        m, n, k = d
+        x, w = torch.randn(m, k, device="cuda", dtype=bf16), torch.randn(n, k, device="cuda", dtype=bf16)
+        bias = torch.randn(n, device="cuda", dtype=bf16)
+        if kind == "bias":
+            return (lambda: cg.gemm(x, w.t(), bias=bias)), (lambda: torch.addmm(bias, x, w.t()))
+        return (lambda: cg.gemm(x, w.t(), bias=bias, activation="gelu_tanh")), \
+            (lambda: torch._addmm_activation(bias, x, w.t(), use_gelu=True))
     if kind == "dw":
         e, t, k, n = d
         offs = (torch.arange(1, e + 1, device="cuda") * (t // e)).to(torch.int32)
