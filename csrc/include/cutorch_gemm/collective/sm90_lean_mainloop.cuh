@@ -1,7 +1,8 @@
 #pragma once
-// The 16-bit and tf32 Hopper kernels' mainloop over one tile's k-blocks (kernel/sm90_gemm_ws_kernel.cuh:
-// ping-pong and cooperative, every k-block but a grouped-K tail's last): per k-block only the full-barrier
-// wait, the wgmma group, the wait for the previous group and that stage's release.
+// The Hopper kernels' mainloop over one tile's k-blocks (kernel/sm90_gemm_ws_kernel.cuh: 16-bit, tf32 and
+// fp8 fast-accumulation operands, ping-pong and cooperative, every k-block but a grouped-K tail's last; not the
+// promoting fp8 loop, SwiGLU's or the pointer-array kernels): per k-block only the full-barrier wait, the wgmma
+// group, the wait for the previous group and that stage's release.
 //
 // Why a loop of its own: one warpgroup issues every group of a ping-pong tile, so the loop's own
 // latency is the tensor core's idle time. The general loop recomputed per k-block the stage's
@@ -11,8 +12,8 @@
 // per k-block of four m64n64k16 (0.065 us at the tensor core's rate); 64x128 tiles 16.9 -> 13.2
 // us. With the loads: 1024^3 (64x128) 7.94 -> 7.36 us, 512^3 (64x64) 5.44 -> 4.90, 256x1024x1024
 // 7.52 -> 6.43; the 64x256 tiles unchanged. (cuBLAS's 64x64 loop: four HGMMA, one arrive, one
-// try_wait per k-block.) The cooperative kernels took it later (thirty-second session): ~48 instructions
-// per consumer warp and k-block of the 128x256 tile instead of ~70, about 1% faster at the dense
+// try_wait per k-block.) The cooperative kernels took it later (thirty-second session): ~56 instructions
+// per consumer warp and k-block of the 128x256 tile instead of ~79, about 1% faster at the dense
 // suite's shapes (the kernel's note).
 
 #include <cstdint>
