@@ -24,7 +24,7 @@
 
 namespace cutorch_gemm {
 
-// The cooperative kernels' hook: nothing to do per k-block.
+// The default hook: nothing to do under the groups (the kernels without a deferred store).
 struct Sm90NoHook {
   CG_DEVICE void operator()() const {}
 };
