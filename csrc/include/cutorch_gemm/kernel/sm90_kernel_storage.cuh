@@ -1,0 +1,49 @@
+#pragma once
+// What the Hopper GEMM kernel (kernel/sm90_gemm_ws_kernel.cuh) lays out in shared memory, and which configs
+// take its variants: the fit-width tiles and the deferred store (launch_sm90 asks these too).
+
+#include <cstdint>
+
+#include "cutorch_gemm/epilogue/sm90_epilogue.cuh"
+
+namespace cutorch_gemm {
+
+template <class Cfg, typename T>
+struct Sm90SharedStorage {
+  alignas(1024) T a[Cfg::kStages][Cfg::kBlockM * Cfg::kBlockK];  // 128B-swizzled by TMA
+  alignas(1024) T b[Cfg::kStages][Cfg::kBlockN * Cfg::kBlockK];
+  // Per consumer warpgroup, one of (chosen per tile, so both can occur in one launch):
+  union EpilogueBuffers {
+    // the staged epilogue's 64 x 32 fp32 slice of accumulators (padded rows: the fragment
+    // writes and the row-wise reads stay conflict-free);
+    float epi[64][Sm90EpilogueCols + 4];
+    // the TMA-store epilogue's 64 rows x 128 bytes of D per buffer, in D's 128-byte swizzle.
+    uint8_t out[Cfg::kEpiBuffers][64 * 128];
+  };
+  struct alignas(1024) EpilogueSlot {
+    EpilogueBuffers u;
+  };
+  EpilogueSlot epi_slot[Cfg::kConsumers];
+  alignas(8) uint64_t full[Cfg::kStages];
+  alignas(8) uint64_t empty[Cfg::kStages];
+  alignas(8) uint64_t order[2];  // ping-pong: "consumer c finished a mainloop"
+  // The cooperative kernels' tile bias, column pairs, per consumer (staged by the compact one). NOTE: with
+  // it the cooperative storage plus launch_sm90's 1 KB alignment slack is exactly the 227 KB limit.
+  uint32_t bias_stage[Cfg::kPingpong ? 1 : Cfg::kConsumers][Cfg::kPingpong ? 1 : Cfg::kBlockN / 2];
+};
+
+// The fit-width cooperative configs (device/sm90_configs.h: 128 x 80 ... 224, 16-bit operands; the 128x256 one
+// and the 8-bit 128x192 one are not).
+template <class Cfg, class Mma>
+constexpr bool sm90_is_fit() {
+  return !Cfg::kPingpong && !Mma::kPromote && Mma::kNarrowOk && Cfg::kBlockN >= 80 && Cfg::kBlockN <= 224;
+}
+
+// The configs and operand types whose kernels defer the store (the kernel's kDefer): cooperative, 16-bit,
+// 256-column tiles. (launch_sm90 asks too, to pick the kGroupEnds variant.)
+template <class Cfg, class Mma>
+constexpr bool sm90_defers() {
+  return !Cfg::kPingpong && !Mma::kScaled && !Mma::kPromote && Mma::kNarrowOk && Cfg::kBlockN == 256;
+}
+
+}  // namespace cutorch_gemm
