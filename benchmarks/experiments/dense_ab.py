@@ -11,7 +11,9 @@ prints the median ratio to torch.mm of each variant and its per-round range, or 
 per shape (medians only, and the config the default launch runs: the dispatch-rule sweeps of
 benchmarks/RESULTS.md, thirtieth session). EPI=gelu: the epilogue suite's launch instead, gemm with bias and
 GELU against torch._addmm_activation; EPI=bias: gemm with bias against torch.addmm. A variant setting PLAIN=1
-times our plain mm on the same operands (the epilogue's cost: its ratio over the default's).
+times our plain mm on the same operands (the epilogue's cost: its ratio over the default's). DTYPE=tf32: fp32
+operands with TF32 allowed on both sides (default bf16). Two builds cannot share a process (both are
+cutorch_gemm._C): to compare them, run VARS="def:" alternately with each build first on PYTHONPATH.
 """
 import os
 import statistics
@@ -46,8 +48,11 @@ def main():
     keys = {k for v in variants for k in env_of(v)}
     epi = os.environ.get("EPI", "")
     assert epi in ("", "gelu", "bias"), f"EPI: '', 'gelu' or 'bias', got {epi!r}"
-    gelu = epi == "gelu"
-    act = EPILOGUE_ACTIVATION if gelu else "none"
+    act = EPILOGUE_ACTIVATION if epi == "gelu" else "none"
+    dtype_name = os.environ.get("DTYPE", "bf16")
+    assert dtype_name in ("bf16", "tf32"), f"DTYPE: 'bf16' or 'tf32', got {dtype_name!r}"
+    dtype = torch.float32 if dtype_name == "tf32" else torch.bfloat16
+    torch.backends.cuda.matmul.allow_tf32 = dtype_name == "tf32"
 
     def ours(variant):
         env = env_of(variant)
@@ -66,7 +71,7 @@ def main():
     if table:
         print("shape".ljust(16) + "torchTF".rjust(8) + "".join(f"{name_of(v):>9s}" for v in variants) + "  def config")
     for m, n, k in shapes:
-        sets = _make_sets(m, n, k, torch.bfloat16, bool(epi))
+        sets = _make_sets(m, n, k, dtype, bool(epi))
         theirs = {"": torch.mm, "bias": lambda x, b, bias: torch.addmm(bias, x, b),
                   "gelu": lambda x, b, bias: torch._addmm_activation(bias, x, b, use_gelu=True)}[epi]
         fns = {"torch": _rotating(theirs, sets)}
@@ -88,13 +93,13 @@ def main():
             e = (cg.explain("gemm", sets[0][0], sets[0][1], bias=sets[0][2], activation=act) if epi
                  else cg.explain("mm", sets[0][0], sets[0][1]))
             print(f"{m}x{n}x{k}".ljust(16) + f"{gflop / t_torch:8.0f}"
-                  + "".join(f"{t_torch / statistics.median(times[v]):9.3f}" for v in variants)
+                  + "".join(f"{ratios[v][-1]:9.3f}" for v in variants)
                   + f"  {e.config.replace('Sm90_', '')} x{e.splits}", flush=True)
         else:
             line = f"{m}x{n}x{k}: torch {gflop / t_torch:.0f} TF/s"
             for v in variants:
                 per_round = [a / b for a, b in zip(times["torch"], times[v])]
-                line += (f" | {name_of(v)} {t_torch / statistics.median(times[v]):.3f}"
+                line += (f" | {name_of(v)} {ratios[v][-1]:.3f}"
                          f" ({min(per_round):.3f}-{max(per_round):.3f})")
             print(line, flush=True)
         del sets
