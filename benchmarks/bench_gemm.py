@@ -18,8 +18,9 @@ Suites (``SUITES``):
 
 Timing follows /work/.library/device/METHOD.md: ``triton.testing.do_bench`` medians (a
 CUDA-event loop when Triton is missing), random inputs (never zeros), several input sets
-rotated when one set fits in L2, ours and PyTorch's timed in the same process in three
-interleaved rounds (``time_interleaved``: both sides see the same clock drift).
+rotated when one set fits in L2, ours and PyTorch's timed in the same process in interleaved
+rounds after an untimed settling run (``time_interleaved``: both sides see the same clock drift,
+and each starts a round equally often).
 Only ratios from one run are comparable: absolute times drift by ~6% between runs.
 
 Usage:
@@ -108,20 +109,46 @@ def time_ms(fn: Callable[[], object], warmup_ms: float = 25, rep_ms: float = 100
         return float(do_bench(fn, warmup=warmup_ms, rep=rep_ms, quantiles=[0.5]))
 
 
-INTERLEAVE_ROUNDS = 3
+INTERLEAVE_ROUNDS = 4   # raised to a multiple of the number of callables: each starts equally often
+SETTLE_MS = 250.0       # wall time the callables run in turn, untimed, before the first round
 
 
-def time_interleaved(fns: dict, rounds: int = INTERLEAVE_ROUNDS, timer: Optional[Callable] = None) -> dict:
-    """Median milliseconds of each callable in ``fns``, timed in ``rounds`` interleaved rounds.
+def _settle(fns: Sequence[Callable[[], object]], ms: float) -> None:
+    """Run ``fns`` in turn for ``ms`` milliseconds of wall time, untimed.
 
-    Each round times every callable once (a third of ``time_ms``'s repeat time), starting with a
-    different one each round; the result is the median over rounds. Why: the GPU's clock follows
+    Why: before a case the GPU idles (input sets drawn, the correctness check), and its clock
+    then starts high and settles under the power cap over ~200 ms of heavy kernels. Timed from
+    cold, the first rounds ran fast: with three rounds, a case's first callable (torch) took the
+    fast slot twice and ours once, and an A/A control (our mm against itself, H200,
+    8192x14336x4096) read 0.955 (``benchmarks/experiments/order_bias.py``; RESULTS.md,
+    thirty-third session).
+    """
+    if ms <= 0 or not torch.cuda.is_available():
+        return
+    end = time.perf_counter() + ms / 1e3
+    while time.perf_counter() < end:
+        for fn in fns:
+            fn()
+        torch.cuda.synchronize()
+
+
+def time_interleaved(fns: dict, rounds: int = INTERLEAVE_ROUNDS, timer: Optional[Callable] = None,
+                     settle_ms: Optional[float] = None) -> dict:
+    """Median milliseconds of each callable in ``fns``, timed in interleaved rounds.
+
+    The callables first run in turn, untimed, for ``settle_ms`` (default ``SETTLE_MS``; none
+    with a ``timer``): see ``_settle``. Then each round times every callable once (a
+    ``rounds``-th of ``time_ms``'s repeat time), starting with a different one each round;
+    ``rounds`` is raised to a multiple of the number of callables so that each starts equally
+    often. The result is the median over rounds. Why interleave: the GPU's clock follows
     its power draw over tens of milliseconds, so two back-to-back ``time_ms`` calls of equal
     kernels differed by up to 14% depending on which ran first (H100, 8192x14336x4096 bf16,
     torch.mm then ours vs ours then torch.mm). Interleaving exposes both sides to the same drift.
     ``timer(fn) -> ms`` replaces the per-round ``time_ms`` (tests, other units).
     """
     names = list(fns)
+    rounds = len(names) * math.ceil(rounds / len(names))
+    _settle([fns[n] for n in names], (0.0 if timer else SETTLE_MS) if settle_ms is None else settle_ms)
     times = {n: [] for n in names}
     for r in range(rounds):
         for i in range(len(names)):

@@ -18,7 +18,7 @@ Cases (bf16 by default; ``--dtype`` picks others):
 
 One step = clear the gradients, forward, ``backward(dy)`` with a fixed random ``dy``; the
 input requires grad. Times are ``bench_gemm.time_interleaved`` medians (CUDA events; the
-variants of a case alternate in three rounds). Before timing,
+variants of a case alternate in interleaved rounds after an untimed settling run). Before timing,
 every variant's output and its gradients (input and weights) are compared with the stock
 one's: ``rel_err`` is the largest ‖ours − stock‖ / ‖stock‖ over them, ``ok`` means within
 ``bench_gemm.REL_ERR_BOUND`` (2e-2 for bf16).

@@ -52,14 +52,31 @@ def test_grouped_decode_suite_case_on_cpu(monkeypatch):
 
 
 def test_time_interleaved_rotates_and_takes_medians():
-    """Each round starts with a different callable, and each result is the median of its rounds."""
+    """Each round starts with a different callable, each starts equally often (3 rounds of two
+    callables become 4), and each result is the median of its rounds."""
     calls = []
-    clock = iter([5.0, 1.0, 2.0, 9.0, 3.0, 4.0])  # a, b | b, a | a, b (round-robin start)
+    clock = iter([5.0, 1.0, 2.0, 9.0, 3.0, 4.0, 8.0, 7.0])  # a, b | b, a | a, b | b, a
 
     def timer(fn):
         calls.append(fn())
         return next(clock)
 
     got = bg.time_interleaved({"a": lambda: "a", "b": lambda: "b"}, rounds=3, timer=timer)
-    assert calls == ["a", "b", "b", "a", "a", "b"]
-    assert got == {"a": 5.0, "b": 2.0}  # a: 5, 9, 3 -> 5; b: 1, 2, 4 -> 2
+    assert calls == ["a", "b", "b", "a", "a", "b", "b", "a"]
+    assert got == {"a": 6.0, "b": 3.0}  # a: 5, 9, 3, 7 -> 6; b: 1, 2, 4, 8 -> 3
+    calls.clear()
+    clock = iter(range(1, 10))
+    got = bg.time_interleaved({"a": lambda: "a", "b": lambda: "b", "c": lambda: "c"}, rounds=2, timer=timer)
+    assert calls == ["a", "b", "c", "b", "c", "a", "c", "a", "b"]  # 2 rounds of three callables become 3
+    assert got == {"a": 6.0, "b": 4.0, "c": 5.0}  # a: 1, 6, 8; b: 2, 4, 9; c: 3, 5, 7
+
+
+def test_settle_runs_the_callables_for_its_wall_time(monkeypatch):
+    """The untimed settling run calls every callable in turn until its time is up (none at 0 ms)."""
+    calls = []
+    monkeypatch.setattr(bg.torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(bg.torch.cuda, "synchronize", lambda: None)
+    bg._settle([lambda: calls.append("a"), lambda: calls.append("b")], 0.0)
+    assert calls == []
+    bg._settle([lambda: calls.append("a"), lambda: calls.append("b")], 5.0)
+    assert len(calls) >= 2 and calls[:2] == ["a", "b"] and calls.count("a") == calls.count("b")

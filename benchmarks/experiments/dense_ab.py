@@ -6,7 +6,7 @@
 bf16, nn.Linear operands (x row-major, W.t()), rotating input sets as benchmarks/bench_gemm.py
 times them. A variant is "def" (no variable set) or VAR=value[+VAR=value...], optionally named
 "name:VAR=value..." ("def:" names the default); every variable a variant names is cleared before each
-call of the others. ROUNDS rounds (default 5), each timing every function once in a rotated order;
+call of the others. ROUNDS rounds (default 5) after an untimed settling run, each timing every function once in a rotated order;
 prints the median ratio to torch.mm of each variant and its per-round range, or with TABLE=1 one row
 per shape (medians only, and the config the default launch runs: the dispatch-rule sweeps of
 benchmarks/RESULTS.md, thirtieth session). EPI=gelu: the epilogue suite's launch instead, gemm with bias and
@@ -23,7 +23,7 @@ import torch
 
 sys.path.insert(0, os.getcwd())
 import cutorch_gemm as cg  # noqa: E402
-from benchmarks.bench_gemm import EPILOGUE_ACTIVATION, _make_sets, _rotating, time_ms  # noqa: E402
+from benchmarks.bench_gemm import SETTLE_MS, EPILOGUE_ACTIVATION, _make_sets, _rotating, _settle, time_ms  # noqa: E402
 
 
 def name_of(variant):
@@ -79,6 +79,7 @@ def main():
             fns[v] = _rotating(ours(v), sets)
         names = list(fns)
         times = {name: [] for name in names}
+        _settle([fns[name] for name in names], SETTLE_MS)  # untimed: the clock settles (bench_gemm._settle)
         for r in range(rounds):
             for i in range(len(names)):
                 name = names[(r + i) % len(names)]
