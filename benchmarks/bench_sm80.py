@@ -6,7 +6,10 @@ on/off for a small output with a long K (TFLOP/s columns are TOPS for int8).
     python benchmarks/bench_sm80.py [--quick] [--out results]
 
 On a Hopper GPU cuBLAS uses wgmma, which mma.sync cannot match; on an A100 this path is the
-fast one. Writes results/bench_sm80.csv and prints a table last.
+fast one. Times are ``bench_gemm.time_interleaved`` medians: an untimed settling run, then rounds
+that alternate which side starts (until the thirty-third session each side was timed once, ours
+first, right after its operands were drawn: the cold-clock slot). Writes results/bench_sm80.csv and
+prints a table last.
 """
 from __future__ import annotations
 
@@ -18,7 +21,7 @@ from typing import Optional, Sequence
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from benchmarks.bench_gemm import time_ms, write_csv  # noqa: E402
+from benchmarks.bench_gemm import time_interleaved, write_csv  # noqa: E402
 
 # (label, dtype, M, N, K, in quick mode)
 CASES = [
@@ -55,6 +58,14 @@ class _env:
                 os.environ[k] = v
 
 
+def _forced(fn, **env):
+    """``fn`` run with ``env`` set (the binding reads the variables at every call)."""
+    def call():
+        with _env(**env):
+            return fn()
+    return call
+
+
 def _operands(dtype, M, N, K):
     if dtype == torch.int8:
         a = torch.randint(-128, 128, (M, K), device="cuda", dtype=dtype)
@@ -85,10 +96,11 @@ def run(quick: bool = False, out_dir: str = "results") -> list:
             a, b = _operands(dtype, M, N, K)
             with _env(CUTORCH_GEMM_ARCH="sm80"):
                 e = cg.explain("mm", a, b)
-                ours = time_ms(lambda: cg.mm(a, b))
                 out = cg.mm(a, b)
             torch_fn = torch._int_mm if dtype == torch.int8 else torch.mm  # int8: int32 result
-            theirs = time_ms(lambda: torch_fn(a, b))
+            t = time_interleaved({"ours": _forced(lambda: cg.mm(a, b), CUTORCH_GEMM_ARCH="sm80"),
+                                  "torch": lambda: torch_fn(a, b)})
+            ours, theirs = t["ours"], t["torch"]
             flops = 2.0 * M * N * K
             rows.append(dict(case="dense", dtype=label, M=M, N=N, K=K, ours_ms=ours, torch_ms=theirs,
                              ours_tflops=flops / ours / 1e9, torch_tflops=flops / theirs / 1e9,
@@ -99,11 +111,12 @@ def run(quick: bool = False, out_dir: str = "results") -> list:
             a, b = _operands(dtype, M, N, K)
             with _env(CUTORCH_GEMM_ARCH="sm80"):
                 e = cg.explain("mm", a, b)
-                split = time_ms(lambda: cg.mm(a, b))
                 out = cg.mm(a, b)
-                with _env(CUTORCH_GEMM_SPLIT_K="none"):
-                    nosplit = time_ms(lambda: cg.mm(a, b))
-            theirs = time_ms(lambda: torch.mm(a, b))
+            t = time_interleaved({"split": _forced(lambda: cg.mm(a, b), CUTORCH_GEMM_ARCH="sm80"),
+                                  "nosplit": _forced(lambda: cg.mm(a, b), CUTORCH_GEMM_ARCH="sm80",
+                                                     CUTORCH_GEMM_SPLIT_K="none"),
+                                  "torch": lambda: torch.mm(a, b)})
+            split, nosplit, theirs = t["split"], t["nosplit"], t["torch"]
             flops = 2.0 * M * N * K
             rows.append(dict(case="split-K vs none", dtype=label, M=M, N=N, K=K, ours_ms=split, torch_ms=nosplit,
                              ours_tflops=flops / split / 1e9, torch_tflops=flops / nosplit / 1e9,

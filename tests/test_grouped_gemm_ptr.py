@@ -81,3 +81,27 @@ def test_sm90_pointer_array_sorted_by_k(monkeypatch):
     b = [torch.randn(n, k, device="cuda", dtype=dtype).t() for _, n, k in shapes]
     for i, (o, ai, bi) in enumerate(zip(cg.grouped_gemm(a, b), a, b)):
         check(o, ref_gemm(ai, bi), dtype, what=f"sorted problem {i}")
+
+
+def test_sm90_pointer_array_repeated_calls():
+    """The default pointer-array launch, called 400 times in a row on MoE-like problems (64 experts of
+    1024x1024, 0-752 rows each): no launch fails and the last outputs are right. The ping-pong variant
+    the size rule used to pick here faulted once in ~65-400 calls (H200, thirty-third session)."""
+    dtype = torch.bfloat16
+    gen = torch.Generator().manual_seed(3)
+    w = (torch.rand(64, generator=gen) ** 2 + 0.05)
+    rows = (torch.floor(w / w.sum() * 256).long() * 16).tolist()
+    rows[int(torch.argmax(w))] += 4096 - sum(rows)
+    x = torch.randn(4096, 1024, device="cuda", dtype=dtype)
+    wt = torch.randn(64, 1024, 1024, device="cuda", dtype=dtype) * 1024 ** -0.5
+    starts = [sum(rows[:e]) for e in range(64)]
+    a = [x[s:s + r] for s, r in zip(starts, rows)]
+    b = [wt[e].t() for e in range(64)]
+    e = cg.explain("grouped_gemm", a, b)
+    assert "pointer-array" in e.reason and e.config == "Sm90_128x256x64_Coop_S4", str(e)
+    for i in range(400):
+        outs = cg.grouped_gemm(a, b)
+        if i % 50 == 49:
+            torch.cuda.synchronize()
+    for i, (o, ai, bi) in enumerate(zip(outs, a, b)):
+        check(o, ref_gemm(ai, bi), dtype, what=f"problem {i} ({rows[i]} rows) after 400 calls")
