@@ -133,7 +133,7 @@ def _settle(fns: Sequence[Callable[[], object]], ms: float) -> None:
 
 
 def time_interleaved(fns: dict, rounds: int = INTERLEAVE_ROUNDS, timer: Optional[Callable] = None,
-                     settle_ms: Optional[float] = None) -> dict:
+                     settle_ms: Optional[float] = None, rounds_out: Optional[dict] = None) -> dict:
     """Median milliseconds of each callable in ``fns``, timed in interleaved rounds.
 
     The callables first run in turn, untimed, for ``settle_ms`` (default ``SETTLE_MS``; none
@@ -144,7 +144,8 @@ def time_interleaved(fns: dict, rounds: int = INTERLEAVE_ROUNDS, timer: Optional
     its power draw over tens of milliseconds, so two back-to-back ``time_ms`` calls of equal
     kernels differed by up to 14% depending on which ran first (H100, 8192x14336x4096 bf16,
     torch.mm then ours vs ours then torch.mm). Interleaving exposes both sides to the same drift.
-    ``timer(fn) -> ms`` replaces the per-round ``time_ms`` (tests, other units).
+    ``timer(fn) -> ms`` replaces the per-round ``time_ms`` (tests, other units). ``rounds_out``,
+    when given, receives each callable's times in round order (per-round ratios, their spread).
     """
     names = list(fns)
     rounds = len(names) * math.ceil(rounds / len(names))
@@ -154,6 +155,8 @@ def time_interleaved(fns: dict, rounds: int = INTERLEAVE_ROUNDS, timer: Optional
         for i in range(len(names)):
             n = names[(r + i) % len(names)]
             times[n].append(timer(fns[n]) if timer else time_ms(fns[n], warmup_ms=10, rep_ms=100 / rounds))
+    if rounds_out is not None:
+        rounds_out.update(times)
     return {n: statistics.median(v) for n, v in times.items()}
 
 

@@ -61,9 +61,11 @@ def test_time_interleaved_rotates_and_takes_medians():
         calls.append(fn())
         return next(clock)
 
-    got = bg.time_interleaved({"a": lambda: "a", "b": lambda: "b"}, rounds=3, timer=timer)
+    per_round = {}
+    got = bg.time_interleaved({"a": lambda: "a", "b": lambda: "b"}, rounds=3, timer=timer, rounds_out=per_round)
     assert calls == ["a", "b", "b", "a", "a", "b", "b", "a"]
     assert got == {"a": 6.0, "b": 3.0}  # a: 5, 9, 3, 7 -> 6; b: 1, 2, 4, 8 -> 3
+    assert per_round == {"a": [5.0, 9.0, 3.0, 7.0], "b": [1.0, 2.0, 4.0, 8.0]}  # round order
     calls.clear()
     clock = iter(range(1, 10))
     got = bg.time_interleaved({"a": lambda: "a", "b": lambda: "b", "c": lambda: "c"}, rounds=2, timer=timer)

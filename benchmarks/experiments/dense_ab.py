@@ -6,7 +6,8 @@
 bf16, nn.Linear operands (x row-major, W.t()), rotating input sets as benchmarks/bench_gemm.py
 times them. A variant is "def" (no variable set) or VAR=value[+VAR=value...], optionally named
 "name:VAR=value..." ("def:" names the default); every variable a variant names is cleared before each
-call of the others. ROUNDS rounds (default 5) after an untimed settling run, each timing every function once in a rotated order;
+call of the others. ROUNDS rounds (default 5; raised to a multiple of the functions) after an untimed settling run
+(bench_gemm.time_interleaved), each timing every function once in a rotated order;
 prints the median ratio to torch.mm of each variant and its per-round range, or with TABLE=1 one row
 per shape (medians only, and the config the default launch runs: the dispatch-rule sweeps of
 benchmarks/RESULTS.md, thirtieth session). EPI=gelu: the epilogue suite's launch instead, gemm with bias and
@@ -23,7 +24,7 @@ import torch
 
 sys.path.insert(0, os.getcwd())
 import cutorch_gemm as cg  # noqa: E402
-from benchmarks.bench_gemm import SETTLE_MS, EPILOGUE_ACTIVATION, _make_sets, _rotating, _settle, time_ms  # noqa: E402
+from benchmarks.bench_gemm import SETTLE_MS, EPILOGUE_ACTIVATION, _make_sets, _rotating, time_interleaved, time_ms  # noqa: E402
 
 
 def name_of(variant):
@@ -77,13 +78,9 @@ def main():
         fns = {"torch": _rotating(theirs, sets)}
         for v in variants:
             fns[v] = _rotating(ours(v), sets)
-        names = list(fns)
-        times = {name: [] for name in names}
-        _settle([fns[name] for name in names], SETTLE_MS)  # untimed: the clock settles (bench_gemm._settle)
-        for r in range(rounds):
-            for i in range(len(names)):
-                name = names[(r + i) % len(names)]
-                times[name].append(time_ms(fns[name], warmup_ms=10, rep_ms=30))
+        times = {}  # per callable, its times in round order
+        time_interleaved(fns, rounds, timer=lambda f: time_ms(f, warmup_ms=10, rep_ms=30), settle_ms=SETTLE_MS,
+                         rounds_out=times)
         gflop = 2 * m * n * k / 1e9
         t_torch = statistics.median(times["torch"])
         for v in variants:
