@@ -8,6 +8,7 @@ import pytest
 import torch
 
 import cutorch_gemm as cg
+from benchmarks.bench_grouped import group_sizes
 from conftest import HALF_DTYPES, check, dtype_id, gpu, ref_gemm, requires_sm90
 
 pytestmark = [gpu, requires_sm90]
@@ -85,13 +86,10 @@ def test_sm90_pointer_array_sorted_by_k(monkeypatch):
 
 def test_sm90_pointer_array_repeated_calls():
     """The default pointer-array launch, called 400 times in a row on MoE-like problems (64 experts of
-    1024x1024, 0-752 rows each): no launch fails and the last outputs are right. The ping-pong variant
+    1024x1024, 0-784 rows each): no launch fails and the last outputs are right. The ping-pong variant
     the size rule used to pick here faulted once in ~65-400 calls (H200, thirty-third session)."""
     dtype = torch.bfloat16
-    gen = torch.Generator().manual_seed(3)
-    w = (torch.rand(64, generator=gen) ** 2 + 0.05)
-    rows = (torch.floor(w / w.sum() * 256).long() * 16).tolist()
-    rows[int(torch.argmax(w))] += 4096 - sum(rows)
+    rows = group_sizes(64, 4096, "skewed", torch.Generator().manual_seed(3))  # (the benchmark's routing)
     x = torch.randn(4096, 1024, device="cuda", dtype=dtype)
     wt = torch.randn(64, 1024, 1024, device="cuda", dtype=dtype) * 1024 ** -0.5
     starts = [sum(rows[:e]) for e in range(64)]
