@@ -265,9 +265,12 @@ def _explain_grouped_gemm(first: Explanation, args, kwargs) -> Explanation:
         if why is None and len(b_majors) > 1:
             why = "the problems' b operands differ in majorness"
     if why is None:
-        # The cooperative kernel unless forced (the binding: its ping-pong variant races, see grouped_gemm_cuda.cpp).
-        forced = os.environ.get("CUTORCH_GEMM_SM90_CONFIG", "").strip().lower()
-        config = "Sm90_64x256x64_Pingpong_S5" if forced == "pingpong" else "Sm90_128x256x64_Coop_S4"
+        prop = torch.cuda.get_device_properties(a_list[0].device)
+        ms = [a.shape[0] for a in a_list]
+        ns = [b.shape[1] for b in b_list]
+        config = _C.choose_sm90_config(round(sum(ms) / len(ms)), round(sum(ns) / len(ns)),
+                                       max(a.shape[1] for a in a_list), len(a_list), prop.multi_processor_count,
+                                       os.environ.get("CUTORCH_GEMM_SM90_CONFIG", "").strip().lower())
         return Explanation("grouped_gemm", first.device, "sm90", config, 1, first.layouts,
                            f"pointer-array: one persistent launch over the tiles of all {len(a_list)} problems "
                            "(each its own tensor maps and arguments, tile counts computed on the host); "

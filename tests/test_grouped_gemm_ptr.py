@@ -84,10 +84,16 @@ def test_sm90_pointer_array_sorted_by_k(monkeypatch):
         check(o, ref_gemm(ai, bi), dtype, what=f"sorted problem {i}")
 
 
-def test_sm90_pointer_array_repeated_calls():
-    """The default pointer-array launch, called 400 times in a row on MoE-like problems (64 experts of
-    1024x1024, 0-784 rows each): no launch fails and the last outputs are right. The ping-pong variant
-    the size rule used to pick here faulted once in ~65-400 calls (H200, thirty-third session)."""
+@pytest.mark.parametrize("config", ["", "coop", "pingpong"], ids=["rule", "coop", "pingpong"])
+def test_sm90_pointer_array_repeated_calls(monkeypatch, config):
+    """The pointer-array launch called 1000 times in a row on MoE-like problems (64 experts of 1024x1024,
+    0-784 rows each), with the size rule's pick (the ping-pong kernel here) and with each config forced:
+    no launch fails, and every 100th call's outputs equal the first call's bit for bit (the kernels are
+    deterministic), the first call's matching the float64 reference. The ping-pong kernel faulted within
+    ~20-400 such calls (H200, thirty-third session) until its consumers released the stages in ring order
+    (the kernel's release gate; CUTORCH_GEMM_SM90_PP_GATE=off still reproduces it)."""
+    if config:
+        monkeypatch.setenv("CUTORCH_GEMM_SM90_CONFIG", config)
     dtype = torch.bfloat16
     rows = group_sizes(64, 4096, "skewed", torch.Generator().manual_seed(3))  # (the benchmark's routing)
     x = torch.randn(4096, 1024, device="cuda", dtype=dtype)
@@ -96,10 +102,17 @@ def test_sm90_pointer_array_repeated_calls():
     a = [x[s:s + r] for s, r in zip(starts, rows)]
     b = [wt[e].t() for e in range(64)]
     e = cg.explain("grouped_gemm", a, b)
-    assert "pointer-array" in e.reason and e.config == "Sm90_128x256x64_Coop_S4", str(e)
-    for i in range(400):
+    want = "Sm90_128x256x64_Coop_S4" if config == "coop" else "Sm90_64x256x64_Pingpong_S5"
+    assert "pointer-array" in e.reason and e.config == want, str(e)
+    first = cg.grouped_gemm(a, b)
+    for i, (o, ai, bi) in enumerate(zip(first, a, b)):
+        check(o, ref_gemm(ai, bi), dtype, what=f"problem {i} ({rows[i]} rows)")
+    mismatched = torch.zeros((), dtype=torch.int64, device="cuda")
+    for i in range(1, 1000):
         outs = cg.grouped_gemm(a, b)
-        if i % 50 == 49:
+        if i % 100 == 0:
+            for o, f in zip(outs, first):
+                mismatched += (o != f).any().to(torch.int64)
+        if i % 50 == 0:
             torch.cuda.synchronize()
-    for i, (o, ai, bi) in enumerate(zip(outs, a, b)):
-        check(o, ref_gemm(ai, bi), dtype, what=f"problem {i} ({rows[i]} rows) after 400 calls")
+    assert int(mismatched) == 0, f"{int(mismatched)} outputs of the sampled calls differ from the first call's"

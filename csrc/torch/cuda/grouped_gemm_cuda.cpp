@@ -30,6 +30,8 @@ std::optional<std::vector<at::Tensor>> grouped_gemm_sm90_ptr(const std::vector<a
   std::vector<GemmArgs> args(count);
   std::vector<at::Tensor> outs(count), biases(count);
   int b_mn = -1;
+  double m_sum = 0, n_sum = 0;
+  int k_max = 0;
   // NOTE: the per-problem work below is host time on every call, and with 128 problems the host
   // took longer than the kernel (~0.3 ms). So the outputs come from at::detail::empty_cuda (the
   // CUDA allocation at::empty dispatches to, minus the dispatcher), and what does not depend on
@@ -52,6 +54,9 @@ std::optional<std::vector<at::Tensor>> grouped_gemm_sm90_ptr(const std::vector<a
       biases[i] = (*bias)[i].contiguous();
       g.bias = biases[i].data_ptr();
     }
+    m_sum += double(m);
+    n_sum += double(n);
+    k_max = std::max(k_max, int(k));
     if (k == 0 || m == 0 || n == 0) continue;  // no loads: no tensor maps needed
     const Sm90Operand oa = sm90_a(g, a[i]), ob = sm90_b(g, b[i]);
     const FamilyChoice fc = choose_family(FamilyQuery{dev.major, g.dtype, oa, ob, GroupMode::kBatched, true, dev.sm90,
@@ -60,14 +65,11 @@ std::optional<std::vector<at::Tensor>> grouped_gemm_sm90_ptr(const std::vector<a
     if (b_mn >= 0 && b_mn != int(ob.mn_major)) return std::nullopt;
     b_mn = int(ob.mn_major);
   }
-  // The cooperative kernel, whatever the problems' sizes. Its ping-pong variant (64x256), which the size rule
-  // picked for small problems, failed with "unspecified launch failure" once in ~65-400 calls on an H200
-  // (thirty-third session: 64 problems of 1024x1024, 0-752 rows each, called in a loop; with or without empty
-  // problems, and with a synchronize after every call), while compute-sanitizer memcheck over 1500 such calls
-  // was clean and the cooperative kernel ran 2000 without a fault: a race of the ping-pong pointer-array kernel,
-  // not yet found. CUTORCH_GEMM_SM90_CONFIG=pingpong still selects it (its tests and that investigation).
-  const Sm90ConfigId config = env_lower("CUTORCH_GEMM_SM90_CONFIG") == "pingpong" ? Sm90ConfigId::kPingpong64x256
-                                                                                 : Sm90ConfigId::kCoop128x256;
+  // The size rule of the dense launches over the problems' mean extents (the ping-pong 64x256 kernel for
+  // small problems). NOTE: that kernel faulted once in ~20-400 repeated calls until the thirty-fourth session,
+  // when its consumers' stage releases were put back in ring order (the kernel's release gate).
+  const Sm90ConfigId config = choose_sm90_config(int(m_sum / count + 0.5), int(n_sum / count + 0.5), k_max, count,
+                                                 dev.sms, env_lower("CUTORCH_GEMM_SM90_CONFIG"));
   // CUTORCH_GEMM_GROUPED_SORT_K=1: problems in order of decreasing K (the longest tiles first, so
   // the persistent grid's last wave holds the short ones); each record keeps its own output.
   if (env_lower("CUTORCH_GEMM_GROUPED_SORT_K") == "1") {

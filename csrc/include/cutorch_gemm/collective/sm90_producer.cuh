@@ -10,7 +10,10 @@
 // Phases: every warp's pipeline state walks the whole ring (st.advance() for the other warps'
 // k-blocks). A warp's wait for stage s of k-block j needs the release of k-block j - kStages, which
 // needs that k-block issued, whichever warp issued it: a barrier is never a whole phase ahead of the
-// waiter (stages >= producers).
+// waiter (stages >= producers). Nor a whole phase behind it, as long as the consumers release the
+// stages in ring order: the warp's own previous wait (k-block j - producers) saw the release of
+// j - producers - kStages, and so of every k-block before it, j - 2 kStages included. The ping-pong
+// consumers keep that order across their hand-over by the kernel's release gate.
 
 #include <cuda.h>
 

@@ -45,6 +45,10 @@ inline int sm90_producer_warps(int config_default) {
   return n < 1 ? 1 : n > 4 ? 4 : n;
 }
 
+// The ping-pong kernels' release gate off (Sm90Params::pp_gate_off): CUTORCH_GEMM_SM90_PP_GATE=off, only to
+// reproduce the race the gate closes (the kernel's note).
+inline int sm90_pp_gate_off() { return env_is("CUTORCH_GEMM_SM90_PP_GATE", "off") ? 1 : 0; }
+
 // Mma: the operand type (collective/sm90_mma.cuh); T: the epilogue's type (bias, C, D unless
 // args.out_f32): the 16-bit type, or float for tf32.
 // kSwiGlu: grouped_mm's fused SwiGLU (the kernel's variant): B boxes of kBlockN / 2 rows, a tile
@@ -197,6 +201,7 @@ cudaError_t launch_sm90(const GemmArgs& args, int num_sms, cudaStream_t stream) 
   }
   p.bias_early = !env_is("CUTORCH_GEMM_SM90_BIAS_EARLY", "off");
   p.producers = sm90_producer_warps(Cfg::kProducerWarps);
+  p.pp_gate_off = sm90_pp_gate_off();
   // B streamed from DRAM (at most two tile rows): L2 evict-first loads (sm90_b_streams).
   p.b_stream = sm90_b_streams(p.tiles_m, s.mode, args.batch, b_3d, args.k_chunk) && !env_is("CUTORCH_GEMM_L2_HINT", "off");
   // Half tiles: grouped-M cooperative launches whose groups' B fits L2 (choose_sm90_half_tiles).
@@ -356,6 +361,7 @@ cudaError_t sm90_ptr_launch(const GemmArgs& common, const void* dev_blob, int co
   p.ptr_maps = static_cast<const CUtensorMap*>(dev_blob);
   p.ptr_problems = reinterpret_cast<const Sm90PtrProblem*>(p.ptr_maps + 2 * count);
   p.producers = sm90_producer_warps(Cfg::kProducerWarps);
+  p.pp_gate_off = sm90_pp_gate_off();
   using Mma = Sm90Mma16<T>;
   static_assert(sizeof(Sm90SharedStorage<Cfg, T>) + 1024 <= 227 * 1024, "shared memory per block (sm_90)");
   const int smem = int(sizeof(Sm90SharedStorage<Cfg, T>)) + 1024;

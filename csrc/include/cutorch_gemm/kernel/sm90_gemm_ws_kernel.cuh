@@ -179,6 +179,10 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
     }
     sm90::mbarrier_init(&s.order[0], 1);
     sm90::mbarrier_init(&s.order[1], 1);
+    if constexpr (Cfg::kPingpong) {  // the release gate (below): every consumer warp arrives
+      sm90::mbarrier_init(&s.order[2], 4);
+      sm90::mbarrier_init(&s.order[3], 4);
+    }
     sm90::mbarrier_init_fence();
     if (!kPtrArray) {
       sm90::tma_prefetch_descriptor(&tma_a);
@@ -281,9 +285,32 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
       // the epilogues against the other's wgmma, this keeps every parity wait within one
       // phase of the barrier: with K >= kStages slices, the second warpgroup's first wait
       // would otherwise see the barrier's initial "previous phase complete" and read early.
-      if (Cfg::kPingpong && (consumer == 1 || own > 0)) {
-        sm90::mbarrier_wait(&s.order[1 - consumer], consumer == 0 ? uint32_t(own - 1) & 1u : uint32_t(own) & 1u);
-      }
+      const uint32_t order_parity = consumer == 0 ? uint32_t(own - 1) & 1u : uint32_t(own) & 1u;
+      if (Cfg::kPingpong && (consumer == 1 || own > 0)) sm90::mbarrier_wait(&s.order[1 - consumer], order_parity);
+      // The release gate (ping-pong): this tile's first stage release waits until every warp of the
+      // other warpgroup released the last stage of its tile before (s.order[2 + c], one arrive per
+      // warp). Why: the order barrier above lets this warpgroup start while the other's last wgmma
+      // group still runs and its stage is unreleased. Without the gate this warpgroup's releases could
+      // overtake that one; a producer warp waiting on the empty barrier for k-block j (the release of
+      // j - kStages) then found the barrier a whole phase behind (j - 2 kStages unreleased), which its
+      // parity wait reads as complete, and loaded over a stage still in use: the pointer-array
+      // kernel (64x256, 5 stages, 2 producer warps) faulted within ~20-400 calls (H200, thirty-fourth
+      // session; clean with one producer warp, whose own previous wait implies that release). The
+      // producers' invariant (collective/sm90_producer.cuh) needs the releases in ring order. The wait
+      // sits after the tile's second wgmma group is issued, so the tensor core does not wait on it.
+      bool gate = Cfg::kPingpong && !p.pp_gate_off && (consumer == 1 || own > 0);
+      auto gate_wait = [&] {
+        if constexpr (Cfg::kPingpong) {
+          if (gate) {
+            sm90::mbarrier_wait(&s.order[3 - consumer], order_parity);
+            gate = false;
+          }
+        }
+      };
+      auto release_gated = [&](const State& stage) {
+        gate_wait();
+        pipe.consumer_release(stage);
+      };
       // A group's last tile (grouped-M, cooperative) whose second 64 rows all lie past the group's
       // end: those rows would hold the next group's tokens, computed and thrown away. That
       // warpgroup only passes the stages on (a wait, then its release: the empty barrier counts
@@ -354,7 +381,7 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
         for (int kb = 0; kb < k_blocks; ++kb) {
           const State cur = st;
           auto release_prev = [&] {
-            if (kb > 0) pipe.consumer_release(prev);  // every group that read it completed
+            if (kb > 0) release_gated(prev);  // every group that read it completed
           };
           uint64_t next_da = 0, next_db = 0;
           auto prepare_next = [&] {
@@ -466,6 +493,9 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
           if constexpr (kDefer) {
             sm90_lean_mainloop<Cfg, Mma, kAMn, kBMn>(s, pipe, acc, st, prev, kb_lean, row_in_tile, p.cluster, kSlices,
                                                      [&] { store_pending_slice_if_any(); });
+          } else if constexpr (Cfg::kPingpong) {
+            sm90_lean_mainloop<Cfg, Mma, kAMn, kBMn>(s, pipe, acc, st, prev, kb_lean, row_in_tile, p.cluster, 0,
+                                                     Sm90NoHook{}, gate_wait);
           } else {
             sm90_lean_mainloop<Cfg, Mma, kAMn, kBMn>(s, pipe, acc, st, prev, kb_lean, row_in_tile, p.cluster);
           }
@@ -486,7 +516,7 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
           if constexpr (!kLean) store_pending_slice_if_any();
           sm90::fence_accumulators(acc);
           sm90::wgmma_wait<1>();  // the previous k-slice's wgmma is done: release its stage
-          if (kb > 0) pipe.consumer_release(prev);
+          if (kb > 0) release_gated(prev);
           prev = st;
           st.advance();
         }
@@ -515,7 +545,10 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
       }
       sm90::wgmma_wait<0>();
       sm90::fence_accumulators(acc);
-      if (k_blocks > 0) pipe.consumer_release(prev);  // (the last k-block's stage)
+      if (k_blocks > 0) release_gated(prev);  // (the last k-block's stage)
+      if constexpr (Cfg::kPingpong) {
+        if (tid_in_wg % 32 == 0) sm90::mbarrier_arrive(&s.order[2 + consumer]);  // (the gate's arrive)
+      }
       if constexpr (kFit) {  // (launch_sm90 refuses these configs without the direct epilogue)
         const Problem prob = resolve_problem(g.shape, w.group);
         if (g.out_f32) sm90_store_tile_direct<T, float>(g, prob, acc, w.m0 + row_in_tile, w.n0, tid_in_wg);

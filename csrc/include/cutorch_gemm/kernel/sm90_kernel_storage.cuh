@@ -26,7 +26,9 @@ struct Sm90SharedStorage {
   EpilogueSlot epi_slot[Cfg::kConsumers];
   alignas(8) uint64_t full[Cfg::kStages];
   alignas(8) uint64_t empty[Cfg::kStages];
-  alignas(8) uint64_t order[2];  // ping-pong: "consumer c finished a mainloop"
+  // ping-pong: [c] "consumer c finished issuing a mainloop"; [2 + c] "every warp of consumer c
+  // released its tile's last stage" (the kernel's release gate)
+  alignas(8) uint64_t order[Cfg::kPingpong ? 4 : 2];
   // The cooperative kernels' tile bias, column pairs, per consumer (staged by the compact one). NOTE: with
   // it the cooperative storage plus launch_sm90's 1 KB alignment slack is exactly the 227 KB limit.
   uint32_t bias_stage[Cfg::kPingpong ? 1 : Cfg::kConsumers][Cfg::kPingpong ? 1 : Cfg::kBlockN / 2];
