@@ -1,17 +1,20 @@
-"""Repeated pointer-array grouped_gemm calls: the ping-pong kernel's intermittent launch failure.
+"""Repeated pointer-array grouped_gemm calls: the ping-pong kernel's intermittent launch failure (fixed by the
+kernel's release gate; CUTORCH_GEMM_SM90_PP_GATE=off brings it back).
 
-    CONFIG=pingpong ITERS=2000 python benchmarks/experiments/ptr_array_stress.py
+    ITERS=5000 python benchmarks/experiments/ptr_array_stress.py
+    CUTORCH_GEMM_SM90_PP_GATE=off ITERS=3000 python benchmarks/experiments/ptr_array_stress.py   (the fault)
 
 64 problems of N = K = 1024 (bf16) whose rows (0-752, the split that bench_grouped.py's small_64x1024 list
 case drew, 4096 in all) slice one x, each b = w[e].t(); called ITERS times (do_bench's L2 flush before
 each call unless FLUSH=0), synchronized every SYNC_EVERY calls (default 50; 1: after every call), then
 the last outputs are compared with torch.mm's. NOEMPTY=1 gives the empty problems 16 rows (taken from the
-largest). CONFIG sets CUTORCH_GEMM_SM90_CONFIG ("pingpong": the kernel that faulted; unset: the default,
-the cooperative kernel); other CUTORCH_GEMM_* variables (e.g. CUTORCH_GEMM_SM90_PRODUCERS=1 or 4) pass
-through. Prints the call by which a fault showed, or "N calls ok" with the largest difference.
+largest). CONFIG sets CUTORCH_GEMM_SM90_CONFIG (unset: the size rule's pick, the ping-pong kernel here;
+"coop" / "pingpong" force one); other CUTORCH_GEMM_* variables (e.g. CUTORCH_GEMM_SM90_PRODUCERS=1 or 4)
+pass through. Prints the call by which a fault showed, or "N calls ok" with the largest difference.
 H200, thirty-third session: ping-pong faulted by call 65-400 in every run (also with NOEMPTY=1, SYNC_EVERY=1
 or CUDA_LAUNCH_BLOCKING=1); cooperative 2000 calls clean; compute-sanitizer memcheck over 1500 ping-pong
-calls clean (benchmarks/RESULTS.md).
+calls clean. Thirty-fourth: clean with one producer warp; with the release gate 3000-5000 calls clean per run
+over 1-4 producer warps, and gate off faults by call 18-49 (benchmarks/RESULTS.md).
 """
 import os
 import sys

@@ -36,8 +36,10 @@ struct Sm90NoHook {
 // on the peer's empty barrier, whose multicasts fill this stage too). hook: called under each of the
 // first hook_blocks k-blocks' groups (the cooperative kernels' deferred store: one slice of the
 // previous tile's D each), in a loop of its own so the rest of the k-blocks do not test for it.
-// gate: called before the tile's first release (the ping-pong kernels' release gate, whose note is in
-// the kernel), in the second k-block, peeled off the loop so the others do not test for it.
+// gate: called before each release (the ping-pong kernels' release gate, whose note is in the kernel:
+// it waits before the tile's first release only). NOTE: a test per k-block rather than the first two
+// k-blocks peeled off the loop: the peeled copies would be cold code in a launch of one tile per CTA,
+// fetched before the loop's own copy (the compact kernels' note on instruction fetch).
 template <class Cfg, class Mma, bool kAMn, bool kBMn, class Storage, class Pipeline, class State, int kRegs,
           class Hook = Sm90NoHook, class Gate = Sm90NoHook>
 CG_DEVICE void sm90_lean_mainloop(Storage& s, const Pipeline& pipe, float (&acc)[kRegs], State& st, State& prev,
@@ -53,7 +55,7 @@ CG_DEVICE void sm90_lean_mainloop(Storage& s, const Pipeline& pipe, float (&acc)
   const bool clustered = cluster > 1;
   const uint32_t peer = clustered ? (sm90::cluster_ctarank() ^ 1u) : 0u;
   int scale = 0;  // the first group overwrites the accumulator
-  auto k_block = [&](auto with_hook, auto with_gate) {
+  auto k_block = [&](auto with_hook) {
     pipe.consumer_wait(st);
     const uint64_t da = da0 + uint64_t(st.index) * kStageA, db = db0 + uint64_t(st.index) * kStageB;
     sm90::fence_accumulators(acc);
@@ -67,7 +69,7 @@ CG_DEVICE void sm90_lean_mainloop(Storage& s, const Pipeline& pipe, float (&acc)
     sm90::fence_accumulators(acc);
     sm90::wgmma_wait<1>();  // the previous k-block's group is done: release its stage
     if (scale) {
-      if constexpr (decltype(with_gate)::value) gate();
+      gate();
       pipe.consumer_release(prev, clustered, peer);
     }
     scale = 1;
@@ -75,14 +77,10 @@ CG_DEVICE void sm90_lean_mainloop(Storage& s, const Pipeline& pipe, float (&acc)
     st.advance();
   };
   int left = k_blocks;
-  if constexpr (!std::is_same_v<Gate, Sm90NoHook>) {
-    static_assert(std::is_same_v<Hook, Sm90NoHook>, "the gate (ping-pong) or the hook (cooperative)");
-    for (int i = 0; i < 2 && left > 0; ++i, --left) k_block(std::false_type{}, std::true_type{});
-  }
   if constexpr (!std::is_same_v<Hook, Sm90NoHook>) {
-    for (int h = min_of(hook_blocks, left); h > 0; --h, --left) k_block(std::true_type{}, std::false_type{});
+    for (int h = min_of(hook_blocks, left); h > 0; --h, --left) k_block(std::true_type{});
   }
-  for (; left > 0; --left) k_block(std::false_type{}, std::false_type{});
+  for (; left > 0; --left) k_block(std::false_type{});
 }
 
 }  // namespace cutorch_gemm
