@@ -72,3 +72,29 @@ def test_sm90_producer_warps_pointer_array(monkeypatch):
     outs = _run_counts(monkeypatch, lambda: list(cg.grouped_gemm(a, b)))
     for i, (o, ai, bi) in enumerate(zip(outs, a, b)):
         check(o, ref_gemm(ai, bi), torch.float16, what=f"problem {i}")
+
+
+@pytest.mark.parametrize("producers", ["", "4"], ids=["default", "4warps"])
+@pytest.mark.parametrize("config", ["pingpong", "pingpong128", "pingpong64"])
+def test_sm90_pingpong_repeated_calls(config, producers, monkeypatch):
+    """Repeated dense ping-pong launches with short tiles (5 k-blocks) and several per CTA, so the consumers
+    hand the ring over at nearly every tile: 500 calls in a row, every 100th call's output equal to the first
+    call's bit for bit. The hand-over is where the release gate (kernel/sm90_gemm_ws_kernel.cuh) keeps the
+    stage releases in ring order. NOTE: this test passed with the gate off too (H200, thirty-fourth session):
+    the dense kernels never showed the race, so it guards repeated launches in general; the pointer-array
+    test in tests/test_grouped_gemm_ptr.py is the one that faults without the gate."""
+    monkeypatch.setenv("CUTORCH_GEMM_SM90_CONFIG", config)
+    if producers:
+        monkeypatch.setenv("CUTORCH_GEMM_SM90_PRODUCERS", producers)
+    a = torch.randn(2048, 320, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(4096, 320, device="cuda", dtype=torch.bfloat16).t()
+    e = cg.explain("mm", a, b)
+    assert e.kernel == "sm90" and "Pingpong" in e.config, str(e)
+    first = cg.mm(a, b)
+    check(first, ref_gemm(a, b), torch.bfloat16, what=f"sm90 {config} mm 2048x4096x320")
+    mismatched = torch.zeros((), dtype=torch.int64, device="cuda")
+    for i in range(1, 500):
+        out = cg.mm(a, b)
+        if i % 100 == 0:
+            mismatched += (out != first).any().to(torch.int64)
+    assert int(mismatched) == 0, f"{int(mismatched)} sampled calls differ from the first call"
