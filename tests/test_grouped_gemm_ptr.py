@@ -91,7 +91,7 @@ def test_sm90_pointer_array_repeated_calls(monkeypatch, config):
     no launch fails, and every 100th call's outputs equal the first call's bit for bit (the kernels are
     deterministic), the first call's matching the float64 reference. The ping-pong kernel faulted within
     ~20-400 such calls (H200, thirty-third session) until its consumers released the stages in ring order
-    (the kernel's release gate). With CUTORCH_GEMM_SM90_PP_GATE=off the rule's case fails again with
+    (the ping-pong kernels' release gate, collective/sm90_pingpong_turns.cuh). With CUTORCH_GEMM_SM90_PP_GATE=off the rule's case fails again with
     "unspecified launch failure" (H200, thirty-fourth session)."""
     if config:
         monkeypatch.setenv("CUTORCH_GEMM_SM90_CONFIG", config)

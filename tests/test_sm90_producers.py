@@ -79,7 +79,7 @@ def test_sm90_producer_warps_pointer_array(monkeypatch):
 def test_sm90_pingpong_repeated_calls(config, producers, monkeypatch):
     """Repeated dense ping-pong launches with short tiles (5 k-blocks) and several per CTA, so the consumers
     hand the ring over at nearly every tile: 500 calls in a row, every 100th call's output equal to the first
-    call's bit for bit. The hand-over is where the release gate (kernel/sm90_gemm_ws_kernel.cuh) keeps the
+    call's bit for bit. The hand-over is where the release gate (collective/sm90_pingpong_turns.cuh) keeps the
     stage releases in ring order. NOTE: this test passed with the gate off too (H200, thirty-fourth session):
     the dense kernels never showed the race, so it guards repeated launches in general; the pointer-array
     test in tests/test_grouped_gemm_ptr.py is the one that faults without the gate."""

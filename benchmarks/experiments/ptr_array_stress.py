@@ -1,5 +1,5 @@
 """Repeated pointer-array grouped_gemm calls: the ping-pong kernel's intermittent launch failure (fixed by the
-kernel's release gate; CUTORCH_GEMM_SM90_PP_GATE=off brings it back).
+release gate in collective/sm90_pingpong_turns.cuh; CUTORCH_GEMM_SM90_PP_GATE=off brings it back).
 
     ITERS=5000 python benchmarks/experiments/ptr_array_stress.py
     CUTORCH_GEMM_SM90_PP_GATE=off ITERS=3000 python benchmarks/experiments/ptr_array_stress.py   (the fault)

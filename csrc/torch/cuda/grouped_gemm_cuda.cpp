@@ -67,7 +67,7 @@ std::optional<std::vector<at::Tensor>> grouped_gemm_sm90_ptr(const std::vector<a
   }
   // The size rule of the dense launches over the problems' mean extents (the ping-pong 64x256 kernel for
   // small problems). NOTE: that kernel faulted once in ~20-400 repeated calls until the thirty-fourth session,
-  // when its consumers' stage releases were put back in ring order (the kernel's release gate).
+  // when its consumers' stage releases were put back in ring order (collective/sm90_pingpong_turns.cuh).
   const Sm90ConfigId config = choose_sm90_config(int(m_sum / count + 0.5), int(n_sum / count + 0.5), k_max, count,
                                                  dev.sms, env_lower("CUTORCH_GEMM_SM90_CONFIG"));
   // CUTORCH_GEMM_GROUPED_SORT_K=1: problems in order of decreasing K (the longest tiles first, so

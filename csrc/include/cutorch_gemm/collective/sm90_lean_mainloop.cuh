@@ -36,7 +36,7 @@ struct Sm90NoHook {
 // on the peer's empty barrier, whose multicasts fill this stage too). hook: called under each of the
 // first hook_blocks k-blocks' groups (the cooperative kernels' deferred store: one slice of the
 // previous tile's D each), in a loop of its own so the rest of the k-blocks do not test for it.
-// gate: called before each release (the ping-pong kernels' release gate, whose note is in the kernel:
+// gate: called before each release (the ping-pong kernels' release gate, collective/sm90_pingpong_turns.cuh:
 // it waits before the tile's first release only). NOTE: a test per k-block rather than the first two
 // k-blocks peeled off the loop: the peeled copies would be cold code in a launch of one tile per CTA,
 // fetched before the loop's own copy (the compact kernels' note on instruction fetch).

@@ -13,7 +13,7 @@
 // waiter (stages >= producers). Nor a whole phase behind it, as long as the consumers release the
 // stages in ring order: the warp's own previous wait (k-block j - producers) saw the release of
 // j - producers - kStages, and so of every k-block before it, j - 2 kStages included. The ping-pong
-// consumers keep that order across their hand-over by the kernel's release gate.
+// consumers keep that order across their hand-over by their release gate (collective/sm90_pingpong_turns.cuh).
 
 #include <cuda.h>
 

@@ -46,7 +46,7 @@ inline int sm90_producer_warps(int config_default) {
 }
 
 // The ping-pong kernels' release gate off (Sm90Params::pp_gate_off): CUTORCH_GEMM_SM90_PP_GATE=off, only to
-// reproduce the race the gate closes (the kernel's note).
+// reproduce the race the gate closes (collective/sm90_pingpong_turns.cuh).
 inline int sm90_pp_gate_off() { return env_is("CUTORCH_GEMM_SM90_PP_GATE", "off") ? 1 : 0; }
 
 // Mma: the operand type (collective/sm90_mma.cuh); T: the epilogue's type (bias, C, D unless

@@ -26,6 +26,7 @@
 #include "cutorch_gemm/collective/sm90_lean_mainloop.cuh"
 #include "cutorch_gemm/collective/sm90_mma.cuh"
 #include "cutorch_gemm/collective/sm90_operand_load.cuh"
+#include "cutorch_gemm/collective/sm90_pingpong_turns.cuh"
 #include "cutorch_gemm/collective/sm90_producer.cuh"
 #include "cutorch_gemm/device/gemm_args.h"
 #include "cutorch_gemm/epilogue/sm90_epilogue.cuh"
@@ -177,12 +178,7 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
       // ping-pong: one's), from each CTA of the cluster.
       sm90::mbarrier_init(&s.empty[i], (Cfg::kPingpong ? 4 : 4 * Cfg::kConsumers) * p.cluster);
     }
-    sm90::mbarrier_init(&s.order[0], 1);
-    sm90::mbarrier_init(&s.order[1], 1);
-    if constexpr (Cfg::kPingpong) {  // the release gate (below): every consumer warp arrives
-      sm90::mbarrier_init(&s.order[2], 4);
-      sm90::mbarrier_init(&s.order[3], 4);
-    }
+    if constexpr (Cfg::kPingpong) Sm90PingpongTurns::init(s.order);
     sm90::mbarrier_init_fence();
     if (!kPtrArray) {
       sm90::tma_prefetch_descriptor(&tma_a);
@@ -267,6 +263,7 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
     // every other tile, all rows; the ring carries the other warpgroup's tiles in between,
     // which this one skips.
     const int row_in_tile = Cfg::kPingpong ? 0 : consumer * 64;
+    [[maybe_unused]] Sm90PingpongTurns turns{s.order, consumer};
     const int step = Cfg::kPingpong ? Cfg::kConsumers : 1;
     int own = 0;  // tiles this warpgroup has done
     for (int i = Cfg::kPingpong ? consumer : 0;; i += step, ++own) {
@@ -280,32 +277,11 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
       const int k_blocks = Scheduler::k_blocks(w);
       const int tail_k = w.k_len % Cfg::kBlockK;  // grouped-K: the last slice holds the next group's K
       const bool zero_tail = g.shape.mode == GroupMode::kGroupedK && tail_k != 0;
-      // NOTE: ping-pong mainloops take turns: a warpgroup starts only after the other has
-      // passed every full-barrier wait of the tile before it in the ring. Besides staggering
-      // the epilogues against the other's wgmma, this keeps every parity wait within one
-      // phase of the barrier: with K >= kStages slices, the second warpgroup's first wait
-      // would otherwise see the barrier's initial "previous phase complete" and read early.
-      const uint32_t order_parity = consumer == 0 ? uint32_t(own - 1) & 1u : uint32_t(own) & 1u;
-      if (Cfg::kPingpong && (consumer == 1 || own > 0)) sm90::mbarrier_wait(&s.order[1 - consumer], order_parity);
-      // The release gate (ping-pong): this tile's first stage release waits until every warp of the
-      // other warpgroup released the last stage of its tile before (s.order[2 + c], one arrive per
-      // warp). Why: the order barrier above lets this warpgroup start while the other's last wgmma
-      // group still runs and its stage is unreleased. Without the gate this warpgroup's releases could
-      // overtake that one; a producer warp waiting on the empty barrier for k-block j (the release of
-      // j - kStages) then found the barrier a whole phase behind (j - 2 kStages unreleased), which its
-      // parity wait reads as complete, and loaded over a stage still in use: the pointer-array
-      // kernel (64x256, 5 stages, 2 producer warps) faulted within ~20-400 calls (H200, thirty-fourth
-      // session; clean with one producer warp, whose own previous wait implies that release). The
-      // producers' invariant (collective/sm90_producer.cuh) needs the releases in ring order. The wait
-      // sits after the tile's second wgmma group is issued, so the tensor core does not wait on it.
-      bool gate = Cfg::kPingpong && !p.pp_gate_off && (consumer == 1 || own > 0);
+      // Ping-pong: this warpgroup's turn, and its stage releases after the other's
+      // (collective/sm90_pingpong_turns.cuh: why both).
+      if constexpr (Cfg::kPingpong) turns.begin_tile(own, !p.pp_gate_off);
       auto gate_wait = [&] {
-        if constexpr (Cfg::kPingpong) {
-          if (gate) {
-            sm90::mbarrier_wait(&s.order[3 - consumer], order_parity);
-            gate = false;
-          }
-        }
+        if constexpr (Cfg::kPingpong) turns.before_release();
       };
       auto release_gated = [&](const State& stage) {
         gate_wait();
@@ -529,7 +505,7 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
 #pragma unroll
         for (int r = 0; r < int(sizeof(pend) / sizeof(pend[0])); ++r) pend[r] = 0u;
       }
-      if (Cfg::kPingpong && tid_in_wg == 0) sm90::mbarrier_arrive(&s.order[consumer]);
+      if constexpr (Cfg::kPingpong) turns.pass_turn(tid_in_wg);
       // The compact cooperative kernel: the tile's bias, one 4-byte column pair per thread, loaded under
       // its last wgmma group and staged in shared memory for the packing (p.bias_early). Why: loaded at
       // packing time, its round trip to L2 ran with the tensor core idle (ncu, H100: + bias cost 2.4%
@@ -546,9 +522,7 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
       sm90::wgmma_wait<0>();
       sm90::fence_accumulators(acc);
       if (k_blocks > 0) release_gated(prev);  // (the last k-block's stage)
-      if constexpr (Cfg::kPingpong) {
-        if (tid_in_wg % 32 == 0) sm90::mbarrier_arrive(&s.order[2 + consumer]);  // (the gate's arrive)
-      }
+      if constexpr (Cfg::kPingpong) turns.open_gate(tid_in_wg);
       if constexpr (kFit) {  // (launch_sm90 refuses these configs without the direct epilogue)
         const Problem prob = resolve_problem(g.shape, w.group);
         if (g.out_f32) sm90_store_tile_direct<T, float>(g, prob, acc, w.m0 + row_in_tile, w.n0, tid_in_wg);

@@ -26,8 +26,7 @@ struct Sm90SharedStorage {
   EpilogueSlot epi_slot[Cfg::kConsumers];
   alignas(8) uint64_t full[Cfg::kStages];
   alignas(8) uint64_t empty[Cfg::kStages];
-  // ping-pong: [c] "consumer c finished issuing a mainloop"; [2 + c] "every warp of consumer c
-  // released its tile's last stage" (the kernel's release gate)
+  // ping-pong: the consumers' turns and release gate (collective/sm90_pingpong_turns.cuh)
   alignas(8) uint64_t order[Cfg::kPingpong ? 4 : 2];
   // The cooperative kernels' tile bias, column pairs, per consumer (staged by the compact one). NOTE: with
   // it the cooperative storage plus launch_sm90's 1 KB alignment slack is exactly the 227 KB limit.
