@@ -187,6 +187,22 @@ def check_repeatable_and_graph_replay(x, b, dtype, what):
     check(out, ref_gemm(x, b), dtype, what=f"{what}: graph replay with new x")
 
 
+def count_repeat_mismatches(fn, first, calls: int, every: int = 100, sync_every: int = 50) -> int:
+    """Calls fn() `calls` - 1 more times in a row (a synchronize every sync_every calls, so a fault shows
+    where it happens); every every-th call's outputs (a tensor or a list of them) are compared bit for bit
+    with `first`, on the GPU. Returns how many compared outputs differed."""
+    firsts = first if isinstance(first, (list, tuple)) else [first]
+    mismatched = torch.zeros((), dtype=torch.int64, device=firsts[0].device)
+    for i in range(1, calls):
+        out = fn()
+        if i % every == 0:
+            for o, f in zip(out if isinstance(out, (list, tuple)) else [out], firsts):
+                mismatched += (o != f).any().to(torch.int64)
+        if i % sync_every == 0:
+            torch.cuda.synchronize()
+    return int(mismatched)
+
+
 def offs_from_sizes(sizes: Sequence[int], device="cpu") -> torch.Tensor:
     """int32 cumulative group ends from group sizes."""
     ends, acc = [], 0

@@ -9,7 +9,7 @@ import torch
 
 import cutorch_gemm as cg
 from benchmarks.bench_grouped import group_sizes
-from conftest import HALF_DTYPES, check, dtype_id, gpu, ref_gemm, requires_sm90
+from conftest import HALF_DTYPES, check, count_repeat_mismatches, dtype_id, gpu, ref_gemm, requires_sm90
 
 pytestmark = [gpu, requires_sm90]
 
@@ -91,8 +91,9 @@ def test_sm90_pointer_array_repeated_calls(monkeypatch, config):
     no launch fails, and every 100th call's outputs equal the first call's bit for bit (the kernels are
     deterministic), the first call's matching the float64 reference. The ping-pong kernel faulted within
     ~20-400 such calls (H200, thirty-third session) until its consumers released the stages in ring order
-    (the ping-pong kernels' release gate, collective/sm90_pingpong_turns.cuh). With CUTORCH_GEMM_SM90_PP_GATE=off the rule's case fails again with
-    "unspecified launch failure" (H200, thirty-fourth session)."""
+    (the ping-pong kernels' release gate, collective/sm90_pingpong_turns.cuh). With
+    CUTORCH_GEMM_SM90_PP_GATE=off the rule's case fails again with "unspecified launch failure" (H200,
+    thirty-fourth session)."""
     if config:
         monkeypatch.setenv("CUTORCH_GEMM_SM90_CONFIG", config)
     dtype = torch.bfloat16
@@ -108,12 +109,5 @@ def test_sm90_pointer_array_repeated_calls(monkeypatch, config):
     first = cg.grouped_gemm(a, b)
     for i, (o, ai, bi) in enumerate(zip(first, a, b)):
         check(o, ref_gemm(ai, bi), dtype, what=f"problem {i} ({rows[i]} rows)")
-    mismatched = torch.zeros((), dtype=torch.int64, device="cuda")
-    for i in range(1, 1000):
-        outs = cg.grouped_gemm(a, b)
-        if i % 100 == 0:
-            for o, f in zip(outs, first):
-                mismatched += (o != f).any().to(torch.int64)
-        if i % 50 == 0:
-            torch.cuda.synchronize()
-    assert int(mismatched) == 0, f"{int(mismatched)} outputs of the sampled calls differ from the first call's"
+    mismatched = count_repeat_mismatches(lambda: cg.grouped_gemm(a, b), first, calls=1000)
+    assert mismatched == 0, f"{mismatched} outputs of the sampled calls differ from the first call's"

@@ -11,7 +11,8 @@ import pytest
 import torch
 
 import cutorch_gemm as cg
-from conftest import check, gpu, offs_from_sizes, poison, ref_gemm, ref_grouped_mm, requires_sm90
+from conftest import (check, count_repeat_mismatches, gpu, offs_from_sizes, poison, ref_gemm, ref_grouped_mm,
+                      requires_sm90)
 
 pytestmark = [gpu, requires_sm90, pytest.mark.usefixtures("tile_kernels_only")]
 
@@ -92,9 +93,5 @@ def test_sm90_pingpong_repeated_calls(config, producers, monkeypatch):
     assert e.kernel == "sm90" and "Pingpong" in e.config, str(e)
     first = cg.mm(a, b)
     check(first, ref_gemm(a, b), torch.bfloat16, what=f"sm90 {config} mm 2048x4096x320")
-    mismatched = torch.zeros((), dtype=torch.int64, device="cuda")
-    for i in range(1, 500):
-        out = cg.mm(a, b)
-        if i % 100 == 0:
-            mismatched += (out != first).any().to(torch.int64)
-    assert int(mismatched) == 0, f"{int(mismatched)} sampled calls differ from the first call"
+    mismatched = count_repeat_mismatches(lambda: cg.mm(a, b), first, calls=500)
+    assert mismatched == 0, f"{mismatched} sampled calls differ from the first call"

@@ -99,8 +99,8 @@ struct Sm90Params {
   int bias_early;
   // Producer warps issuing k-blocks in turn (1-4; CUTORCH_GEMM_SM90_PRODUCERS for A/B runs).
   int producers;
-  // Ping-pong: 1 turns the release gate off (collective/sm90_pingpong_turns.cuh; CUTORCH_GEMM_SM90_PP_GATE=off reproduces
-  // the race it closes). 0, the zero-initialised default, keeps it.
+  // Ping-pong: 1 turns the release gate off (collective/sm90_pingpong_turns.cuh;
+  // CUTORCH_GEMM_SM90_PP_GATE=off reproduces the race it closes). 0, the zero-initialised default, keeps it.
   int pp_gate_off;
 };
 
