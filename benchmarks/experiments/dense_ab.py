@@ -13,7 +13,7 @@ per shape (medians only, and the config the default launch runs: the dispatch-ru
 benchmarks/RESULTS.md, thirtieth session). EPI=gelu: the epilogue suite's launch instead, gemm with bias and
 GELU against torch._addmm_activation; EPI=bias: gemm with bias against torch.addmm. A variant setting PLAIN=1
 times our plain mm on the same operands (the epilogue's cost: its ratio over the default's). DTYPE=tf32: fp32
-operands with TF32 allowed on both sides (default bf16). Two builds cannot share a process (both are
+operands with TF32 allowed on both sides; DTYPE=fp16: float16 operands (default bf16). Two builds cannot share a process (both are
 cutorch_gemm._C): to compare them, run VARS="def:" alternately with each build first on PYTHONPATH.
 """
 import os
@@ -51,8 +51,9 @@ def main():
     assert epi in ("", "gelu", "bias"), f"EPI: '', 'gelu' or 'bias', got {epi!r}"
     act = EPILOGUE_ACTIVATION if epi == "gelu" else "none"
     dtype_name = os.environ.get("DTYPE", "bf16")
-    assert dtype_name in ("bf16", "tf32"), f"DTYPE: 'bf16' or 'tf32', got {dtype_name!r}"
-    dtype = torch.float32 if dtype_name == "tf32" else torch.bfloat16
+    dtypes = {"bf16": torch.bfloat16, "fp16": torch.float16, "tf32": torch.float32}
+    assert dtype_name in dtypes, f"DTYPE: one of {sorted(dtypes)}, got {dtype_name!r}"
+    dtype = dtypes[dtype_name]
     torch.backends.cuda.matmul.allow_tf32 = dtype_name == "tf32"
 
     def ours(variant):
