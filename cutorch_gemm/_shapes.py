@@ -18,7 +18,10 @@ def _check(cond, exc, msg):
 
 def _input(op, name, t, rank, expected):
     _check(t.dim() == rank, ValueError, f"{op}: {name} must be a {rank}-D tensor {expected}, got shape {tuple(t.shape)}")
-    _check(t.dtype in FLOATS, TypeError, f"{op}: {name} has dtype {t.dtype}; expected float16, bfloat16, float32 or float64")
+    hint = (" (int8 x int8 -> int32 is gemm.mm only)" if t.dtype == torch.int8
+            else " (or int8 x int8 -> int32)" if op == "gemm.mm" else "")
+    _check(t.dtype in FLOATS, TypeError,
+           f"{op}: {name} has dtype {t.dtype}; expected float16, bfloat16, float32 or float64{hint}")
 
 
 def _same(op, name, t, a):

@@ -35,7 +35,9 @@ void check_input(const char* op, const char* name, const at::Tensor& t, int64_t 
                        t.scalar_type() == at::kFloat || t.scalar_type() == at::kDouble,
                    op, ": ", name, " has dtype ", t.scalar_type(),
                    "; expected float16, bfloat16, float32 or float64",
-                   t.scalar_type() == at::kChar ? " (int8 x int8 -> int32 is gemm.mm only)" : "");
+                   t.scalar_type() == at::kChar             ? " (int8 x int8 -> int32 is gemm.mm only)"
+                   : std::string(op) == "gemm.mm" ? " (or int8 x int8 -> int32)"
+                                                            : "");
   TORCH_CHECK_VALUE(!t.is_complex(), op, ": ", name, " must be real");
 }
 
