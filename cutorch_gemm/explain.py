@@ -396,13 +396,18 @@ def _variant_note(mode: str, a_mn_major: bool, defer_note: str, swiglu: bool) ->
 
 _FIT_NOTE = ("; fit-width cooperative tiles: the tile width makes the tile count fill the SMs' rounds, D stored "
              "from registers (no stream-K or split-K)")
+_FIT192_NOTE = ("; fit-width cooperative tiles: the tile width makes the tile count fill the SMs' rounds (the "
+                "192-wide tile: no stream-K or split-K)")
+_PAIRS_NOTE = ("; operand rows are not 128-byte multiples: cooperative tiles in 2x1 clusters (ping-pong tiles over "
+               "more than one round fell far behind there), 192 wide where those pairs fill the rounds at least "
+               "15% better than 256-wide ones")
 
 
-def _fit_config(a, b, op_a, op_b, mode, batch, m, n, k, sms, forced, kwargs) -> str:
+def _fit_config(a, b, op_a, op_b, mode, batch, m, n, k, sms, forced, kwargs, base: str) -> str:
     """The binding's fit-width rule (cuda_common.cpp, choose_sm90_fit): one dense fp16 / bf16 problem, both
-    operands K-major with 128-byte-multiple rows (else 2x1 clusters), D = alpha * acc (+ bias) from registers
-    (no C, no activation, even N), no forced epilogue path other than "direct". Returns the config's name, or
-    "" where the heuristic's stays."""
+    operands K-major, D = alpha * acc (+ bias) (no C, no activation, even N), no forced epilogue path other than
+    "direct"; with rows that are not 128-byte multiples, its pair rule (choose_sm90_pairs) instead. base: the
+    heuristic's config. Returns the config's name, or "" where the heuristic's stays."""
     if a.dtype not in (torch.float16, torch.bfloat16) or mode != "none" or batch != 1:
         return ""
     if op_a[1] or op_b[1] or kwargs.get("activation", "none") not in (None, "none") or n % 2:
@@ -411,7 +416,7 @@ def _fit_config(a, b, op_a, op_b, mode, batch, m, n, k, sms, forced, kwargs) -> 
         return ""
     if os.environ.get("CUTORCH_GEMM_SM90_EPILOGUE", "").strip().lower() not in ("", "direct"):
         return ""
-    return _C.choose_sm90_fit(m, n, k, sms, forced, _operands_rows_128b(a, b))
+    return _C.choose_sm90_fit(m, n, k, sms, forced, _operands_rows_128b(a, b), base)
 
 
 def _defer_note(config: str, a: torch.Tensor, mode: str, n: int, splits: int, kwargs) -> str:
@@ -554,9 +559,14 @@ def _explain_gemm(op: str, args, kwargs, skinny: bool = True) -> Explanation:
         mid_note = ""
         if not sm90_forced and narrow and problems == 1:
             mid_note = _MID_NOTES.get(_C.sm90_mid_size_rule(m_per, n_per, k, prop.multi_processor_count), "")
-        fit = _fit_config(a, b, op_a, op_b, mode, batch, m, n, k, prop.multi_processor_count, sm90_forced, kwargs)
+        fit = _fit_config(a, b, op_a, op_b, mode, batch, m, n, k, prop.multi_processor_count, sm90_forced, kwargs,
+                          config)
+        # (the 192-wide fit tile defers its store like the 128x256 one; the pair rule may also give the latter)
+        direct_fit = bool(fit) and "x192x" not in fit and "x256x" not in fit
         if fit:
-            config, mid_note = fit, _FIT_NOTE
+            config, mid_note = fit, (_PAIRS_NOTE if not _operands_rows_128b(a, b) and not sm90_forced
+                                     else _FIT_NOTE if direct_fit else _FIT192_NOTE)
+        fit = fit if "x256x" not in fit else ""  # (the binding's split-K rule still sees a 128x256 config)
         splits, chunk = 1, 0
         if mode == "none" and batch == 1 and not fit:
             # the binding's split-K rule for one dense problem
@@ -577,7 +587,7 @@ def _explain_gemm(op: str, args, kwargs, skinny: bool = True) -> Explanation:
                 k, n, a.element_size(), os.environ.get("CUTORCH_GEMM_SM90_HALF_TILES", "").strip()):
             half_note = ("; a group's last tile computes only its first 64 rows when the rest lie past the "
                          "group's end (a group's B fits L2)")
-        defer_note = "" if fit else _defer_note(config, a, mode, n_per, splits, kwargs)
+        defer_note = "" if direct_fit else _defer_note(config, a, mode, n_per, splits, kwargs)
         variant_note = _variant_note(mode, op_a[1], defer_note, swiglu)
         variant_note += _stream_note(config, m_per, mode, batch, b, chunk if splits > 1 else 0, cluster_note)
         if not swiglu:

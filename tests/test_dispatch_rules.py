@@ -575,10 +575,44 @@ def test_sm90_fit_rule(m, n, k, expected):
     name = _C.choose_sm90_fit(m, n, k, 132)
     assert name == (f"Sm90_128x{expected}x64_Coop_S{STAGES[expected]}" if expected else ""), name
     assert _C.choose_sm90_fit(m, n, k, 132, "nofit") == ""
-    assert _C.choose_sm90_fit(m, n, k, 132, "", False) == ""  # rows not 128-byte multiples: 2x1 clusters
+    # rows not 128-byte multiples: the pair rule (test_sm90_pair_rule) in place of the fit widths
+    assert _C.choose_sm90_fit(m, n, k, 132, "", False, "Sm90_128x256x64_Coop_S4") in ("", "Sm90_128x192x64_Coop_S5")
     assert _C.choose_sm90_fit(m, n, k, 132, "coop") == ""
     assert _C.choose_sm90_fit(m, n, k, 132, "coop176") == "Sm90_128x176x64_Coop_S5"
     assert _C.choose_sm90_fit(m, n, k, 132, "fit").startswith("Sm90_128x")
+
+
+COOP, PP256, PP128 = "Sm90_128x256x64_Coop_S4", "Sm90_64x256x64_Pingpong_S5", "Sm90_64x128x64_Pingpong_S8"
+
+
+@pytest.mark.parametrize("m,n,k,base,expected", [
+    # ping-pong bases over more than one round: cooperative pairs, 192 wide where they fill 15% better
+    (1536, 1536, 1000, PP128, "Sm90_128x192x64_Coop_S5"),   # measured 0.552 -> 0.838 (256 wide: 0.750)
+    (2000, 3000, 1000, PP256, "Sm90_128x192x64_Coop_S5"),   # 0.617 -> 0.934
+    (3000, 3000, 1000, PP256, "Sm90_128x192x64_Coop_S5"),
+    (768, 3000, 1000, PP128, "Sm90_128x192x64_Coop_S5"),
+    (1000, 3000, 2000, PP128, "Sm90_128x192x64_Coop_S5"),
+    (2048, 5000, 3000, PP256, COOP),                        # equal fill: 0.482 -> 0.815 (192: 0.779)
+    # one round of ping-pong tiles keeps them (1024x1024x1000: 0.800 against 0.474 / 0.675)
+    (1024, 1024, 1000, PP128, ""),
+    (1000, 1000, 4000, PP128, ""),
+    (512, 4096, 1000, PP256, ""),
+    (128, 8192, 1000, PP128, ""),                           # M < 256
+    # 128x256 bases: 192 only for a 15% better fill (3000x5000x1000: 7% better, measured 5% slower)
+    (3000, 5000, 1000, COOP, ""),
+    (5000, 3000, 1000, COOP, ""),
+    (1000, 8000, 1000, COOP, ""),
+    (2048, 2048, 1000, COOP, ""),
+    (4000, 4000, 1000, COOP, ""),
+])
+def test_sm90_pair_rule(m, n, k, base, expected):
+    """choose_sm90_pairs, through choose_sm90_fit with rows that are not 128-byte multiples (the shapes and
+    ratios of device/sm90_configs.h, thirty-fifth session); aligned rows never take it, forced configs keep theirs."""
+    assert _C.choose_sm90_fit(m, n, k, 132, "", False, base) == expected
+    assert _C.choose_sm90_fit(m, n, k, 132, "coop", False, base) == ""
+    assert _C.choose_sm90_fit(m, n, k, 132, "coop192", False, base) == "Sm90_128x192x64_Coop_S5"
+    aligned = _C.choose_sm90_fit(m, n, k, 132, "", True, base)
+    assert aligned == "" or "x256x" not in aligned
 
 
 def test_sm90_fit_config_names():

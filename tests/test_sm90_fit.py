@@ -76,11 +76,42 @@ def test_sm90_fit_rule_runs():
         assert torch.equal(out, cg.mm(a, b)), "the same bits on a second run"
     if sms == 132:
         assert ran == 6, "on 132 SMs the rule takes every one of these shapes"
-    # Rows that are not 128-byte multiples (K = 1000) take 2x1 clusters, and the rule leaves them alone.
+    # Rows that are not 128-byte multiples (K = 1000) take 2x1 clusters and the pair rule, never a direct-store
+    # width: at 1536x1536x1000 the 64x128 ping-pong tiles' three rounds become one round of 128x192 pairs.
     a, b = _operands(1536, 1536, 1000, torch.bfloat16)
     e = cg.explain("mm", a, b)
-    assert "fit-width" not in e.reason and not any(f"_128x{w}x64" in e.config for w in WIDTHS), str(e)
+    assert "fit-width" not in e.reason and not any(f"_128x{w}x64" in e.config for w in WIDTHS if w != 192), str(e)
+    if sms == 132:
+        assert "_128x192x64_Coop" in e.config and "2x1 clusters" in e.reason and "deferred store" in e.reason, str(e)
     check(cg.mm(a, b), ref_gemm(a, b), torch.bfloat16, what="rule, unaligned rows")
+
+
+# Rows that are not 128-byte multiples: the pair rule's launches (choose_sm90_pairs), 128x192 deferring pairs and
+# 128x256 pairs in place of ping-pong tiles; edge tiles in M and N, bias, alpha, an fp32 D and an N that is even
+# but not a multiple of 8 (no TMA store: D from registers).
+PAIR_SHAPES = [(2000, 3000, 1000), (3000, 3000, 1000), (1000, 3000, 2000), (2048, 5000, 3000), (777, 2998, 1000)]
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=["bf16", "fp16"])
+@pytest.mark.parametrize("mnk", PAIR_SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_sm90_pair_rule_launches(mnk, dtype):
+    m, n, k = mnk
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    a, b = _operands(m, n, k, dtype)
+    e = cg.explain("mm", a, b)
+    assert "2x1 clusters" in e.reason and "_Coop_" in e.config, str(e)
+    if sms == 132 and mnk != (2048, 5000, 3000):
+        assert "_128x192x64_Coop" in e.config, str(e)
+    poison(m * n * 4)
+    out = cg.mm(a, b)
+    check(out, ref_gemm(a, b), dtype, what=f"pairs mm {mnk}")
+    assert torch.equal(out, cg.mm(a, b)), "the same bits on a second run"
+    bias = torch.randn(n, device="cuda", dtype=dtype)
+    poison(m * n * 4)
+    check(cg.gemm(a, b, bias=bias, alpha=0.5), ref_gemm(a, b, bias=bias, alpha=0.5), dtype, what=f"pairs bias {mnk}")
+    poison(m * n * 4)
+    check(cg.gemm(a, b, bias=bias, out_dtype=torch.float32), ref_gemm(a, b, bias=bias), dtype, torch.float32,
+          what=f"pairs fp32 D {mnk}")
 
 
 @pytest.mark.parametrize("case", ["mn_major_b", "activation", "c", "odd_n", "staged"])

@@ -26,6 +26,8 @@ struct Sm90_128x256x64_Coop_S4 {
   static constexpr int kConsumerRegs = 232;
   // Warps issuing k-blocks in turn (collective/sm90_producer.cuh: ~0.2 us per k-block per issuer).
   static constexpr int kProducerWarps = 2;
+  // D from registers only (the fit-width tiles, whose 64-column TMA boxes would cross into the next tile).
+  static constexpr bool kDirectStore = false;
   static_assert(kBlockM == 64 * kConsumers, "each consumer warpgroup owns 64 rows");
   static_assert(kProducerRegs * 128 + kConsumerRegs * 128 * kConsumers <= 65536, "register file");
 };
@@ -46,6 +48,7 @@ struct Sm90_64x256x64_Pingpong_S5 {
   static constexpr int kProducerRegs = 40;
   static constexpr int kConsumerRegs = 232;
   static constexpr int kProducerWarps = 2;
+  static constexpr bool kDirectStore = false;
   static_assert(kProducerRegs * 128 + kConsumerRegs * 128 * kConsumers <= 65536, "register file");
 };
 
@@ -125,6 +128,7 @@ struct Sm90_64x256x32_Pingpong_S5 : Sm90_64x256x64_Pingpong_S5 {
     static constexpr int kBlockN = N;                                       \
     static constexpr int kStages = S;                                       \
     static constexpr int kEpiBuffers = 1;                                   \
+    static constexpr bool kDirectStore = true;                              \
   };
 CG_SM90_FIT_CONFIG(80, 7)
 CG_SM90_FIT_CONFIG(96, 7)
@@ -133,10 +137,19 @@ CG_SM90_FIT_CONFIG(128, 6)
 CG_SM90_FIT_CONFIG(144, 6)
 CG_SM90_FIT_CONFIG(160, 5)
 CG_SM90_FIT_CONFIG(176, 5)
-CG_SM90_FIT_CONFIG(192, 5)
 CG_SM90_FIT_CONFIG(208, 4)
 CG_SM90_FIT_CONFIG(224, 4)
 #undef CG_SM90_FIT_CONFIG
+// The 192-wide one is three 64-column TMA boxes: it takes the 128x256 tile's deferred store (the tile's D
+// rounded at once, one slice stored per k-block of the next tile, by TMA) instead of the direct epilogue,
+// and so also 2x1 clusters (operand rows that are not 128-byte multiples: choose_sm90_fit's pair rule).
+// No stream-K (its workspace is the 128x256 tiles'). One epilogue buffer per consumer beside 5 stages.
+struct Sm90_128x192x64_Coop_S5 : Sm90_128x256x64_Coop_S4 {
+  static constexpr const char* kName = "Sm90_128x192x64_Coop_S5";
+  static constexpr int kBlockN = 192;
+  static constexpr int kStages = 5;
+  static constexpr int kEpiBuffers = 1;
+};
 
 enum class Sm90ConfigId : int {
   kCoop128x256 = 0,
@@ -330,16 +343,58 @@ inline Sm90ConfigId choose_sm90_config(int m, int n, int k, int problems, int nu
 // method): 1024x1536x8960 (96) 0.769 / 0.870, 512x2560x2560 (80) 0.725 / 0.808, 768x2048x4096 (96) 0.812 /
 // 0.902, 512x3072x4096 (96) 0.750 / 0.858, 640x2048x4096 (80) 0.737 / 0.846.
 constexpr double kFitMin = 0.9, kFitBase = 0.85;
+constexpr double kPairNarrowGain = 1.15;  // choose_sm90_pairs: the 192-wide pairs' fill over the 256-wide ones
 constexpr int kFitRounds = 2;
 inline double sm90_tile_score(long long m, long long n, int block_m, int block_n, int num_sms) {
   const long long tiles = ((m + block_m - 1) / block_m) * ((n + block_n - 1) / block_n);
   const long long rounds = (tiles + num_sms - 1) / num_sms;
   return double(m) * double(n) / (double(rounds) * num_sms * block_m * block_n);
 }
+// The share of a round of 2x1 clusters (num_sms / 2 of them) that one dense problem's 128 x block_n pair tiles
+// fill, over all their rounds (sm90_tile_score for pairs): choose_sm90_pairs compares the 256- and 192-wide ones.
+inline double sm90_pair_score(long long m, long long n, int block_n, int num_sms) {
+  const long long clusters = num_sms / 2 > 0 ? num_sms / 2 : 1;
+  const long long items = ((m + 255) / 256) * ((n + block_n - 1) / block_n);
+  const long long rounds = (items + clusters - 1) / clusters;
+  return double(m) * double(n) / (double(rounds) * clusters * 256.0 * block_n);
+}
+
+// Operand rows that are not 128-byte multiples (!rows_128b; K = 1000, 2000, ...): a TMA box row then straddles
+// two 128-byte lines, and a CTA reading its whole tile itself is slow (H200, 3000x5000x1000: 128x256 tiles
+// without clusters 0.77x cuBLAS, with 2x1 clusters 0.93x). The ping-pong configs run unclustered, and where
+// their tiles take more than one round they fell far behind; one round (1024x1024x1000, 1000x1000x4000) they
+// keep. The cooperative tiles run in 2x1 clusters (half the B tile multicast per CTA): 128x256, or the deferring
+// 128x192 where its pairs fill the rounds at least 15% better (sm90_pair_score; short K costs the narrower
+// tile more per tile: at 3000x5000x1000 a 7% better fill still lost 5%). H200, dense_ab.py, 5-7 rounds, ratio to
+// cuBLAS, the heuristic's config / 128x256 / 128x192 (forced), thirty-fifth session:
+//   1536x1536x1000 (64x128)   0.552 / 0.750 / 0.838    2000x3000x1000 (64x256)  0.617 / 0.844 / 0.934
+//   3000x3000x1000 (64x256)   0.530 / 0.792 / 0.894    768x3000x1000 (64x128)   0.549 / 0.733 / 0.822
+//   1000x3000x2000 (64x128)   0.674 / 0.806 / 0.949    2048x5000x3000 (64x256)  0.482 / 0.815 / 0.779
+//   1024x1024x1000 (64x128)   0.800 / 0.474 / 0.675    1000x1000x4000 (64x128)  0.836 / 0.643 / 0.523
+//   512x4096x1000 (64x256)    0.742 / 0.684 / 0.770    1000x8000x1000 (coop)    0.936 / 0.937 / 0.832
+//   2048x2048x1000 (coop)     0.934 / 0.950 / 0.715    4000x4000x1000 (coop)    1.189 / 1.192 / 1.021
+//   3000x5000x1000 (coop)     0.942 /   -   / 0.898    5000x3000x1000 (coop)    0.920 /   -   / 0.886
+//   6000x5000x1000 (coop)     0.937 /   -   / 0.931    3000x5000x2000 (coop)    0.911 /   -   / 0.928
+// (pair-score ratios 192 / 256: 1.33 for the first six but 2048x5000x3000 (1.0), 1.07 for the last four.)
+inline Sm90ConfigId choose_sm90_pairs(Sm90ConfigId base, int m, int n, int k, int num_sms) {
+  if (num_sms <= 0 || m < 256 || k < 512) return base;
+  if (base != Sm90ConfigId::kCoop128x256) {
+    const int bn = base == Sm90ConfigId::kPingpong64x256   ? 256
+                   : base == Sm90ConfigId::kPingpong64x128 ? 128
+                   : base == Sm90ConfigId::kPingpong64x64  ? 64
+                                                           : 0;
+    if (bn == 0) return base;
+    const long long pp_tiles = (long long)((m + 63) / 64) * ((n + bn - 1) / bn);
+    if (pp_tiles <= num_sms) return base;  // one round of ping-pong tiles
+  }
+  const double wide = sm90_pair_score(m, n, 256, num_sms), narrow = sm90_pair_score(m, n, 192, num_sms);
+  return narrow >= kPairNarrowGain * wide ? Sm90ConfigId::kCoopFit192 : Sm90ConfigId::kCoop128x256;
+}
+
 // rows_128b: both operands' TMA rows are 128-byte multiples (sm90_operands_rows_128b). Otherwise the cooperative
 // launch takes 2x1 clusters (choose_sm90_cluster), which pair tile rows: odd tile-row counts then idle half a
 // row of CTAs (H200, forced: 384x6144x4096 with pairs 0.509, without 0.897), and 3000x5000x1000 (rows of 2000
-// bytes) ran at 0.696 on fit tiles against 0.940: the rule leaves such launches alone.
+// bytes) ran at 0.696 on the direct-store fit tiles against 0.940: such launches take choose_sm90_pairs instead.
 inline Sm90ConfigId choose_sm90_fit(Sm90ConfigId base, int m, int n, int k, int num_sms, const std::string& forced,
                                     bool rows_128b = true) {
   if (num_sms <= 0 || m <= 0 || n <= 0 || k <= 0) return base;
@@ -363,9 +418,10 @@ inline Sm90ConfigId choose_sm90_fit(Sm90ConfigId base, int m, int n, int k, int 
   }
   const Sm90ConfigId fit = Sm90ConfigId(int(first) + best);
   if (forced == "fit") return fit;
+  if (!rows_128b) return choose_sm90_pairs(base, m, n, k, num_sms);  // (forced is "" here)
   const long long width = 80 + 16 * best;
   const long long tiles = ((m + 127LL) / 128) * ((n + width - 1) / width);
-  if (!rows_128b || m < 256 || k < 512 || tiles > (long long)kFitRounds * num_sms) return base;
+  if (m < 256 || k < 512 || tiles > (long long)kFitRounds * num_sms) return base;
   if (best_score < kFitMin || sm90_tile_score(m, n, 128, 256, num_sms) >= kFitBase) return base;
   return fit;
 }

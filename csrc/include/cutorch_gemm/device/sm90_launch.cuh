@@ -224,7 +224,7 @@ cudaError_t launch_sm90(const GemmArgs& args, int num_sms, cudaStream_t stream) 
   // Grouped-M forwards that defer the store take the kGroupEnds variant (a group's last partial
   // tile deferred too, from registers); the dense kernels do without that path (its cost: the
   // kernel's kGroupEnds note). CUTORCH_GEMM_SM90_GROUP_ENDS=off keeps the general kernel (A/B).
-  if constexpr (sm90_defers<Cfg, Mma>() && !kAMn && !kSwiGlu) {
+  if constexpr (sm90_defers<Cfg, Mma>() && Cfg::kBlockN == 256 && !kAMn && !kSwiGlu) {
     if (p.defer_store && s.mode == GroupMode::kGroupedM && !env_is("CUTORCH_GEMM_SM90_GROUP_ENDS", "off")) {
       launched = sm90_gemm_ws_kernel<Cfg, Mma, T, false, kBMn, false, false, false, true>;
       err = ensure_dynamic_smem(reinterpret_cast<const void*>(launched), smem);

@@ -78,8 +78,10 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
                 "fit-width tiles: fp16 / bf16, K-major operands, the general kernel's plain launches");
   static_assert(Cfg::kBlockN == 256 || kFit || (Cfg::kBlockN == 128 && Mma::kNarrowOk && !kSwiGlu && !kPtrArray) ||
                     (Cfg::kBlockN == 192 && Mma::kPromote && !Cfg::kPingpong) ||
+                    (Cfg::kBlockN == 192 && sm90_defers<Cfg, Mma>() && !kSwiGlu && !kPtrArray && !kGroupEnds) ||
                     (Cfg::kBlockN == 64 && Cfg::kPingpong && (Mma::kPromote || (Mma::kNarrowOk && !kSwiGlu && !kPtrArray))),
-                "128-column tiles: 16-bit operands, plain launches; 192: the promoting 8-bit cooperative one; "
+                "128-column tiles: 16-bit operands, plain launches; 192: the promoting 8-bit cooperative one "
+                "and the deferring 16-bit one (dense and batched launches); "
                 "64: the ping-pong ones (8-bit promoting; 16-bit plain launches)");
   constexpr int kAccRegs = Cfg::kBlockN / 2;  // a consumer's 64 x kBlockN fp32 fragment per thread
   // The deferred store (cooperative 16-bit launches whose 16-bit D goes out by TMA without C:
@@ -241,10 +243,10 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
                                                                pend_group, pend_row, pend_col, pend_n, tid_in_wg,
                                                                1 + consumer);
         };
-        static_assert(kSlices == 4 || kSlices == 2, "four slices (two: SwiGLU)");
+        static_assert(kSlices == 4 || kSlices == 3 || kSlices == 2, "four slices (three: 192 columns; two: SwiGLU)");
         if (pend_next == 0) at(std::integral_constant<int, 0>{});
         else if (kSlices == 2 || pend_next == 1) at(std::integral_constant<int, 1>{});
-        else if (pend_next == 2) at(std::integral_constant<int, kSlices == 4 ? 2 : 0>{});
+        else if (kSlices == 3 || pend_next == 2) at(std::integral_constant<int, kSlices >= 3 ? 2 : 0>{});
         else at(std::integral_constant<int, kSlices == 4 ? 3 : 0>{});
         ++pend_next;
       }
@@ -516,7 +518,9 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
         if (stage_bias) {
           const int c = w.n0 + 2 * tid_in_wg;  // (pairs 4-byte aligned, n even: Sm90Params::defer_store)
           const uint16_t* b16 = static_cast<const uint16_t*>(g.bias) + resolve_problem(g.shape, w.group).bias_off;
-          if (c < g.shape.n) bias_pair = __ldg(reinterpret_cast<const unsigned int*>(b16 + c));
+          // (the tile's kBlockN / 2 pairs: 192-wide tiles leave the last 32 threads out)
+          if (c < g.shape.n && tid_in_wg < Cfg::kBlockN / 2)
+            bias_pair = __ldg(reinterpret_cast<const unsigned int*>(b16 + c));
         }
       }
       sm90::wgmma_wait<0>();
@@ -583,8 +587,12 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
         // K = 0 (an empty grouped-K group) the accumulator was zeroed above. kGroupEnds: a tile past its
         // group's end goes out from registers.
         if (stage_bias) {  // (the previous tile's packing read it before the slice stores' barriers)
-          asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(sm90::smem_addr(&s.bias_stage[consumer][tid_in_wg])),
-                       "r"(bias_pair) : "memory");
+          // NOTE: a row holds kBlockN / 2 pairs; a 192-wide tile's threads 96-127 would write the other
+          // consumer's row.
+          if (tid_in_wg < Cfg::kBlockN / 2) {
+            asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(sm90::smem_addr(&s.bias_stage[consumer][tid_in_wg])),
+                         "r"(bias_pair) : "memory");
+          }
           named_barrier_sync(1 + consumer, 128);
         }
         sm90_pack_tile_for<T>(g, prob, acc, w.n0, tid_in_wg % 32, pend, stage_bias ? s.bias_stage[consumer] : nullptr);

@@ -33,18 +33,21 @@ struct Sm90SharedStorage {
   uint32_t bias_stage[Cfg::kPingpong ? 1 : Cfg::kConsumers][Cfg::kPingpong ? 1 : Cfg::kBlockN / 2];
 };
 
-// The fit-width cooperative configs (device/sm90_configs.h: 128 x 80 ... 224, 16-bit operands; the 128x256 one
-// and the 8-bit 128x192 one are not).
+// The fit-width cooperative configs that store D from registers (device/sm90_configs.h: 128 x 80 ... 224,
+// 16-bit operands, but the 192-wide one, which defers its store; the 128x256 one and the 8-bit 128x192 one
+// are not).
 template <class Cfg, class Mma>
 constexpr bool sm90_is_fit() {
-  return !Cfg::kPingpong && !Mma::kPromote && Mma::kNarrowOk && Cfg::kBlockN >= 80 && Cfg::kBlockN <= 224;
+  return !Cfg::kPingpong && !Mma::kPromote && Mma::kNarrowOk && Cfg::kDirectStore;
 }
 
 // The configs and operand types whose kernels defer the store (the kernel's kDefer): cooperative, 16-bit,
-// 256-column tiles. (launch_sm90 asks too, to pick the kGroupEnds variant.)
+// 256- or 192-column tiles (four or three 64-column slices). (launch_sm90 asks too, to pick the kGroupEnds
+// variant, which only the 256-column tiles have.)
 template <class Cfg, class Mma>
 constexpr bool sm90_defers() {
-  return !Cfg::kPingpong && !Mma::kScaled && !Mma::kPromote && Mma::kNarrowOk && Cfg::kBlockN == 256;
+  return !Cfg::kPingpong && !Mma::kScaled && !Mma::kPromote && Mma::kNarrowOk && !Cfg::kDirectStore &&
+         (Cfg::kBlockN == 256 || Cfg::kBlockN == 192);
 }
 
 }  // namespace cutorch_gemm
