@@ -10,8 +10,8 @@
 // Operands (Mma, collective/sm90_mma.cuh): fp16 / bf16, each K-major or MN-major (kAMn / kBMn:
 // wgmma's transpose bits and the matching TMA boxes), 2-D or stacked 3-D; or e4m3 / e5m2, both
 // K-major, with scaled_mm's epilogue. T is the epilogue's 16-bit type (bias, C, D unless fp32).
-// Tiles are kBlockN = 256, 128 or 64 columns wide (16-bit; 8-bit: 256, 192, 64), a consumer holding a
-// 64 x kBlockN fp32 fragment (kBlockN / 2 registers); see device/sm90_configs.h.
+// Tiles are kBlockN = 256, 192, 128 or 64 columns wide (16-bit, and the fit widths 80 ... 224; 8-bit: 256,
+// 192, 64), a consumer holding a 64 x kBlockN fp32 fragment (kBlockN / 2 registers); see device/sm90_configs.h.
 // One persistent loop over the tiles of every problem of the launch: dense, batched, or grouped
 // with device-resident offsets (scheduler/sm90_tile_scheduler.cuh).
 
@@ -72,6 +72,7 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
                 "the compact variants: plain ping-pong launches; deferring cooperative ones");
   // The fit-width cooperative tiles (device/sm90_configs.h, choose_sm90_fit): 128 x 80 ... 224, both operands
   // K-major, plain dense launches, D stored from registers (sm90_store_tile_direct) and no other epilogue.
+  // (Not the 192-wide one: three 64-column slices, it defers its store as the 128x256 tile does.)
   constexpr bool kFit = sm90_is_fit<Cfg, Mma>();
   static_assert(!kFit || (Cfg::kBlockN % 16 == 0 && !kSwiGlu && !kPtrArray && !kPlainTma &&
                           !kGroupEnds && !kAMn && !kBMn),
