@@ -406,17 +406,22 @@ _PAIRS_NOTE = ("; operand rows are not 128-byte multiples: cooperative tiles in 
 def _fit_config(a, b, op_a, op_b, mode, batch, m, n, k, sms, forced, kwargs, base: str) -> str:
     """The binding's fit-width rule (cuda_common.cpp, choose_sm90_fit): one dense fp16 / bf16 problem, both
     operands K-major, D = alpha * acc (+ bias) (no C, no activation, even N), no forced epilogue path other than
-    "direct"; with rows that are not 128-byte multiples, its pair rule (choose_sm90_pairs) instead. base: the
-    heuristic's config. Returns the config's name, or "" where the heuristic's stays."""
+    "direct"; with rows that are not 128-byte multiples, its pair rule (choose_sm90_pairs) instead. The other
+    dense fp16 / bf16 launches on such rows take the pair rule's 128x256 pairs where it moves them off ping-pong
+    tiles. base: the heuristic's config. Returns the config's name, or "" where the heuristic's stays."""
     if a.dtype not in (torch.float16, torch.bfloat16) or mode != "none" or batch != 1:
         return ""
-    if op_a[1] or op_b[1] or kwargs.get("activation", "none") not in (None, "none") or n % 2:
-        return ""
+    rows_128b = _operands_rows_128b(a, b)
+    eligible = not (op_a[1] or op_b[1] or kwargs.get("activation", "none") not in (None, "none") or n % 2)
     if kwargs.get("c") is not None and float(kwargs.get("beta", 0.0)) != 0.0:
-        return ""
+        eligible = False
     if os.environ.get("CUTORCH_GEMM_SM90_EPILOGUE", "").strip().lower() not in ("", "direct"):
+        eligible = False
+    if eligible:
+        return _C.choose_sm90_fit(m, n, k, sms, forced, rows_128b, base)
+    if rows_128b or forced or not _C.choose_sm90_fit(m, n, k, sms, "", False, base):
         return ""
-    return _C.choose_sm90_fit(m, n, k, sms, forced, _operands_rows_128b(a, b), base)
+    return "Sm90_128x256x64_Coop_S4"
 
 
 def _defer_note(config: str, a: torch.Tensor, mode: str, n: int, splits: int, kwargs) -> str:

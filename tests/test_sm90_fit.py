@@ -114,6 +114,33 @@ def test_sm90_pair_rule_launches(mnk, dtype):
           what=f"pairs fp32 D {mnk}")
 
 
+@pytest.mark.parametrize("case", ["gelu_tanh", "relu_bias", "c", "mn_major_b", "mn_major_a", "staged"])
+def test_sm90_pair_rule_other_launches(case, monkeypatch):
+    """Launches the fit tiles do not take, on rows that are not 128-byte multiples (K = 1000): 128x256 pairs in
+    place of the heuristic's ping-pong tiles over more than one round (2000x3000x1000: 64x256, 384 tiles)."""
+    m, n, k = 2000, 3000, 1000
+    a, b = _operands(m, n, k, torch.bfloat16)
+    kwargs = {}
+    if case == "gelu_tanh":
+        kwargs = {"activation": "gelu_tanh"}
+    if case == "relu_bias":
+        kwargs = {"activation": "relu", "bias": torch.randn(n, device="cuda", dtype=torch.bfloat16)}
+    if case == "c":
+        kwargs = {"c": torch.randn(m, n, device="cuda", dtype=torch.bfloat16), "beta": 0.5}
+    if case == "mn_major_b":
+        b = b.contiguous()  # N-contiguous rows of 3000 elements: 6000 bytes
+    if case == "mn_major_a":
+        a = a.t().contiguous().t()  # M-contiguous rows of 2000 elements: 4000 bytes
+    if case == "staged":
+        monkeypatch.setenv("CUTORCH_GEMM_SM90_EPILOGUE", "staged")
+    e = cg.explain("gemm", a, b, **kwargs)
+    if torch.cuda.get_device_properties(0).multi_processor_count == 132:
+        assert e.config == "Sm90_128x256x64_Coop_S4" and "2x1 clusters" in e.reason, str(e)
+        assert "not 128-byte multiples" in e.reason, str(e)
+    poison(m * n * 4)
+    check(cg.gemm(a, b, **kwargs), ref_gemm(a, b, **kwargs), torch.bfloat16, what=f"pairs {case}")
+
+
 @pytest.mark.parametrize("case", ["mn_major_b", "activation", "c", "odd_n", "staged"])
 def test_sm90_fit_not_taken(case, monkeypatch):
     """Launches outside the fit tiles' reach keep another config, even when forced."""
