@@ -14,6 +14,7 @@
 #include "cutorch_gemm/device/sm80_skinny.h"
 #include "cutorch_gemm/device/sm90_skinny.h"
 #include "cutorch_gemm/device/sm90_configs.h"
+#include "cutorch_gemm/device/sm90_fit_rules.h"
 #ifdef CUTORCH_GEMM_WITH_CUDA
 #include "cutorch_gemm/device/sm80_gemm.h"
 #include "cutorch_gemm/device/sm90_gemm.h"

@@ -15,6 +15,7 @@
 #include "cutorch_gemm/device/sm80_gemm.h"
 #include "cutorch_gemm/device/sm80_skinny.h"
 #include "cutorch_gemm/device/sm90_skinny.h"
+#include "cutorch_gemm/device/sm90_fit_rules.h"
 
 namespace cutorch_gemm::binding {
 

@@ -1,0 +1,117 @@
+#pragma once
+// The rules that replace the heuristic's config (choose_sm90_config) for one dense fp16 / bf16 problem by a
+// cooperative tile whose count fills the SMs' rounds: the fit widths (128 x 80 ... 224) where operand rows are
+// 128-byte multiples, and 2x1-clustered pairs of 128x256 or 128x192 tiles where they are not. The binding
+// (csrc/torch/cuda/cuda_common.cpp) applies them, `explain` mirrors them. Torch- and CUDA-free.
+
+#include <string>
+
+#include "cutorch_gemm/device/sm90_configs.h"
+
+namespace cutorch_gemm {
+
+// The fit-width rule (one dense fp16 / bf16 problem whose launch can take those tiles: both operands
+// K-major, a plain epilogue from registers; the binding decides that): a cooperative 128 x N tile, N = 80
+// ... 224, whose tile count fills the persistent grid's rounds, in place of `base`. Score of a width:
+// the fill of its rounds times the share of its tiles' area inside the problem; the best score wins (ties:
+// the wider tile). Taken when the best scores at least kFitMin and the 128x256 tiles' own score is below
+// kFitBase (they already fill their rounds), for at most kFitRounds rounds, M >= 256 and K >= 512.
+// `forced` (CUTORCH_GEMM_SM90_CONFIG): "fit" takes the best width wherever the launch allows, "coop80" ...
+// "coop224" that width; any other forced config ("nofit": the rules without this one) keeps `base`.
+// H200, 5 interleaved rounds, ratio to cuBLAS, without / with (thirty-first session, widths 144-224): one round of fit
+// tiles: 1536x1536x4096 (144) 0.723 / 0.890, 768x3072x4096 (144) 0.726 / 0.903, 1024x2560x4096 (160)
+// 0.748 / 0.904, 1024x2304x4096 0.705 / 0.862, 2048x1280x4096 0.729 / 0.878, 640x4096x4096 0.706 / 0.863,
+// 384x6144x4096 0.704 / 0.893, 1024x3072x4096 (192) 0.807 / 0.889, 1280x2048x2048 0.770 / 0.806,
+// 768x3072x2048 0.739 / 0.833, 1536^3 0.762 / 0.810; two rounds: 2048x2560x4096 0.846 / 0.884,
+// 2560^3 (208) 0.853 / 0.851; three rounds lost or tied (1536x6144x4096 0.914 / 0.886, 3072x3072x4096
+// 0.886 / 0.878): kFitRounds = 2. Where the 128x256 tiles fill their rounds the fit ones lose (forced:
+// 4096^3 0.992 / 0.877, 2048^3 0.968 / 0.759), and below kFitMin too (1024x1536x8960 0.767 / 0.729).
+// The best width is the one the score names (1536x1536x4096: 144 0.862, 160 0.820, 176 0.777 ...;
+// 1024x2560x4096: 160 0.908, 144 0.584; 1024x3072x4096: 192 0.875, 176 0.543). The narrow widths (same
+// method): 1024x1536x8960 (96) 0.769 / 0.870, 512x2560x2560 (80) 0.725 / 0.808, 768x2048x4096 (96) 0.812 /
+// 0.902, 512x3072x4096 (96) 0.750 / 0.858, 640x2048x4096 (80) 0.737 / 0.846.
+constexpr double kFitMin = 0.9, kFitBase = 0.85;
+constexpr double kPairNarrowGain = 1.15;  // choose_sm90_pairs: the 192-wide pairs' fill over the 256-wide ones
+constexpr int kFitRounds = 2;
+inline double sm90_tile_score(long long m, long long n, int block_m, int block_n, int num_sms) {
+  const long long tiles = ((m + block_m - 1) / block_m) * ((n + block_n - 1) / block_n);
+  const long long rounds = (tiles + num_sms - 1) / num_sms;
+  return double(m) * double(n) / (double(rounds) * num_sms * block_m * block_n);
+}
+// The share of a round of 2x1 clusters (num_sms / 2 of them) that one dense problem's 128 x block_n pair tiles
+// fill, over all their rounds (sm90_tile_score for pairs): choose_sm90_pairs compares the 256- and 192-wide ones.
+inline double sm90_pair_score(long long m, long long n, int block_n, int num_sms) {
+  const long long clusters = num_sms / 2 > 0 ? num_sms / 2 : 1;
+  const long long items = ((m + 255) / 256) * ((n + block_n - 1) / block_n);
+  const long long rounds = (items + clusters - 1) / clusters;
+  return double(m) * double(n) / (double(rounds) * clusters * 256.0 * block_n);
+}
+
+// Operand rows that are not 128-byte multiples (!rows_128b; K = 1000, 2000, ...): a TMA box row then straddles
+// two 128-byte lines, and a CTA reading its whole tile itself is slow (H200, 3000x5000x1000: 128x256 tiles
+// without clusters 0.77x cuBLAS, with 2x1 clusters 0.93x). The ping-pong configs run unclustered, and where
+// their tiles take more than one round they fell far behind; one round (1024x1024x1000, 1000x1000x4000) they
+// keep. The cooperative tiles run in 2x1 clusters (half the B tile multicast per CTA): 128x256, or the deferring
+// 128x192 where its pairs fill the rounds at least 15% better (sm90_pair_score; short K costs the narrower
+// tile more per tile: at 3000x5000x1000 a 7% better fill still lost 5%). H200, dense_ab.py, 5-7 rounds, ratio to
+// cuBLAS, the heuristic's config / 128x256 / 128x192 (forced), thirty-fifth session:
+//   1536x1536x1000 (64x128)   0.552 / 0.750 / 0.838    2000x3000x1000 (64x256)  0.617 / 0.844 / 0.934
+//   3000x3000x1000 (64x256)   0.530 / 0.792 / 0.894    768x3000x1000 (64x128)   0.549 / 0.733 / 0.822
+//   1000x3000x2000 (64x128)   0.674 / 0.806 / 0.949    2048x5000x3000 (64x256)  0.482 / 0.815 / 0.779
+//   1024x1024x1000 (64x128)   0.800 / 0.474 / 0.675    1000x1000x4000 (64x128)  0.836 / 0.643 / 0.523
+//   512x4096x1000 (64x256)    0.742 / 0.684 / 0.770    1000x8000x1000 (coop)    0.936 / 0.937 / 0.832
+//   2048x2048x1000 (coop)     0.934 / 0.950 / 0.715    4000x4000x1000 (coop)    1.189 / 1.192 / 1.021
+//   3000x5000x1000 (coop)     0.942 /   -   / 0.898    5000x3000x1000 (coop)    0.920 /   -   / 0.886
+//   6000x5000x1000 (coop)     0.937 /   -   / 0.931    3000x5000x2000 (coop)    0.911 /   -   / 0.928
+// (pair-score ratios 192 / 256: 1.33 for the first six but 2048x5000x3000 (1.0), 1.07 for the last four.)
+inline Sm90ConfigId choose_sm90_pairs(Sm90ConfigId base, int m, int n, int k, int num_sms) {
+  if (num_sms <= 0 || m < 256 || k < 512) return base;
+  if (base != Sm90ConfigId::kCoop128x256) {
+    const int bn = base == Sm90ConfigId::kPingpong64x256   ? 256
+                   : base == Sm90ConfigId::kPingpong64x128 ? 128
+                   : base == Sm90ConfigId::kPingpong64x64  ? 64
+                                                           : 0;
+    if (bn == 0) return base;
+    const long long pp_tiles = (long long)((m + 63) / 64) * ((n + bn - 1) / bn);
+    if (pp_tiles <= num_sms) return base;  // one round of ping-pong tiles
+  }
+  const double wide = sm90_pair_score(m, n, 256, num_sms), narrow = sm90_pair_score(m, n, 192, num_sms);
+  return narrow >= kPairNarrowGain * wide ? Sm90ConfigId::kCoopFit192 : Sm90ConfigId::kCoop128x256;
+}
+
+// rows_128b: both operands' TMA rows are 128-byte multiples (sm90_operands_rows_128b). Otherwise the cooperative
+// launch takes 2x1 clusters (choose_sm90_cluster), which pair tile rows: odd tile-row counts then idle half a
+// row of CTAs (H200, forced: 384x6144x4096 with pairs 0.509, without 0.897), and 3000x5000x1000 (rows of 2000
+// bytes) ran at 0.696 on the direct-store fit tiles against 0.940: such launches take choose_sm90_pairs instead.
+inline Sm90ConfigId choose_sm90_fit(Sm90ConfigId base, int m, int n, int k, int num_sms, const std::string& forced,
+                                    bool rows_128b = true) {
+  if (num_sms <= 0 || m <= 0 || n <= 0 || k <= 0) return base;
+  const Sm90ConfigId first = Sm90ConfigId::kCoopFit80;
+  for (int i = 0; i < kSm90FitWidths; ++i) {
+    if (forced == "coop" + std::to_string(80 + 16 * i)) return Sm90ConfigId(int(first) + i);
+  }
+  if (!forced.empty() && forced != "fit") return base;
+  int best = 0;
+  double best_score = 0.0;
+  for (int i = 0; i < kSm90FitWidths; ++i) {
+    // (not 128: two 64x128 ping-pong tiles cover a 128x128 one and fill the rounds as well, with the epilogue
+    // overlapped; forced, H200: 1024x2048x2048 0.950 / 0.881, 2048x1024x4096 0.920 / 0.914, 512x4096x4096
+    // 0.870 / 0.900)
+    if (80 + 16 * i == 128) continue;
+    const double sc = sm90_tile_score(m, n, 128, 80 + 16 * i, num_sms);
+    if (sc >= best_score) {
+      best = i;
+      best_score = sc;
+    }
+  }
+  const Sm90ConfigId fit = Sm90ConfigId(int(first) + best);
+  if (forced == "fit") return fit;
+  if (!rows_128b) return choose_sm90_pairs(base, m, n, k, num_sms);  // (forced is "" here)
+  const long long width = 80 + 16 * best;
+  const long long tiles = ((m + 127LL) / 128) * ((n + width - 1) / width);
+  if (m < 256 || k < 512 || tiles > (long long)kFitRounds * num_sms) return base;
+  if (best_score < kFitMin || sm90_tile_score(m, n, 128, 256, num_sms) >= kFitBase) return base;
+  return fit;
+}
+
+}  // namespace cutorch_gemm
