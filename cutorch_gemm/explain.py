@@ -411,17 +411,12 @@ def _fit_config(a, b, op_a, op_b, mode, batch, m, n, k, sms, forced, kwargs, bas
     tiles. base: the heuristic's config. Returns the config's name, or "" where the heuristic's stays."""
     if a.dtype not in (torch.float16, torch.bfloat16) or mode != "none" or batch != 1:
         return ""
-    rows_128b = _operands_rows_128b(a, b)
     eligible = not (op_a[1] or op_b[1] or kwargs.get("activation", "none") not in (None, "none") or n % 2)
     if kwargs.get("c") is not None and float(kwargs.get("beta", 0.0)) != 0.0:
         eligible = False
     if os.environ.get("CUTORCH_GEMM_SM90_EPILOGUE", "").strip().lower() not in ("", "direct"):
         eligible = False
-    if eligible:
-        return _C.choose_sm90_fit(m, n, k, sms, forced, rows_128b, base)
-    if rows_128b or forced or not _C.choose_sm90_fit(m, n, k, sms, "", False, base):
-        return ""
-    return "Sm90_128x256x64_Coop_S4"
+    return _C.choose_sm90_fit(m, n, k, sms, forced, _operands_rows_128b(a, b), base, eligible)
 
 
 def _defer_note(config: str, a: torch.Tensor, mode: str, n: int, splits: int, kwargs) -> str:

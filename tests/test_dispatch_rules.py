@@ -613,6 +613,12 @@ def test_sm90_pair_rule(m, n, k, base, expected):
     assert _C.choose_sm90_fit(m, n, k, 132, "coop192", False, base) == "Sm90_128x192x64_Coop_S5"
     aligned = _C.choose_sm90_fit(m, n, k, 132, "", True, base)
     assert aligned == "" or "x256x" not in aligned
+    # launches the fit tiles do not take (an activation, C, an MN-major operand): 128x256 pairs where the rule
+    # moves them off ping-pong tiles, nothing else; never on aligned rows or under a forced config
+    other = _C.choose_sm90_fit(m, n, k, 132, "", False, base, False)
+    assert other == (COOP if expected and base != COOP else ""), other
+    assert _C.choose_sm90_fit(m, n, k, 132, "", True, base, False) == ""
+    assert _C.choose_sm90_fit(m, n, k, 132, "coop192", False, base, False) == ""
 
 
 def test_sm90_fit_config_names():

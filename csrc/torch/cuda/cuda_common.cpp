@@ -264,17 +264,12 @@ void run_gemm(const GemmArgs& g, const at::Tensor& a, const at::Tensor& b) {
     // Fit-width cooperative tiles (choose_sm90_fit) for plain launches whose D the direct epilogue stores
     // (not while a test forces another epilogue path). explain() mirrors this.
     const std::string forced_epi = env_lower("CUTORCH_GEMM_SM90_EPILOGUE");
-    const bool rows_128b = sm90_operands_rows_128b(g.shape, 2);
-    if (sm90_fit_launch_ok(g, oa.mn_major, ob.mn_major) && (forced_epi.empty() || forced_epi == "direct")) {
+    // The other dense fp16 / bf16 launches take only its pair rule (rows that are not 128-byte multiples).
+    if (dense && !tf32) {
+      const bool fit_ok =
+          sm90_fit_launch_ok(g, oa.mn_major, ob.mn_major) && (forced_epi.empty() || forced_epi == "direct");
       config = choose_sm90_fit(config, int(g.shape.m), int(g.shape.n), int(g.shape.k), d.sms, forced_config,
-                               rows_128b);
-    } else if (dense && !tf32 && !rows_128b && forced_config.empty()) {
-      // The other launches on rows that are not 128-byte multiples (an activation, C, an MN-major operand, a
-      // forced epilogue path): the pair rule's cooperative pairs in place of ping-pong tiles over more than one
-      // round, always 128 x 256 (the 192-wide tile runs the fit tiles' launches only).
-      if (choose_sm90_pairs(config, int(g.shape.m), int(g.shape.n), int(g.shape.k), d.sms) != config) {
-        config = Sm90ConfigId::kCoop128x256;
-      }
+                               sm90_operands_rows_128b(g.shape, 2), fit_ok);
     }
     // Split-K for one dense problem whose tiles leave SMs idle (explain() mirrors this rule).
     const Sm90Split split = g.shape.mode == GroupMode::kBatched && g.batch == 1

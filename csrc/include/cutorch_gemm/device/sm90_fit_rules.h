@@ -83,9 +83,16 @@ inline Sm90ConfigId choose_sm90_pairs(Sm90ConfigId base, int m, int n, int k, in
 // launch takes 2x1 clusters (choose_sm90_cluster), which pair tile rows: odd tile-row counts then idle half a
 // row of CTAs (H200, forced: 384x6144x4096 with pairs 0.509, without 0.897), and 3000x5000x1000 (rows of 2000
 // bytes) ran at 0.696 on the direct-store fit tiles against 0.940: such launches take choose_sm90_pairs instead.
+// fit_ok: the launch can take the fit-width tiles (sm90_fit_launch_ok: both operands K-major, no C, no activation;
+// no forced epilogue path but "direct"). The other dense fp16 / bf16 launches take only the pair rule, on rows that
+// are not 128-byte multiples, and always as 128x256 pairs (the 192-wide tile runs the fit tiles' launches only).
 inline Sm90ConfigId choose_sm90_fit(Sm90ConfigId base, int m, int n, int k, int num_sms, const std::string& forced,
-                                    bool rows_128b = true) {
+                                    bool rows_128b = true, bool fit_ok = true) {
   if (num_sms <= 0 || m <= 0 || n <= 0 || k <= 0) return base;
+  if (!fit_ok) {
+    if (rows_128b || !forced.empty()) return base;
+    return choose_sm90_pairs(base, m, n, k, num_sms) != base ? Sm90ConfigId::kCoop128x256 : base;
+  }
   const Sm90ConfigId first = Sm90ConfigId::kCoopFit80;
   for (int i = 0; i < kSm90FitWidths; ++i) {
     if (forced == "coop" + std::to_string(80 + 16 * i)) return Sm90ConfigId(int(first) + i);
