@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 
 import torch
 
@@ -365,6 +366,12 @@ def _split_kind(config: str) -> str:
     return "pingpong128" if "x128x" in config else "pingpong"
 
 
+def _tile_width(config: str) -> int:
+    """The tile's columns from a Hopper config's name (Sm90_<rows>x<columns>x<k>_...)."""
+    match = re.match(r"Sm90_\d+x(\d+)x\d+_", config)
+    return int(match.group(1)) if match else 256
+
+
 def _cluster_note(config: str, fixed_grid: bool, swiglu: bool, m: int, a: torch.Tensor, b: torch.Tensor,
                   dense16: bool = False, n: int = 0, k: int = 0, sms: int = 0) -> str:
     """The launch's cluster, as the binding's rule (choose_sm90_cluster) picks it (dense16: one
@@ -373,7 +380,7 @@ def _cluster_note(config: str, fixed_grid: bool, swiglu: bool, m: int, a: torch.
     tiles_m = -(-m // (128 if coop else 64))
     forced = os.environ.get("CUTORCH_GEMM_SM90_CLUSTER", "").strip()
     rows = _operands_rows_128b(a, b)
-    tiles = tiles_m * -(-n // (256 if coop else 128 if "x128x" in config else 256))
+    tiles = tiles_m * -(-n // _tile_width(config))
     if _C.choose_sm90_cluster(coop, fixed_grid, swiglu, tiles_m, rows, forced, dense16, k, tiles, sms) > 1:
         return "; 2x1 clusters: the two CTAs of a cluster share each B tile (TMA multicast)"
     return ""
@@ -398,9 +405,13 @@ _FIT_NOTE = ("; fit-width cooperative tiles: the tile width makes the tile count
              "from registers (no stream-K or split-K)")
 _FIT192_NOTE = ("; fit-width cooperative tiles: the tile width makes the tile count fill the SMs' rounds (the "
                 "192-wide tile: no stream-K or split-K)")
+_PAIR240_NOTE = ("; 128x240 tiles, which fill the SMs' rounds at least 5% better than 128x256 ones (the last "
+                  "64-column slice of a tile overlaps the one before; the compact deferring kernel only, no stream-K "
+                  "or split-K)")
 _PAIRS_NOTE = ("; operand rows are not 128-byte multiples: cooperative tiles in 2x1 clusters (ping-pong tiles over "
                "more than one round fell far behind there), 192 wide where those pairs fill the rounds at least "
-               "15% better than 256-wide ones")
+               "15% better than 256-wide ones, else 240 wide (launches that defer every tile's store) where they "
+               "fill them at least 5% better")
 
 
 def _fit_config(a, b, op_a, op_b, mode, batch, m, n, k, sms, forced, kwargs, base: str) -> str:
@@ -414,9 +425,12 @@ def _fit_config(a, b, op_a, op_b, mode, batch, m, n, k, sms, forced, kwargs, bas
     eligible = not (op_a[1] or op_b[1] or kwargs.get("activation", "none") not in (None, "none") or n % 2)
     if kwargs.get("c") is not None and float(kwargs.get("beta", 0.0)) != 0.0:
         eligible = False
-    if os.environ.get("CUTORCH_GEMM_SM90_EPILOGUE", "").strip().lower() not in ("", "direct"):
+    epilogue = os.environ.get("CUTORCH_GEMM_SM90_EPILOGUE", "").strip().lower()
+    if epilogue not in ("", "direct"):
         eligible = False
-    return _C.choose_sm90_fit(m, n, k, sms, forced, _operands_rows_128b(a, b), base, eligible)
+    # the 240-wide pairs: launches whose every tile defers its store (sm90_defer_launch_ok)
+    defer_ok = eligible and not epilogue and bool(_defer_note("_Coop_", a, mode, n, 1, kwargs))
+    return _C.choose_sm90_fit(m, n, k, sms, forced, _operands_rows_128b(a, b), base, eligible, defer_ok)
 
 
 def _defer_note(config: str, a: torch.Tensor, mode: str, n: int, splits: int, kwargs) -> str:
@@ -561,11 +575,13 @@ def _explain_gemm(op: str, args, kwargs, skinny: bool = True) -> Explanation:
             mid_note = _MID_NOTES.get(_C.sm90_mid_size_rule(m_per, n_per, k, prop.multi_processor_count), "")
         fit = _fit_config(a, b, op_a, op_b, mode, batch, m, n, k, prop.multi_processor_count, sm90_forced, kwargs,
                           config)
-        # (the 192-wide fit tile defers its store like the 128x256 one; the pair rule may also give the latter)
-        direct_fit = bool(fit) and "x192x" not in fit and "x256x" not in fit
+        # (the 192-wide fit tile and the 240-wide pairs defer their store like the 128x256 one; the pair rule may
+        # also give the latter)
+        direct_fit = bool(fit) and not any(w in fit for w in ("x192x", "x240x", "x256x"))
         if fit:
             config, mid_note = fit, (_PAIRS_NOTE if not _operands_rows_128b(a, b) and not sm90_forced
-                                     else _FIT_NOTE if direct_fit else _FIT192_NOTE)
+                                     else _FIT_NOTE if direct_fit
+                                     else _PAIR240_NOTE if "x240x" in fit else _FIT192_NOTE)
         fit = fit if "x256x" not in fit else ""  # (the binding's split-K rule still sees a 128x256 config)
         splits, chunk = 1, 0
         if mode == "none" and batch == 1 and not fit:

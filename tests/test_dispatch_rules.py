@@ -621,6 +621,55 @@ def test_sm90_pair_rule(m, n, k, base, expected):
     assert _C.choose_sm90_fit(m, n, k, 132, "coop192", False, base, False) == ""
 
 
+P240 = "Sm90_128x240x64_Coop_S4"
+
+
+@pytest.mark.parametrize("m,n,k,base,expected", [
+    # launches that defer every tile's store: 240-wide pairs where they fill the rounds 5% better than 256-wide
+    # ones (and 192-wide ones do not win)
+    (3000, 5000, 1000, COOP, P240),                         # both four rounds; 240 fills 1.067x as well
+    (5000, 3000, 1000, COOP, P240),
+    (6000, 5000, 1000, COOP, P240),
+    (2048, 5000, 3000, PP256, P240),
+    (2000, 3000, 1000, PP256, "Sm90_128x192x64_Coop_S5"),   # 192 still first
+    (1536, 1536, 1000, PP128, "Sm90_128x192x64_Coop_S5"),
+    (1000, 8000, 1000, COOP, ""),                           # 240: three rounds where 256 takes two
+    (4000, 4000, 1000, COOP, ""),
+    (2048, 2048, 1000, COOP, ""),
+    (1024, 1024, 1000, PP128, ""),                          # one round of ping-pong tiles stays
+])
+def test_sm90_pair240_rule(m, n, k, base, expected):
+    """choose_sm90_pairs with defer_ok: the 240-wide pairs; without defer_ok (an fp32 D, a D without TMA rows)
+    never; aligned rows only when forced ("coop240"), and only where the launch defers."""
+    assert _C.choose_sm90_fit(m, n, k, 132, "", False, base, True, True) == expected
+    without = _C.choose_sm90_fit(m, n, k, 132, "", False, base, True, False)
+    assert without != P240 and (without == expected or expected == P240), without
+    assert _C.choose_sm90_fit(m, n, k, 132, "", False, base, False, False) in ("", COOP)
+    assert _C.choose_sm90_fit(m, n, k, 132, "coop240", True, base, True, True) == P240
+    assert _C.choose_sm90_fit(m, n, k, 132, "coop240", False, base, True, False) == ""
+    assert _C.choose_sm90_fit(m, n, k, 132, "coop240", False, base, False, False) == ""
+
+
+@pytest.mark.parametrize("m,n,k,expected", [
+    (3072, 5120, 1024, P240),      # four rounds either way; measured 0.991 -> 1.018 (forced)
+    (3000, 5000, 1024, P240),      # 0.961 -> 0.986
+    (3072, 5120, 2048, P240),      # 0.965 -> 1.012
+    (1536, 6144, 4096, ""),        # K > 2048: 240 lost without clusters (0.868 -> 0.781)
+    (3072, 3072, 4096, ""),        # (0.892 -> 0.788)
+    (4096, 4096, 4096, ""),        # the 128x256 tiles fill their rounds
+    (8192, 14336, 4096, ""),
+    (2048, 2048, 2048, ""),
+    (1536, 1536, 4096, "Sm90_128x144x64_Coop_S6"),  # the fit widths first
+    (16384, 16384, 1024, ""),      # 8 rounds or more: the short-K pairs' territory
+])
+def test_sm90_wide240_aligned_rule(m, n, k, expected):
+    """choose_sm90_wide: on rows that are 128-byte multiples, 128x240 tiles in place of the 128x256 ones where
+    they fill the rounds 5% better, for launches that defer every tile; never without defer_ok."""
+    assert _C.choose_sm90_fit(m, n, k, 132, "", True, COOP, True, True) == expected
+    assert _C.choose_sm90_fit(m, n, k, 132, "", True, COOP, True, False) in ("", "Sm90_128x144x64_Coop_S6")
+    assert _C.choose_sm90_fit(m, n, k, 132, "", True, PP256, True, True) != P240  # (a ping-pong base keeps it)
+
+
 def test_sm90_fit_config_names():
     """The fit widths' names (each with the stages that fit beside the epilogue slots)."""
     for w, s in STAGES.items():

@@ -141,6 +141,66 @@ def test_sm90_pair_rule_other_launches(case, monkeypatch):
     check(cg.gemm(a, b, **kwargs), ref_gemm(a, b, **kwargs), torch.bfloat16, what=f"pairs {case}")
 
 
+# The 240-wide pair tile (Sm90_128x240x64_Coop_S4, its last 64-column slice from column 176): forced on shapes
+# with edge tiles in M and N (a last tile column of 8 columns, one of 200 that ends inside the overlapped slice),
+# K under one k-block and not a multiple of it, aligned rows (no clusters) and unaligned ones (pairs), and several
+# tiles per CTA (3000x5000x1000: four rounds).
+PAIR240_SHAPES = [(300, 488, 1000), (129, 680, 40), (1000, 1400, 1000), (1536, 1536, 1024), (3000, 5000, 1000),
+                  (2048, 5000, 3000)]
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=["bf16", "fp16"])
+@pytest.mark.parametrize("mnk", PAIR240_SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_sm90_pair240_launches(mnk, dtype, monkeypatch):
+    monkeypatch.setenv("CUTORCH_GEMM_SM90_CONFIG", "coop240")
+    m, n, k = mnk
+    a, b = _operands(m, n, k, dtype)
+    e = cg.explain("mm", a, b)
+    assert "_128x240x64_Coop" in e.config and "deferred store" in e.reason, str(e)
+    assert ("2x1 clusters" in e.reason) == (k % 64 != 0 and m > 128), str(e)
+    poison(m * n * 4)
+    out = cg.mm(a, b)
+    check(out, ref_gemm(a, b), dtype, what=f"pair240 mm {mnk}")
+    assert torch.equal(out, cg.mm(a, b)), "the same bits on a second run"
+    bias = torch.randn(n, device="cuda", dtype=dtype)
+    poison(m * n * 4)
+    check(cg.gemm(a, b, bias=bias, alpha=0.5), ref_gemm(a, b, bias=bias, alpha=0.5), dtype,
+          what=f"pair240 bias {mnk}")
+    # Launches that do not defer every tile keep another config, even forced: an fp32 D, an activation
+    e = cg.explain("gemm", a, b, bias=bias, out_dtype=torch.float32)
+    assert "x240x" not in e.config, str(e)
+    poison(m * n * 4)
+    check(cg.gemm(a, b, bias=bias, out_dtype=torch.float32), ref_gemm(a, b, bias=bias), dtype, torch.float32,
+          what=f"pair240 fp32 D {mnk}")
+    assert "x240x" not in cg.explain("gemm", a, b, activation="relu").config
+
+
+def test_sm90_pair240_rule_runs():
+    """The pair rule gives 3000x5000x1000 (and its transpose) the 240-wide pairs on 132 SMs; a D whose rows are
+    not 16-byte multiples (N = 4998) cannot defer and keeps 128x256 pairs; the grid capped at a few CTAs runs
+    many tiles per CTA through the overlapped slice."""
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    for m, n, k in [(3000, 5000, 1000), (5000, 3000, 1000), (3000, 4998, 1000)]:
+        a, b = _operands(m, n, k, torch.bfloat16)
+        e = cg.explain("mm", a, b)
+        if sms == 132:
+            assert ("x240x" in e.config) == (n % 8 == 0), str(e)
+        assert "2x1 clusters" in e.reason, str(e)
+        poison(m * n * 4)
+        out = cg.mm(a, b)
+        check(out, ref_gemm(a, b), torch.bfloat16, what=f"rule {m}x{n}x{k}")
+        assert torch.equal(out, cg.mm(a, b)), "the same bits on a second run"
+
+
+def test_sm90_pair240_capped_grid(monkeypatch):
+    monkeypatch.setenv("CUTORCH_GEMM_SM90_CONFIG", "coop240")
+    monkeypatch.setenv("CUTORCH_GEMM_SM90_GRID", "6")
+    a, b = _operands(1000, 1928, 1000, torch.bfloat16)
+    bias = torch.randn(1928, device="cuda", dtype=torch.bfloat16)
+    poison(1000 * 1928 * 4)
+    check(cg.gemm(a, b, bias=bias), ref_gemm(a, b, bias=bias), torch.bfloat16, what="pair240 capped grid")
+
+
 @pytest.mark.parametrize("case", ["mn_major_b", "activation", "c", "odd_n", "staged"])
 def test_sm90_fit_not_taken(case, monkeypatch):
     """Launches outside the fit tiles' reach keep another config, even when forced."""

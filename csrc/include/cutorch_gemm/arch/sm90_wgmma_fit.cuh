@@ -1,6 +1,6 @@
 #pragma once
 // wgmma atoms for the fit-width cooperative tiles (device/sm90_configs.h, Sm90_128xNx64_Coop): fp16 / bf16
-// m64nNk16 for N = 80 ... 224 in steps of 16 (N = 128: arch/sm90_wgmma.cuh's narrow atom), one overload set
+// m64nNk16 for N = 80 ... 224 in steps of 16 and 240 (N = 128: arch/sm90_wgmma.cuh's narrow atom), one overload set
 // per type (wgmma_fit_k16_bf16 / _f16); the fragment's size (N / 2 registers) picks the width. Same form as
 // arch/sm90_wgmma.cuh's CG_WGMMA_K16, with its chained register lists (transpose bits included, though the fit
 // tiles read both operands K-major).
@@ -26,6 +26,7 @@ CG_WGMMA_FIT(176, 88, "88", "89", "90", "91", "92")
 CG_WGMMA_FIT(192, 96, "96", "97", "98", "99", "100")
 CG_WGMMA_FIT(208, 104, "104", "105", "106", "107", "108")
 CG_WGMMA_FIT(224, 112, "112", "113", "114", "115", "116")
+CG_WGMMA_FIT(240, 120, "120", "121", "122", "123", "124")  // (the 240-wide pair tile)
 #undef CG_WGMMA_FIT
 
 }  // namespace cutorch_gemm::sm90

@@ -36,11 +36,12 @@ struct Sm90Mma16 {
     }
   }
   // The narrow configs' fragments: m64n128k16 (64 registers) and m64n64k16 (32), one overload set;
-  // the fit-width cooperative configs' m64nNk16, N = 80 ... 224 (40 ... 112 registers; N = 128 the narrow one).
+  // the fit-width cooperative configs' m64nNk16, N = 80 ... 224 (40 ... 112 registers; N = 128 the narrow one),
+  // and the 240-wide pair tile's (120).
   template <bool kAMn, bool kBMn, int kRegs>
   static CG_DEVICE void mma(float (&d)[kRegs], uint64_t desc_a, uint64_t desc_b, int scale_d) {
-    constexpr bool kFit = kRegs >= 40 && kRegs <= 112 && kRegs % 8 == 0 && kRegs != 64;
-    static_assert(kRegs == 64 || kRegs == 32 || kFit, "a 64x128, 64x64 or fit-width (64 x 80..224) tile");
+    constexpr bool kFit = kRegs >= 40 && kRegs <= 120 && kRegs % 8 == 0 && kRegs != 64;
+    static_assert(kRegs == 64 || kRegs == 32 || kFit, "a 64x128, 64x64 or fit-width (64 x 80..240) tile");
     if constexpr (kFit && std::is_same_v<T, __nv_bfloat16>) {
       sm90::wgmma_fit_k16_bf16<kAMn, kBMn>(d, desc_a, desc_b, scale_d);
     } else if constexpr (kFit) {

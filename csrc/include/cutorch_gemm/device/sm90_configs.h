@@ -151,6 +151,18 @@ struct Sm90_128x192x64_Coop_S5 : Sm90_128x256x64_Coop_S4 {
   static constexpr int kEpiBuffers = 1;
 };
 
+// The 240-wide pair tile for operand rows that are not 128-byte multiples (choose_sm90_pairs): where 128x256
+// pairs leave the last round partly empty and 240-wide ones fill the same number of rounds better (3000x5000x1000:
+// 12 x 20 = 240 pairs of 256 and 12 x 21 = 252 of 240 on 66 clusters, both four rounds, 7% less work per
+// round). 240 is not a multiple of 64: the tile's fourth 64-column slice starts at column 176 and stores columns
+// 176-191 again with the same values (sm90_slice_first_col), so it runs only where every tile defers its store
+// (the compact kernel; launch_sm90 refuses the rest). Each CTA of a pair loads 120 B rows (15 swizzle atoms).
+// 4 stages of 46 KB beside the two 8 KB slots per consumer.
+struct Sm90_128x240x64_Coop_S4 : Sm90_128x256x64_Coop_S4 {
+  static constexpr const char* kName = "Sm90_128x240x64_Coop_S4";
+  static constexpr int kBlockN = 240;
+};
+
 enum class Sm90ConfigId : int {
   kCoop128x256 = 0,
   kPingpong64x256 = 1,
@@ -167,7 +179,8 @@ enum class Sm90ConfigId : int {
   kCoopFit176 = 11,
   kCoopFit192 = 12,
   kCoopFit208 = 13,
-  kCoopFit224 = 14
+  kCoopFit224 = 14,
+  kCoop240 = 15  // fp16 / bf16, the pair rule only, deferring launches only (Sm90_128x240x64_Coop_S4)
 };
 constexpr int kSm90FitWidths = 10;  // 80 + 16 i, i < kSm90FitWidths
 
@@ -190,6 +203,7 @@ inline const char* sm90_config_name(Sm90ConfigId id, int elem_bytes = 2) {
     case Sm90ConfigId::kCoopFit192: return Sm90_128x192x64_Coop_S5::kName;
     case Sm90ConfigId::kCoopFit208: return Sm90_128x208x64_Coop_S4::kName;
     case Sm90ConfigId::kCoopFit224: return Sm90_128x224x64_Coop_S4::kName;
+    case Sm90ConfigId::kCoop240: return Sm90_128x240x64_Coop_S4::kName;
     default: break;
   }
   const bool coop = id == Sm90ConfigId::kCoop128x256 || id == Sm90ConfigId::kCoop128x192;
@@ -368,7 +382,8 @@ struct Sm90Split {
 // ran 32 ping-pong tiles on 132 SMs at 0.81x torch._scaled_mm unsplit.
 inline Sm90Split choose_sm90_split(Sm90ConfigId config, int m, int n, int k, int num_sms, int fill = 4,
                                    int block_k = 64) {
-  if (sm90_fit_width(config) > 0) return {1, 0};  // (the fit-width tiles fill the SMs themselves)
+  // (the fit-width tiles and the 240-wide pairs fill the SMs themselves)
+  if (sm90_fit_width(config) > 0 || config == Sm90ConfigId::kCoop240) return {1, 0};
   const int block_m = config == Sm90ConfigId::kCoop128x256 ? 128 : 64;  // (never the forced 128x192 one)
   const int block_n = config == Sm90ConfigId::kPingpong64x128  ? 128
                       : config == Sm90ConfigId::kPingpong64x64 ? 64

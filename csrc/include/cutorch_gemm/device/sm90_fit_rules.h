@@ -32,6 +32,7 @@ namespace cutorch_gemm {
 // 0.902, 512x3072x4096 (96) 0.750 / 0.858, 640x2048x4096 (80) 0.737 / 0.846.
 constexpr double kFitMin = 0.9, kFitBase = 0.85;
 constexpr double kPairNarrowGain = 1.15;  // choose_sm90_pairs: the 192-wide pairs' fill over the 256-wide ones
+constexpr double kPairWideGain = 1.05;    // choose_sm90_pairs: the 240-wide pairs' fill over the 256-wide ones
 constexpr int kFitRounds = 2;
 inline double sm90_tile_score(long long m, long long n, int block_m, int block_n, int num_sms) {
   const long long tiles = ((m + block_m - 1) / block_m) * ((n + block_n - 1) / block_n);
@@ -64,7 +65,10 @@ inline double sm90_pair_score(long long m, long long n, int block_n, int num_sms
 //   3000x5000x1000 (coop)     0.942 /   -   / 0.898    5000x3000x1000 (coop)    0.920 /   -   / 0.886
 //   6000x5000x1000 (coop)     0.937 /   -   / 0.931    3000x5000x2000 (coop)    0.911 /   -   / 0.928
 // (pair-score ratios 192 / 256: 1.33 for the first six but 2048x5000x3000 (1.0), 1.07 for the last four.)
-inline Sm90ConfigId choose_sm90_pairs(Sm90ConfigId base, int m, int n, int k, int num_sms) {
+// defer_ok: the launch defers its store in every tile (sm90_defer_launch_ok), as the 240-wide pairs need: they take
+// the place of 128x256 ones where they fill the rounds at least kPairWideGain better (3000x5000x1000: 1.067, the
+// same four rounds).
+inline Sm90ConfigId choose_sm90_pairs(Sm90ConfigId base, int m, int n, int k, int num_sms, bool defer_ok = false) {
   if (num_sms <= 0 || m < 256 || k < 512) return base;
   if (base != Sm90ConfigId::kCoop128x256) {
     const int bn = base == Sm90ConfigId::kPingpong64x256   ? 256
@@ -76,7 +80,27 @@ inline Sm90ConfigId choose_sm90_pairs(Sm90ConfigId base, int m, int n, int k, in
     if (pp_tiles <= num_sms) return base;  // one round of ping-pong tiles
   }
   const double wide = sm90_pair_score(m, n, 256, num_sms), narrow = sm90_pair_score(m, n, 192, num_sms);
-  return narrow >= kPairNarrowGain * wide ? Sm90ConfigId::kCoopFit192 : Sm90ConfigId::kCoop128x256;
+  if (narrow >= kPairNarrowGain * wide) return Sm90ConfigId::kCoopFit192;
+  if (defer_ok && sm90_pair_score(m, n, 240, num_sms) >= kPairWideGain * wide) return Sm90ConfigId::kCoop240;
+  return Sm90ConfigId::kCoop128x256;
+}
+
+// Rows that are 128-byte multiples, where the fit widths do not serve (more than kFitRounds rounds, or the
+// 128x256 tiles already fill theirs to kFitBase): 128x240 tiles (unclustered) in place of the 128x256 ones where
+// they fill the rounds at least kPairWideGain better, as the pairs do on unaligned rows; launches that defer
+// every tile (defer_ok), K <= 2048, fewer than 8 rounds (no short-K pairs: choose_sm90_cluster). H200,
+// dense_ab.py, 5-7 rounds, ratio to cuBLAS, 128x256 / 128x240 (forced), thirty-sixth session: 3072x5120x1024
+// 0.974-0.991 / 1.003-1.018, 3000x5000x1024 0.953-0.961 / 0.984-0.986, 3072x5120x2048 0.965 / 1.012; at K = 4096
+// the 240-wide tiles lost without clusters (3072x3072x4096 0.892-0.909 / 0.788-0.811, 1536x6144x4096 0.868-0.901 /
+// 0.781-0.801, 2048x11008x4096 0.989-1.005 / 0.978-0.999), though with 2x1 clusters forced they beat 128x256
+// pairs there (0.812 / 0.750, 0.809 / 0.760): the pair rule keeps them at any K.
+inline Sm90ConfigId choose_sm90_wide(Sm90ConfigId base, int m, int n, int k, int num_sms, bool defer_ok) {
+  if (!defer_ok || base != Sm90ConfigId::kCoop128x256 || m < 256 || k < 512 || k > 2048) return base;
+  const long long tiles = (long long)((m + 127) / 128) * ((n + 239) / 240);
+  if (tiles >= 8LL * num_sms) return base;
+  return sm90_tile_score(m, n, 128, 240, num_sms) >= kPairWideGain * sm90_tile_score(m, n, 128, 256, num_sms)
+             ? Sm90ConfigId::kCoop240
+             : base;
 }
 
 // rows_128b: both operands' TMA rows are 128-byte multiples (sm90_operands_rows_128b). Otherwise the cooperative
@@ -86,13 +110,16 @@ inline Sm90ConfigId choose_sm90_pairs(Sm90ConfigId base, int m, int n, int k, in
 // fit_ok: the launch can take the fit-width tiles (sm90_fit_launch_ok: both operands K-major, no C, no activation;
 // no forced epilogue path but "direct"). The other dense fp16 / bf16 launches take only the pair rule, on rows that
 // are not 128-byte multiples, and always as 128x256 pairs (the 192-wide tile runs the fit tiles' launches only).
+// defer_ok: it also defers its store in every tile (sm90_defer_launch_ok; the 240-wide tiles need that: pairs on
+// unaligned rows, choose_sm90_wide on aligned ones). "coop240" (forced) takes them wherever defer_ok.
 inline Sm90ConfigId choose_sm90_fit(Sm90ConfigId base, int m, int n, int k, int num_sms, const std::string& forced,
-                                    bool rows_128b = true, bool fit_ok = true) {
+                                    bool rows_128b = true, bool fit_ok = true, bool defer_ok = false) {
   if (num_sms <= 0 || m <= 0 || n <= 0 || k <= 0) return base;
   if (!fit_ok) {
     if (rows_128b || !forced.empty()) return base;
     return choose_sm90_pairs(base, m, n, k, num_sms) != base ? Sm90ConfigId::kCoop128x256 : base;
   }
+  if (forced == "coop240") return defer_ok ? Sm90ConfigId::kCoop240 : base;
   const Sm90ConfigId first = Sm90ConfigId::kCoopFit80;
   for (int i = 0; i < kSm90FitWidths; ++i) {
     if (forced == "coop" + std::to_string(80 + 16 * i)) return Sm90ConfigId(int(first) + i);
@@ -113,12 +140,12 @@ inline Sm90ConfigId choose_sm90_fit(Sm90ConfigId base, int m, int n, int k, int 
   }
   const Sm90ConfigId fit = Sm90ConfigId(int(first) + best);
   if (forced == "fit") return fit;
-  if (!rows_128b) return choose_sm90_pairs(base, m, n, k, num_sms);  // (forced is "" here)
+  if (!rows_128b) return choose_sm90_pairs(base, m, n, k, num_sms, defer_ok);  // (forced is "" here)
   const long long width = 80 + 16 * best;
   const long long tiles = ((m + 127LL) / 128) * ((n + width - 1) / width);
-  if (m < 256 || k < 512 || tiles > (long long)kFitRounds * num_sms) return base;
-  if (best_score < kFitMin || sm90_tile_score(m, n, 128, 256, num_sms) >= kFitBase) return base;
-  return fit;
+  const bool fit_serves = m >= 256 && k >= 512 && tiles <= (long long)kFitRounds * num_sms &&
+                          best_score >= kFitMin && sm90_tile_score(m, n, 128, 256, num_sms) < kFitBase;
+  return fit_serves ? fit : choose_sm90_wide(base, m, n, k, num_sms, defer_ok);
 }
 
 }  // namespace cutorch_gemm

@@ -66,6 +66,18 @@ inline bool sm90_fit_launch_ok(const GemmArgs& g, bool a_mn, bool b_mn) {
          g.c == nullptr && s.d_sn == 1 && s.d_sm % 2 == 0 && reinterpret_cast<uintptr_t>(g.d) % pair == 0;
 }
 
+// Whether a launch that can take the fit tiles (sm90_fit_launch_ok) also defers its store in every tile, as the
+// 240-wide pair tile needs (launch_sm90's defer_store: a 16-bit D by TMA, 16-byte aligned base and rows; a bias
+// read as 4-byte column pairs; no forced epilogue path, CUTORCH_GEMM_SM90_DEFER not off: the caller's
+// `forced_off`).
+inline bool sm90_defer_launch_ok(const GemmArgs& g, bool forced_off) {
+  const ProblemShape& s = g.shape;
+  const bool bias_pairs = g.bias == nullptr || (reinterpret_cast<uintptr_t>(g.bias) % 4 == 0 && s.bias_sb % 2 == 0 &&
+                                                s.n % 2 == 0);
+  return !forced_off && !g.out_f32 && s.d_sn == 1 && reinterpret_cast<uintptr_t>(g.d) % 16 == 0 &&
+         (s.d_sm * 2) % 16 == 0 && bias_pairs;
+}
+
 inline cudaError_t sm90_gemm(const GemmArgs& args, Sm90ConfigId config, bool a_mn, bool b_mn, int num_sms,
                              cudaStream_t stream) {
   if (args.dtype == DType::kFloat32) return sm90_gemm_tf32(args, config, a_mn, b_mn, num_sms, stream);

@@ -64,7 +64,10 @@ cudaError_t launch_sm90(const GemmArgs& args, int num_sms, cudaStream_t stream) 
   const bool b_3d = stacked && s.b_sb != 0 && (s.mode == GroupMode::kBatched || s.mode == GroupMode::kGroupedM);
   static_assert(sizeof(Sm90SharedStorage<Cfg, E>) + 1024 <= 227 * 1024, "shared memory per block (sm_90)");
   const int smem = int(sizeof(Sm90SharedStorage<Cfg, E>)) + 1024;  // + alignment slack
-  auto kernel = sm90_gemm_ws_kernel<Cfg, Mma, T, kAMn, kBMn, kSwiGlu>;
+  // A width that is not a multiple of 64 (sm90_defer_only) has the compact deferring kernel only.
+  constexpr bool kDeferOnly = sm90_defer_only<Cfg, Mma>();
+  static_assert(!kDeferOnly || !kSwiGlu, "the 240-wide pair tile: plain launches");
+  auto kernel = sm90_gemm_ws_kernel<Cfg, Mma, T, kAMn, kBMn, kSwiGlu, false, kDeferOnly>;
   cudaError_t err = ensure_dynamic_smem(reinterpret_cast<const void*>(kernel), smem);
   if (err != cudaSuccess) return err;
   cudaLaunchConfig_t config{};
@@ -221,6 +224,11 @@ cudaError_t launch_sm90(const GemmArgs& args, int num_sms, cudaStream_t stream) 
   // one below keeps the deferred store and its register budget.
   // CUTORCH_GEMM_SM90_EPILOGUE=general keeps the general kernel (tests, A/B), for both schedules.
   auto launched = kernel;
+  // The 240-wide pair tile: only launches whose every tile defers its store (the dispatch rule's defer_ok);
+  // nothing launched otherwise.
+  if constexpr (kDeferOnly) {
+    if (!p.defer_store || !fixed_grid || epi == "general" || p.sk_tiles != 0) return cudaErrorInvalidValue;
+  }
   // Grouped-M forwards that defer the store take the kGroupEnds variant (a group's last partial
   // tile deferred too, from registers); the dense kernels do without that path (its cost: the
   // kernel's kGroupEnds note). CUTORCH_GEMM_SM90_GROUP_ENDS=off keeps the general kernel (A/B).
@@ -240,7 +248,7 @@ cudaError_t launch_sm90(const GemmArgs& args, int num_sms, cudaStream_t stream) 
   }
   // Cooperative launches on a fixed tile grid (dense, batched, grouped-K) whose every tile defers its
   // store take the cooperative compact variant.
-  if constexpr (!Cfg::kPingpong && sm90_defers<Cfg, Mma>() && !kSwiGlu) {
+  if constexpr (!Cfg::kPingpong && sm90_defers<Cfg, Mma>() && !kSwiGlu && !kDeferOnly) {
     if (p.defer_store && fixed_grid && epi != "general") {
       launched = sm90_gemm_ws_kernel<Cfg, Mma, T, kAMn, kBMn, false, false, true>;
       err = ensure_dynamic_smem(reinterpret_cast<const void*>(launched), smem);

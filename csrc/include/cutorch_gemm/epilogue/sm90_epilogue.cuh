@@ -464,14 +464,24 @@ CG_DEVICE bool sm90_pack_tile_for(const GemmArgs& g, const Problem& prob, const 
   return true;
 }
 
+// The first tile column of slice kSlice of a kBlockN-wide tile: 64 kSlice, but the last slice of a width that
+// is not a multiple of 64 (240) ends at the tile's edge instead, so it starts inside the slice before and stores
+// those columns again, with the same values (the two stores may land in either order).
+template <int kBlockN, int kSlice>
+constexpr int sm90_slice_first_col() {
+  static_assert(kBlockN % 8 == 0 && kBlockN >= 64 && kSlice * 64 < kBlockN, "a slice of the tile's n8 blocks");
+  return kSlice * 64 + 64 <= kBlockN ? kSlice * 64 : kBlockN - 64;
+}
+
 // Slice kSlice (64 columns, 128 bytes of a 16-bit row) of a packed tile: stmatrix into one of
 // the warpgroup's staging buffers (the 128-byte swizzle TMA reads), then one TMA store of 64 rows
-// from row_abs, columns col_base + 64 * kSlice (D's bounds clip rows and columns past the tensor).
+// from row_abs, columns col_base + sm90_slice_first_col (D's bounds clip rows and columns past the tensor).
 template <class Cfg, int kSlice, int kPk>
 CG_DEVICE void sm90_store_packed_slice(const uint32_t (&pk)[kPk], uint8_t (*bufs)[64 * 128], const CUtensorMap* map_d,
                                        bool d_3d, int group, int row_abs, int col_base, int n, int tid_in_wg,
                                        int barrier_id) {
-  static_assert(kSlice * 16 + 16 <= kPk, "16 packed registers per slice and thread");
+  constexpr int kFirstCol = sm90_slice_first_col<Cfg::kBlockN, kSlice>();
+  static_assert(kFirstCol / 4 + 16 <= kPk, "16 packed registers per slice and thread");
   const int warp = tid_in_wg / 32, lane = tid_in_wg % 32;
   // stmatrix: lane l addresses row l % 8 (+ 8 for the odd matrices) of n8 block (first + l / 16),
   // 16-byte chunk c of row r at chunk c ^ (r % 8) (see sm90_store_tile_tma).
@@ -483,11 +493,11 @@ CG_DEVICE void sm90_store_packed_slice(const uint32_t (&pk)[kPk], uint8_t (*bufs
   named_barrier_sync(barrier_id, 128);
 #pragma unroll
   for (int jj = 0; jj < 8; jj += 2) {
-    const int j = kSlice * 8 + jj;
+    const int j = kFirstCol / 8 + jj;
     sm90::stmatrix_x4(buf_s + uint32_t((((jj + lane / 16) ^ (lane % 8)) * 16)), pk[2 * j], pk[2 * j + 1],
                       pk[2 * j + 2], pk[2 * j + 3]);
   }
-  sm90_tma_store_slice(buf, map_d, d_3d, group, row_abs, col_base + kSlice * 64, n, tid_in_wg, barrier_id);
+  sm90_tma_store_slice(buf, map_d, d_3d, group, row_abs, col_base + kFirstCol, n, tid_in_wg, barrier_id);
 }
 
 // The fused SwiGLU's tile for the deferred store (the kernel's kSwiGlu: n8 blocks 0-15 of the

@@ -81,9 +81,10 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
   static_assert(Cfg::kBlockN == 256 || kFit || (Cfg::kBlockN == 128 && Mma::kNarrowOk && !kSwiGlu && !kPtrArray) ||
                     (Cfg::kBlockN == 192 && Mma::kPromote && !Cfg::kPingpong) ||
                     (Cfg::kBlockN == 192 && sm90_defers<Cfg, Mma>() && !kSwiGlu && !kPtrArray && !kGroupEnds) ||
+                    (sm90_defer_only<Cfg, Mma>() && kPlainTma) ||
                     (Cfg::kBlockN == 64 && Cfg::kPingpong && (Mma::kPromote || (Mma::kNarrowOk && !kSwiGlu && !kPtrArray))),
                 "128-column tiles: 16-bit operands, plain launches; 192: the promoting 8-bit cooperative one "
-                "and the deferring 16-bit one (dense and batched launches); "
+                "and the deferring 16-bit one (dense and batched launches); 240: the compact deferring kernel only; "
                 "64: the ping-pong ones (8-bit promoting; 16-bit plain launches)");
   constexpr int kAccRegs = Cfg::kBlockN / 2;  // a consumer's 64 x kBlockN fp32 fragment per thread
   // The deferred store (cooperative 16-bit launches whose 16-bit D goes out by TMA without C:
@@ -99,7 +100,8 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
   // The fused SwiGLU's tiles too (kSwiGlu: 128 output columns, 32 packed registers, two slices,
   // stored from registers as its epilogue always is).
   constexpr bool kDefer = sm90_defers<Cfg, Mma>() && !kPtrArray;
-  constexpr int kSlices = (kSwiGlu ? Cfg::kBlockN / 2 : Cfg::kBlockN) / 64;  // 64-column slices of a tile row
+  // 64-column slices of a tile row (240 columns: four, the last from column 176: sm90_slice_first_col)
+  constexpr int kSlices = ((kSwiGlu ? Cfg::kBlockN / 2 : Cfg::kBlockN) + 63) / 64;
   // Slices stored from registers: SwiGLU's tiles, and a grouped-M group's last partial tile in the
   // kGroupEnds variant (elsewhere such a tile takes the normal epilogue).
   static_assert(!kGroupEnds || (sm90_defers<Cfg, Mma>() && !kAMn && !kSwiGlu && !kPtrArray),
@@ -245,7 +247,8 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
                                                                pend_group, pend_row, pend_col, pend_n, tid_in_wg,
                                                                1 + consumer);
         };
-        static_assert(kSlices == 4 || kSlices == 3 || kSlices == 2, "four slices (three: 192 columns; two: SwiGLU)");
+        static_assert(kSlices == 4 || kSlices == 3 || kSlices == 2,
+                      "four slices (256 and 240 columns; three: 192; two: SwiGLU)");
         if (pend_next == 0) at(std::integral_constant<int, 0>{});
         else if (kSlices == 2 || pend_next == 1) at(std::integral_constant<int, 1>{});
         else if (kSlices == 3 || pend_next == 2) at(std::integral_constant<int, kSlices >= 3 ? 2 : 0>{});
@@ -648,7 +651,7 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
                                         w.a_row + row_in_tile, w.n0, tid_in_wg, 1 + consumer);
         continue;
       }
-      if constexpr (Cfg::kEpiBuffers >= 2) {
+      if constexpr (Cfg::kEpiBuffers >= 2 && kAccRegs == 128) {  // (256-column tiles; not the 240-wide one's compact kernel)
         if (p.tma_store_fused && tma_rows) {
           if (g.out_f32)
             sm90_store_tile_tma_fused<Cfg, T, float>(g, prob, acc, s.epi_slot[consumer].u.out, &tma_d, p.d_3d, w.group,

@@ -42,12 +42,19 @@ constexpr bool sm90_is_fit() {
 }
 
 // The configs and operand types whose kernels defer the store (the kernel's kDefer): cooperative, 16-bit,
-// 256- or 192-column tiles (four or three 64-column slices). (launch_sm90 asks too, to pick the kGroupEnds
-// variant, which only the 256-column tiles have.)
+// 256-, 240- or 192-column tiles (four, four or three 64-column slices). (launch_sm90 asks too, to pick the
+// kGroupEnds variant, which only the 256-column tiles have.)
 template <class Cfg, class Mma>
 constexpr bool sm90_defers() {
   return !Cfg::kPingpong && !Mma::kScaled && !Mma::kPromote && Mma::kNarrowOk && !Cfg::kDirectStore &&
-         (Cfg::kBlockN == 256 || Cfg::kBlockN == 192);
+         (Cfg::kBlockN == 256 || Cfg::kBlockN == 240 || Cfg::kBlockN == 192);
+}
+
+// A tile width that is not a multiple of 64 (the 240-wide pair tile): its kernel has the deferred store only
+// (the compact variant; the other epilogues step in 64-column slices and would cross into the next tile).
+template <class Cfg, class Mma>
+constexpr bool sm90_defer_only() {
+  return sm90_defers<Cfg, Mma>() && Cfg::kBlockN % 64 != 0;
 }
 
 }  // namespace cutorch_gemm
