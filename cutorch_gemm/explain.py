@@ -414,7 +414,8 @@ _PAIRS_NOTE = ("; operand rows are not 128-byte multiples: cooperative tiles in 
                "fill them at least 5% better")
 
 
-def _fit_config(a, b, op_a, op_b, mode, batch, m, n, k, sms, forced, kwargs, base: str) -> str:
+def _fit_config(a, b, op_a, op_b, mode, batch, m, n, k, sms, forced, kwargs, base: str,
+                coop_sk: bool = False) -> str:
     """The binding's fit-width rule (cuda_common.cpp, choose_sm90_fit): one dense fp16 / bf16 problem, both
     operands K-major, D = alpha * acc (+ bias) (no C, no activation, even N), no forced epilogue path other than
     "direct"; with rows that are not 128-byte multiples, its pair rule (choose_sm90_pairs) instead. The other
@@ -430,7 +431,7 @@ def _fit_config(a, b, op_a, op_b, mode, batch, m, n, k, sms, forced, kwargs, bas
         eligible = False
     # the 240-wide pairs: launches whose every tile defers its store (sm90_defer_launch_ok)
     defer_ok = eligible and not epilogue and bool(_defer_note("_Coop_", a, mode, n, 1, kwargs))
-    return _C.choose_sm90_fit(m, n, k, sms, forced, _operands_rows_128b(a, b), base, eligible, defer_ok)
+    return _C.choose_sm90_fit(m, n, k, sms, forced, _operands_rows_128b(a, b), base, eligible, defer_ok, coop_sk)
 
 
 def _defer_note(config: str, a: torch.Tensor, mode: str, n: int, splits: int, kwargs) -> str:
@@ -574,7 +575,7 @@ def _explain_gemm(op: str, args, kwargs, skinny: bool = True) -> Explanation:
         if not sm90_forced and narrow and problems == 1:
             mid_note = _MID_NOTES.get(_C.sm90_mid_size_rule(m_per, n_per, k, prop.multi_processor_count), "")
         fit = _fit_config(a, b, op_a, op_b, mode, batch, m, n, k, prop.multi_processor_count, sm90_forced, kwargs,
-                          config)
+                          config, coop_sk)
         # (the 192-wide fit tile and the 240-wide pairs defer their store like the 128x256 one; the pair rule may
         # also give the latter)
         direct_fit = bool(fit) and not any(w in fit for w in ("x192x", "x240x", "x256x"))

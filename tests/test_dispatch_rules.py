@@ -651,23 +651,36 @@ def test_sm90_pair240_rule(m, n, k, base, expected):
 
 
 @pytest.mark.parametrize("m,n,k,expected", [
-    (3072, 5120, 1024, P240),      # four rounds either way; measured 0.991 -> 1.018 (forced)
-    (3000, 5000, 1024, P240),      # 0.961 -> 0.986
+    (3072, 5120, 1024, P240),      # four rounds either way; measured 0.974 -> 1.003 (forced)
+    (3000, 5000, 1024, P240),      # 0.953 -> 0.984
     (3072, 5120, 2048, P240),      # 0.965 -> 1.012
-    (1536, 6144, 4096, ""),        # K > 2048: 240 lost without clusters (0.868 -> 0.781)
-    (3072, 3072, 4096, ""),        # (0.892 -> 0.788)
+    (3072, 5120, 4096, P240),      # 0.962 -> 1.009
+    (3072, 5120, 8192, P240),      # 0.940 -> 1.007
+    (2048, 11008, 2048, P240),     # 0.959 -> 1.004
+    (1536, 6144, 4096, ""),        # the 128x256 tiles take stream-K: 0.868 against 0.781 for 240
+    (3072, 3072, 4096, ""),        # (0.892 against 0.788)
+    (2048, 11008, 4096, ""),
     (4096, 4096, 4096, ""),        # the 128x256 tiles fill their rounds
     (8192, 14336, 4096, ""),
     (2048, 2048, 2048, ""),
     (1536, 1536, 4096, "Sm90_128x144x64_Coop_S6"),  # the fit widths first
     (16384, 16384, 1024, ""),      # 8 rounds or more: the short-K pairs' territory
+    (256, 2816, 8192, ""),         # one partial round: the 128x256 tiles' split-K
 ])
 def test_sm90_wide240_aligned_rule(m, n, k, expected):
     """choose_sm90_wide: on rows that are 128-byte multiples, 128x240 tiles in place of the 128x256 ones where
-    they fill the rounds 5% better, for launches that defer every tile; never without defer_ok."""
-    assert _C.choose_sm90_fit(m, n, k, 132, "", True, COOP, True, True) == expected
-    assert _C.choose_sm90_fit(m, n, k, 132, "", True, COOP, True, False) in ("", "Sm90_128x144x64_Coop_S6")
-    assert _C.choose_sm90_fit(m, n, k, 132, "", True, PP256, True, True) != P240  # (a ping-pong base keeps it)
+    they fill the rounds 5% better, for launches that defer every tile and whose 128x256 tiles would not take
+    stream-K; never without defer_ok."""
+    sk = _C.sm90_coop_streamk(m, n, k, 132, True, "", "")
+    if (m, n, k) in ((1536, 6144, 4096), (3072, 3072, 4096), (2048, 11008, 4096)):
+        assert sk, "these keep 128x256 for its stream-K"
+    if expected == P240:
+        assert not sk
+    assert _C.choose_sm90_fit(m, n, k, 132, "", True, COOP, True, True, sk) == expected
+    assert _C.choose_sm90_fit(m, n, k, 132, "", True, COOP, True, False, sk) in ("", "Sm90_128x144x64_Coop_S6")
+    assert _C.choose_sm90_fit(m, n, k, 132, "", True, PP256, True, True, sk) != P240  # (a ping-pong base keeps it)
+    if expected == P240:  # the same problem with stream-K forced on its 128x256 tiles keeps them
+        assert _C.choose_sm90_fit(m, n, k, 132, "", True, COOP, True, True, True) == ""
 
 
 def test_sm90_fit_config_names():

@@ -272,7 +272,7 @@ void run_gemm(const GemmArgs& g, const at::Tensor& a, const at::Tensor& b) {
       const bool defer_ok =
           fit_ok && sm90_defer_launch_ok(g, !forced_epi.empty() || env_lower("CUTORCH_GEMM_SM90_DEFER") == "off");
       config = choose_sm90_fit(config, int(g.shape.m), int(g.shape.n), int(g.shape.k), d.sms, forced_config,
-                               sm90_operands_rows_128b(g.shape, 2), fit_ok, defer_ok);
+                               sm90_operands_rows_128b(g.shape, 2), fit_ok, defer_ok, coop_sk);
     }
     // Split-K for one dense problem whose tiles leave SMs idle (explain() mirrors this rule).
     const Sm90Split split = g.shape.mode == GroupMode::kBatched && g.batch == 1

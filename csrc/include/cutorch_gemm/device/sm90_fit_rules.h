@@ -81,23 +81,33 @@ inline Sm90ConfigId choose_sm90_pairs(Sm90ConfigId base, int m, int n, int k, in
   }
   const double wide = sm90_pair_score(m, n, 256, num_sms), narrow = sm90_pair_score(m, n, 192, num_sms);
   if (narrow >= kPairNarrowGain * wide) return Sm90ConfigId::kCoopFit192;
-  if (defer_ok && sm90_pair_score(m, n, 240, num_sms) >= kPairWideGain * wide) return Sm90ConfigId::kCoop240;
+  // (240: more than one round of 256-wide pairs, as choose_sm90_wide)
+  const long long wide_items = (long long)((m + 255) / 256) * ((n + 255) / 256);
+  if (defer_ok && 2 * wide_items > num_sms && sm90_pair_score(m, n, 240, num_sms) >= kPairWideGain * wide) {
+    return Sm90ConfigId::kCoop240;
+  }
   return Sm90ConfigId::kCoop128x256;
 }
 
 // Rows that are 128-byte multiples, where the fit widths do not serve (more than kFitRounds rounds, or the
 // 128x256 tiles already fill theirs to kFitBase): 128x240 tiles (unclustered) in place of the 128x256 ones where
 // they fill the rounds at least kPairWideGain better, as the pairs do on unaligned rows; launches that defer
-// every tile (defer_ok), K <= 2048, fewer than 8 rounds (no short-K pairs: choose_sm90_cluster). H200,
+// every tile (defer_ok) and whose 128x256 tiles would not take stream-K (coop_sk: sm90_coop_streamk, which
+// fills their last round otherwise), fewer than 8 rounds (no short-K pairs: choose_sm90_cluster). H200,
 // dense_ab.py, 5-7 rounds, ratio to cuBLAS, 128x256 / 128x240 (forced), thirty-sixth session: 3072x5120x1024
-// 0.974-0.991 / 1.003-1.018, 3000x5000x1024 0.953-0.961 / 0.984-0.986, 3072x5120x2048 0.965 / 1.012; at K = 4096
-// the 240-wide tiles lost without clusters (3072x3072x4096 0.892-0.909 / 0.788-0.811, 1536x6144x4096 0.868-0.901 /
-// 0.781-0.801, 2048x11008x4096 0.989-1.005 / 0.978-0.999), though with 2x1 clusters forced they beat 128x256
-// pairs there (0.812 / 0.750, 0.809 / 0.760): the pair rule keeps them at any K.
-inline Sm90ConfigId choose_sm90_wide(Sm90ConfigId base, int m, int n, int k, int num_sms, bool defer_ok) {
-  if (!defer_ok || base != Sm90ConfigId::kCoop128x256 || m < 256 || k < 512 || k > 2048) return base;
+// 0.974-0.991 / 1.003-1.018, 3000x5000x1024 0.953-0.961 / 0.984-0.986, 3072x5120x2048 0.965 / 1.012,
+// 3072x5120x4096 0.962 / 1.009, 3072x5120x8192 0.940 / 1.007, 3000x5000x4096 0.911 / 0.972, 2048x11008x2048
+// 0.959 / 1.004. Where the 128x256 tiles take stream-K the 240-wide ones lost (3072x3072x4096 0.892-0.909 /
+// 0.788-0.811, 1536x6144x4096 0.868-0.901 / 0.781-0.801, 2048x11008x4096 0.989-1.005 / 0.978-0.999). With a full
+// last round the narrower tile costs ~2% per FLOP (16896x3840x4096, 15 rounds of 256 and 16 of 240: 1.016 /
+// 0.997; K = 1024: 1.062 / 1.045).
+inline Sm90ConfigId choose_sm90_wide(Sm90ConfigId base, int m, int n, int k, int num_sms, bool defer_ok,
+                                     bool coop_sk) {
+  if (!defer_ok || coop_sk || base != Sm90ConfigId::kCoop128x256 || m < 256 || k < 512) return base;
+  // (more than one round of 128x256 tiles: fewer take split-K, choose_sm90_split, which the 240-wide ones do not)
+  const long long wide_tiles = (long long)((m + 127) / 128) * ((n + 255) / 256);
   const long long tiles = (long long)((m + 127) / 128) * ((n + 239) / 240);
-  if (tiles >= 8LL * num_sms) return base;
+  if (wide_tiles <= num_sms || tiles >= 8LL * num_sms) return base;
   return sm90_tile_score(m, n, 128, 240, num_sms) >= kPairWideGain * sm90_tile_score(m, n, 128, 256, num_sms)
              ? Sm90ConfigId::kCoop240
              : base;
@@ -111,9 +121,11 @@ inline Sm90ConfigId choose_sm90_wide(Sm90ConfigId base, int m, int n, int k, int
 // no forced epilogue path but "direct"). The other dense fp16 / bf16 launches take only the pair rule, on rows that
 // are not 128-byte multiples, and always as 128x256 pairs (the 192-wide tile runs the fit tiles' launches only).
 // defer_ok: it also defers its store in every tile (sm90_defer_launch_ok; the 240-wide tiles need that: pairs on
-// unaligned rows, choose_sm90_wide on aligned ones). "coop240" (forced) takes them wherever defer_ok.
+// unaligned rows, choose_sm90_wide on aligned ones). "coop240" (forced) takes them wherever defer_ok. coop_sk: the
+// 128x256 tiles would take stream-K (sm90_coop_streamk; choose_sm90_wide keeps them then).
 inline Sm90ConfigId choose_sm90_fit(Sm90ConfigId base, int m, int n, int k, int num_sms, const std::string& forced,
-                                    bool rows_128b = true, bool fit_ok = true, bool defer_ok = false) {
+                                    bool rows_128b = true, bool fit_ok = true, bool defer_ok = false,
+                                    bool coop_sk = false) {
   if (num_sms <= 0 || m <= 0 || n <= 0 || k <= 0) return base;
   if (!fit_ok) {
     if (rows_128b || !forced.empty()) return base;
@@ -145,7 +157,7 @@ inline Sm90ConfigId choose_sm90_fit(Sm90ConfigId base, int m, int n, int k, int 
   const long long tiles = ((m + 127LL) / 128) * ((n + width - 1) / width);
   const bool fit_serves = m >= 256 && k >= 512 && tiles <= (long long)kFitRounds * num_sms &&
                           best_score >= kFitMin && sm90_tile_score(m, n, 128, 256, num_sms) < kFitBase;
-  return fit_serves ? fit : choose_sm90_wide(base, m, n, k, num_sms, defer_ok);
+  return fit_serves ? fit : choose_sm90_wide(base, m, n, k, num_sms, defer_ok, coop_sk);
 }
 
 }  // namespace cutorch_gemm
