@@ -420,17 +420,18 @@ def _fit_config(a, b, op_a, op_b, mode, batch, m, n, k, sms, forced, kwargs, bas
     operands K-major, D = alpha * acc (+ bias) (no C, no activation, even N), no forced epilogue path other than
     "direct"; with rows that are not 128-byte multiples, its pair rule (choose_sm90_pairs) instead. The other
     dense fp16 / bf16 launches on such rows take the pair rule's 128x256 pairs where it moves them off ping-pong
-    tiles. base: the heuristic's config. Returns the config's name, or "" where the heuristic's stays."""
+    tiles; the 128x240 tiles serve launches that defer every tile's store (sm90_defer_launch_ok), with or without
+    an activation. base: the heuristic's config. Returns the config's name, or "" where the heuristic's stays."""
     if a.dtype not in (torch.float16, torch.bfloat16) or mode != "none" or batch != 1:
         return ""
-    eligible = not (op_a[1] or op_b[1] or kwargs.get("activation", "none") not in (None, "none") or n % 2)
-    if kwargs.get("c") is not None and float(kwargs.get("beta", 0.0)) != 0.0:
-        eligible = False
+    activation = kwargs.get("activation", "none")
+    k_major = not (op_a[1] or op_b[1])
+    has_c = kwargs.get("c") is not None and float(kwargs.get("beta", 0.0)) != 0.0
     epilogue = os.environ.get("CUTORCH_GEMM_SM90_EPILOGUE", "").strip().lower()
-    if epilogue not in ("", "direct"):
-        eligible = False
-    # the 240-wide pairs: launches whose every tile defers its store (sm90_defer_launch_ok)
-    defer_ok = eligible and not epilogue and bool(_defer_note("_Coop_", a, mode, n, 1, kwargs))
+    eligible = k_major and activation in (None, "none") and not n % 2 and not has_c and epilogue in ("", "direct")
+    # the 240-wide tiles: launches whose every tile defers its store (sm90_defer_launch_ok)
+    defer_ok = (k_major and not has_c and not epilogue and activation in (None, "none", "relu", "gelu_tanh", "silu")
+                and bool(_defer_note("_Coop_", a, mode, n, 1, kwargs)))
     return _C.choose_sm90_fit(m, n, k, sms, forced, _operands_rows_128b(a, b), base, eligible, defer_ok, coop_sk)
 
 

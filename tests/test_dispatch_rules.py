@@ -637,6 +637,7 @@ P240 = "Sm90_128x240x64_Coop_S4"
     (4000, 4000, 1000, COOP, ""),
     (2048, 2048, 1000, COOP, ""),
     (1024, 1024, 1000, PP128, ""),                          # one round of ping-pong tiles stays
+    (4000, 4000, 1000, PP256, COOP),                        # 240: five rounds where 256 takes four
 ])
 def test_sm90_pair240_rule(m, n, k, base, expected):
     """choose_sm90_pairs with defer_ok: the 240-wide pairs; without defer_ok (an fp32 D, a D without TMA rows)
@@ -648,6 +649,11 @@ def test_sm90_pair240_rule(m, n, k, base, expected):
     assert _C.choose_sm90_fit(m, n, k, 132, "coop240", True, base, True, True) == P240
     assert _C.choose_sm90_fit(m, n, k, 132, "coop240", False, base, True, False) == ""
     assert _C.choose_sm90_fit(m, n, k, 132, "coop240", False, base, False, False) == ""
+    # launches the fit tiles do not take that still defer every tile (bias + an activation): 240 or 256 pairs, never
+    # 192 (where 192 would win, the rule goes on to 240)
+    act = _C.choose_sm90_fit(m, n, k, 132, "", False, base, False, True)
+    assert act in ("", COOP, P240) and (act == "") == (expected == ""), act
+    assert _C.choose_sm90_fit(m, n, k, 132, "coop240", False, base, False, True) == P240
 
 
 @pytest.mark.parametrize("m,n,k,expected", [

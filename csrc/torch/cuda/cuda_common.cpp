@@ -269,8 +269,8 @@ void run_gemm(const GemmArgs& g, const at::Tensor& a, const at::Tensor& b) {
       const bool fit_ok =
           sm90_fit_launch_ok(g, oa.mn_major, ob.mn_major) && (forced_epi.empty() || forced_epi == "direct");
       // (the 240-wide pairs: launches whose every tile defers its store)
-      const bool defer_ok =
-          fit_ok && sm90_defer_launch_ok(g, !forced_epi.empty() || env_lower("CUTORCH_GEMM_SM90_DEFER") == "off");
+      const bool defer_ok = sm90_defer_launch_ok(g, oa.mn_major, ob.mn_major,
+                                                 !forced_epi.empty() || env_lower("CUTORCH_GEMM_SM90_DEFER") == "off");
       config = choose_sm90_fit(config, int(g.shape.m), int(g.shape.n), int(g.shape.k), d.sms, forced_config,
                                sm90_operands_rows_128b(g.shape, 2), fit_ok, defer_ok, coop_sk);
     }

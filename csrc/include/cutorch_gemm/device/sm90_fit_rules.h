@@ -67,8 +67,10 @@ inline double sm90_pair_score(long long m, long long n, int block_n, int num_sms
 // (pair-score ratios 192 / 256: 1.33 for the first six but 2048x5000x3000 (1.0), 1.07 for the last four.)
 // defer_ok: the launch defers its store in every tile (sm90_defer_launch_ok), as the 240-wide pairs need: they take
 // the place of 128x256 ones where they fill the rounds at least kPairWideGain better (3000x5000x1000: 1.067, the
-// same four rounds).
-inline Sm90ConfigId choose_sm90_pairs(Sm90ConfigId base, int m, int n, int k, int num_sms, bool defer_ok = false) {
+// same four rounds). narrow_ok: the launch can take the 192-wide tile (the fit tiles' launches); else the rule goes
+// on to 240 and 256 where 192 would have won.
+inline Sm90ConfigId choose_sm90_pairs(Sm90ConfigId base, int m, int n, int k, int num_sms, bool defer_ok = false,
+                                      bool narrow_ok = true) {
   if (num_sms <= 0 || m < 256 || k < 512) return base;
   if (base != Sm90ConfigId::kCoop128x256) {
     const int bn = base == Sm90ConfigId::kPingpong64x256   ? 256
@@ -80,7 +82,7 @@ inline Sm90ConfigId choose_sm90_pairs(Sm90ConfigId base, int m, int n, int k, in
     if (pp_tiles <= num_sms) return base;  // one round of ping-pong tiles
   }
   const double wide = sm90_pair_score(m, n, 256, num_sms), narrow = sm90_pair_score(m, n, 192, num_sms);
-  if (narrow >= kPairNarrowGain * wide) return Sm90ConfigId::kCoopFit192;
+  if (narrow_ok && narrow >= kPairNarrowGain * wide) return Sm90ConfigId::kCoopFit192;
   // (240: more than one round of 256-wide pairs, as choose_sm90_wide)
   const long long wide_items = (long long)((m + 255) / 256) * ((n + 255) / 256);
   if (defer_ok && 2 * wide_items > num_sms && sm90_pair_score(m, n, 240, num_sms) >= kPairWideGain * wide) {
@@ -119,19 +121,22 @@ inline Sm90ConfigId choose_sm90_wide(Sm90ConfigId base, int m, int n, int k, int
 // bytes) ran at 0.696 on the direct-store fit tiles against 0.940: such launches take choose_sm90_pairs instead.
 // fit_ok: the launch can take the fit-width tiles (sm90_fit_launch_ok: both operands K-major, no C, no activation;
 // no forced epilogue path but "direct"). The other dense fp16 / bf16 launches take only the pair rule, on rows that
-// are not 128-byte multiples, and always as 128x256 pairs (the 192-wide tile runs the fit tiles' launches only).
-// defer_ok: it also defers its store in every tile (sm90_defer_launch_ok; the 240-wide tiles need that: pairs on
-// unaligned rows, choose_sm90_wide on aligned ones). "coop240" (forced) takes them wherever defer_ok. coop_sk: the
-// 128x256 tiles would take stream-K (sm90_coop_streamk; choose_sm90_wide keeps them then).
+// are not 128-byte multiples, as 128x256 or 128x240 pairs (the 192-wide tile runs the fit tiles' launches only),
+// and choose_sm90_wide on aligned rows.
+// defer_ok: it defers its store in every tile (sm90_defer_launch_ok: both operands K-major, no C, a 16-bit D by
+// TMA, plain or bias + an activation the packing has; the 240-wide tiles need that: pairs on unaligned rows,
+// choose_sm90_wide on aligned ones). "coop240" (forced) takes them wherever defer_ok. coop_sk: the 128x256 tiles
+// would take stream-K (sm90_coop_streamk; choose_sm90_wide keeps them then).
 inline Sm90ConfigId choose_sm90_fit(Sm90ConfigId base, int m, int n, int k, int num_sms, const std::string& forced,
                                     bool rows_128b = true, bool fit_ok = true, bool defer_ok = false,
                                     bool coop_sk = false) {
   if (num_sms <= 0 || m <= 0 || n <= 0 || k <= 0) return base;
-  if (!fit_ok) {
-    if (rows_128b || !forced.empty()) return base;
-    return choose_sm90_pairs(base, m, n, k, num_sms) != base ? Sm90ConfigId::kCoop128x256 : base;
-  }
   if (forced == "coop240") return defer_ok ? Sm90ConfigId::kCoop240 : base;
+  if (!fit_ok) {
+    if (!forced.empty()) return base;
+    if (rows_128b) return choose_sm90_wide(base, m, n, k, num_sms, defer_ok, coop_sk);
+    return choose_sm90_pairs(base, m, n, k, num_sms, defer_ok, false);
+  }
   const Sm90ConfigId first = Sm90ConfigId::kCoopFit80;
   for (int i = 0; i < kSm90FitWidths; ++i) {
     if (forced == "coop" + std::to_string(80 + 16 * i)) return Sm90ConfigId(int(first) + i);
