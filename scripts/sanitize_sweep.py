@@ -200,6 +200,9 @@ def cases(quick: bool):
             ("sm90 coop240 fp16 bias 129x680x40", w240, mm(129, 680, 40, dtype=torch.float16)),
             ("sm90 coop240 bias + gelu_tanh 700x1000x136 grid 3", {**w240, "CUTORCH_GEMM_SM90_GRID": "3"},
              mm(700, 1000, 136, act="gelu_tanh"))]
+    # a fit width's deferring twin (144: slices from columns 0, 64 and 80), several tiles per CTA
+    out += [("sm90 coop144 deferring twin bias 1000x1400x1024 grid 3",
+             {"CUTORCH_GEMM_SM90_CONFIG": "coop144", "CUTORCH_GEMM_SM90_GRID": "3"}, mm(1000, 1400, 1024))]
     # the 8-bit 128x192 cooperative config (scaled_mm only)
     out += [("sm90 coop192 fp8 scaled_mm 200x264x96", {"CUTORCH_GEMM_SM90_CONFIG": "coop192"}, scaled(200, 264, 96))]
     # the 8-bit 64x64 ping-pong config (small M), whole and as split-K (partials + scaled sum)

@@ -5,7 +5,7 @@
 namespace cutorch_gemm {
 
 cudaError_t sm90_bf16_fit112(const GemmArgs& args, int num_sms, cudaStream_t stream) {
-  return launch_sm90<Sm90_128x112x64_Coop_S6, Sm90Mma16<__nv_bfloat16>, __nv_bfloat16, false, false>(args, num_sms, stream);
+  return launch_sm90_fit<Sm90_128x112x64_Coop_S6, __nv_bfloat16>(args, num_sms, stream);
 }
 
 }  // namespace cutorch_gemm

@@ -5,7 +5,7 @@
 namespace cutorch_gemm {
 
 cudaError_t sm90_f16_fit80(const GemmArgs& args, int num_sms, cudaStream_t stream) {
-  return launch_sm90<Sm90_128x80x64_Coop_S7, Sm90Mma16<__half>, __half, false, false>(args, num_sms, stream);
+  return launch_sm90_fit<Sm90_128x80x64_Coop_S7, __half>(args, num_sms, stream);
 }
 
 }  // namespace cutorch_gemm

@@ -49,6 +49,10 @@ inline int sm90_producer_warps(int config_default) {
 // reproduce the race the gate closes (collective/sm90_pingpong_turns.cuh).
 inline int sm90_pp_gate_off() { return env_is("CUTORCH_GEMM_SM90_PP_GATE", "off") ? 1 : 0; }
 
+// What launch_sm90 returns, having launched nothing, for a config of the deferred store only (sm90_defer_only)
+// where the launch does not defer every tile. (A code no launch or runtime call returns here.)
+constexpr cudaError_t kSm90NotDeferred = cudaErrorNotReady;
+
 // Mma: the operand type (collective/sm90_mma.cuh); T: the epilogue's type (bias, C, D unless
 // args.out_f32): the 16-bit type, or float for tf32.
 // kSwiGlu: grouped_mm's fused SwiGLU (the kernel's variant): B boxes of kBlockN / 2 rows, a tile
@@ -224,10 +228,10 @@ cudaError_t launch_sm90(const GemmArgs& args, int num_sms, cudaStream_t stream) 
   // one below keeps the deferred store and its register budget.
   // CUTORCH_GEMM_SM90_EPILOGUE=general keeps the general kernel (tests, A/B), for both schedules.
   auto launched = kernel;
-  // The 240-wide pair tile: only launches whose every tile defers its store (the dispatch rule's defer_ok);
-  // nothing launched otherwise.
+  // Widths that are not multiples of 64 (240, the fit widths' twins): only launches whose every tile defers its
+  // store (the dispatch rule's defer_ok; launch_sm90_fit); nothing launched otherwise.
   if constexpr (kDeferOnly) {
-    if (!p.defer_store || !fixed_grid || epi == "general" || p.sk_tiles != 0) return cudaErrorInvalidValue;
+    if (!p.defer_store || !fixed_grid || epi == "general" || p.sk_tiles != 0) return kSm90NotDeferred;
   }
   // Grouped-M forwards that defer the store take the kGroupEnds variant (a group's last partial
   // tile deferred too, from registers); the dense kernels do without that path (its cost: the
@@ -258,6 +262,26 @@ cudaError_t launch_sm90(const GemmArgs& args, int num_sms, cudaStream_t stream) 
   err = cudaLaunchKernelEx(&config, launched, tma_a, tma_b, tma_d, p);
   if (err != cudaSuccess) return err;
   return cudaGetLastError();
+}
+
+// A fit-width config (both operands K-major): for widths over 128, its deferring twin (Sm90Deferring, the compact
+// kernel) where every tile defers its store, else the direct-store tile. H200, dense_ab.py, 7 rounds, ratio to
+// cuBLAS, direct / twin (thirty-sixth session): 1536x1536x4096 (144) 0.911 / 0.942, 768x3072x4096 (144) 0.920 /
+// 0.958, 1024x2560x4096 (160) 0.940 / 0.988, 2048x1280x4096 (160) 0.902 / 0.953, 768x3072x2048 (144) 0.837 /
+// 0.896, 1536^3 (144) 0.790 / 0.889. The narrow widths store up to 60% of their columns twice (80: slices from
+// columns 0 and 16) and lost: 1024x1536x8960 (96) 0.913 / 0.886, 512x2560x2560 (80) 0.830 / 0.814; they keep the
+// direct store, as 128 does (a multiple of 64, no twin; the rule never takes it). CUTORCH_GEMM_SM90_FIT_DEFER=off:
+// the direct store for every width (A/B).
+template <class Fit, typename T>
+cudaError_t launch_sm90_fit(const GemmArgs& args, int num_sms, cudaStream_t stream) {
+  using Mma = Sm90Mma16<T>;
+  if constexpr (Fit::kBlockN % 64 != 0 && Fit::kBlockN > 128) {
+    if (!env_is("CUTORCH_GEMM_SM90_FIT_DEFER", "off")) {
+      const cudaError_t err = launch_sm90<Sm90Deferring<Fit>, Mma, T, false, false>(args, num_sms, stream);
+      if (err != kSm90NotDeferred) return err;
+    }
+  }
+  return launch_sm90<Fit, Mma, T, false, false>(args, num_sms, stream);
 }
 
 // The four operand-major combinations of one config and 16-bit type.

@@ -42,15 +42,17 @@ constexpr bool sm90_is_fit() {
 }
 
 // The configs and operand types whose kernels defer the store (the kernel's kDefer): cooperative, 16-bit,
-// 256-, 240- or 192-column tiles (four, four or three 64-column slices). (launch_sm90 asks too, to pick the
-// kGroupEnds variant, which only the 256-column tiles have.)
+// 256- or 192-column tiles (four or three 64-column slices), and widths that are not multiples of 64 (240, the
+// fit widths' deferring twins, Sm90Deferring: their last slice overlaps the one before, sm90_slice_first_col).
+// (launch_sm90 asks too, to pick the kGroupEnds variant, which only the 256-column tiles have.)
 template <class Cfg, class Mma>
 constexpr bool sm90_defers() {
   return !Cfg::kPingpong && !Mma::kScaled && !Mma::kPromote && Mma::kNarrowOk && !Cfg::kDirectStore &&
-         (Cfg::kBlockN == 256 || Cfg::kBlockN == 240 || Cfg::kBlockN == 192);
+         (Cfg::kBlockN == 256 || Cfg::kBlockN == 192 ||
+          (Cfg::kBlockN > 64 && Cfg::kBlockN % 64 != 0 && Cfg::kBlockN % 16 == 0));
 }
 
-// A tile width that is not a multiple of 64 (the 240-wide pair tile): its kernel has the deferred store only
+// A tile width that is not a multiple of 64 (240, the fit widths' twins): its kernel has the deferred store only
 // (the compact variant; the other epilogues step in 64-column slices and would cross into the next tile).
 template <class Cfg, class Mma>
 constexpr bool sm90_defer_only() {
