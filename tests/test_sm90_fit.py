@@ -27,6 +27,20 @@ def _operands(m, n, k, dtype):
     return a, b
 
 
+def _check_mm_and_bias(a, b, dtype, what):
+    """mm against the float64 reference (poisoned output, the same bits on a second run), then gemm with bias
+    and alpha into the same 16-bit type."""
+    m, n = a.shape[0], b.shape[1]
+    poison(m * n * 4)
+    out = cg.mm(a, b)
+    check(out, ref_gemm(a, b), dtype, what=f"{what} mm")
+    assert torch.equal(out, cg.mm(a, b)), "the same bits on a second run"
+    bias = torch.randn(n, device="cuda", dtype=dtype)
+    poison(m * n * 4)
+    check(cg.gemm(a, b, bias=bias, alpha=0.5), ref_gemm(a, b, bias=bias, alpha=0.5), dtype, what=f"{what} bias")
+    return bias
+
+
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=["bf16", "fp16"])
 @pytest.mark.parametrize("width", WIDTHS)
 @pytest.mark.parametrize("mnk", SHAPES, ids=lambda s: "x".join(map(str, s)))
@@ -108,13 +122,7 @@ def test_sm90_pair_rule_launches(mnk, dtype):
     assert "2x1 clusters" in e.reason and "_Coop_" in e.config, str(e)
     if sms == 132 and mnk != (2048, 5000, 3000):
         assert "_128x192x64_Coop" in e.config, str(e)
-    poison(m * n * 4)
-    out = cg.mm(a, b)
-    check(out, ref_gemm(a, b), dtype, what=f"pairs mm {mnk}")
-    assert torch.equal(out, cg.mm(a, b)), "the same bits on a second run"
-    bias = torch.randn(n, device="cuda", dtype=dtype)
-    poison(m * n * 4)
-    check(cg.gemm(a, b, bias=bias, alpha=0.5), ref_gemm(a, b, bias=bias, alpha=0.5), dtype, what=f"pairs bias {mnk}")
+    bias = _check_mm_and_bias(a, b, dtype, f"pairs {mnk}")
     poison(m * n * 4)
     check(cg.gemm(a, b, bias=bias, out_dtype=torch.float32), ref_gemm(a, b, bias=bias), dtype, torch.float32,
           what=f"pairs fp32 D {mnk}")
@@ -168,14 +176,7 @@ def test_sm90_pair240_launches(mnk, dtype, monkeypatch):
     e = cg.explain("mm", a, b)
     assert "_128x240x64_Coop" in e.config and "deferred store" in e.reason, str(e)
     assert ("2x1 clusters" in e.reason) == (k % 64 != 0 and m > 128), str(e)
-    poison(m * n * 4)
-    out = cg.mm(a, b)
-    check(out, ref_gemm(a, b), dtype, what=f"pair240 mm {mnk}")
-    assert torch.equal(out, cg.mm(a, b)), "the same bits on a second run"
-    bias = torch.randn(n, device="cuda", dtype=dtype)
-    poison(m * n * 4)
-    check(cg.gemm(a, b, bias=bias, alpha=0.5), ref_gemm(a, b, bias=bias, alpha=0.5), dtype,
-          what=f"pair240 bias {mnk}")
+    bias = _check_mm_and_bias(a, b, dtype, f"pair240 {mnk}")
     # bias + an activation the packing has defers too
     for act in ("gelu_tanh", "relu"):
         assert "x240x" in cg.explain("gemm", a, b, bias=bias, activation=act).config
