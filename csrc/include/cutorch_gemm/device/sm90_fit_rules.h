@@ -1,8 +1,9 @@
 #pragma once
 // The rules that replace the heuristic's config (choose_sm90_config) for one dense fp16 / bf16 problem by a
-// cooperative tile whose count fills the SMs' rounds: the fit widths (128 x 80 ... 224) where operand rows are
-// 128-byte multiples, and 2x1-clustered pairs of 128x256 or 128x192 tiles where they are not. The binding
-// (csrc/torch/cuda/cuda_common.cpp) applies them, `explain` mirrors them. Torch- and CUDA-free.
+// cooperative tile whose count fills the SMs' rounds: the fit widths (128 x 80 ... 224) and 128x240 tiles
+// (choose_sm90_wide) where operand rows are 128-byte multiples, and 2x1-clustered pairs of 128x256, 128x240 or
+// 128x192 tiles where they are not (choose_sm90_pairs). The binding (csrc/torch/cuda/cuda_common.cpp) applies them,
+// `explain` mirrors them. Torch- and CUDA-free.
 
 #include <string>
 

@@ -70,7 +70,7 @@ cudaError_t launch_sm90(const GemmArgs& args, int num_sms, cudaStream_t stream) 
   const int smem = int(sizeof(Sm90SharedStorage<Cfg, E>)) + 1024;  // + alignment slack
   // A width that is not a multiple of 64 (sm90_defer_only) has the compact deferring kernel only.
   constexpr bool kDeferOnly = sm90_defer_only<Cfg, Mma>();
-  static_assert(!kDeferOnly || !kSwiGlu, "the 240-wide pair tile: plain launches");
+  static_assert(!kDeferOnly || !kSwiGlu, "widths that are not multiples of 64: not the fused SwiGLU");
   auto kernel = sm90_gemm_ws_kernel<Cfg, Mma, T, kAMn, kBMn, kSwiGlu, false, kDeferOnly>;
   cudaError_t err = ensure_dynamic_smem(reinterpret_cast<const void*>(kernel), smem);
   if (err != cudaSuccess) return err;
