@@ -473,6 +473,24 @@ constexpr int sm90_slice_first_col() {
   return kSlice * 64 + 64 <= kBlockN ? kSlice * 64 : kBlockN - 64;
 }
 
+// The warpgroup's stmatrix of slice kSlice of a packed tile into `buf` (64 rows x 128 bytes, D's 128-byte swizzle).
+template <class Cfg, int kSlice, int kPk>
+CG_DEVICE void sm90_stmatrix_packed_slice(const uint32_t (&pk)[kPk], uint8_t* buf, int tid_in_wg) {
+  constexpr int kFirstCol = sm90_slice_first_col<Cfg::kBlockN, kSlice>();
+  static_assert(kFirstCol / 4 + 16 <= kPk, "16 packed registers per slice and thread");
+  const int warp = tid_in_wg / 32, lane = tid_in_wg % 32;
+  // stmatrix: lane l addresses row l % 8 (+ 8 for the odd matrices) of n8 block (first + l / 16),
+  // 16-byte chunk c of row r at chunk c ^ (r % 8) (see sm90_store_tile_tma).
+  const int sm_row = warp * 16 + lane % 8 + 8 * ((lane / 8) % 2);
+  const uint32_t buf_s = sm90::smem_addr(buf) + uint32_t(sm_row * 128);
+#pragma unroll
+  for (int jj = 0; jj < 8; jj += 2) {
+    const int j = kFirstCol / 8 + jj;
+    sm90::stmatrix_x4(buf_s + uint32_t((((jj + lane / 16) ^ (lane % 8)) * 16)), pk[2 * j], pk[2 * j + 1],
+                      pk[2 * j + 2], pk[2 * j + 3]);
+  }
+}
+
 // Slice kSlice (64 columns, 128 bytes of a 16-bit row) of a packed tile: stmatrix into one of
 // the warpgroup's staging buffers (the 128-byte swizzle TMA reads), then one TMA store of 64 rows
 // from row_abs, columns col_base + sm90_slice_first_col (D's bounds clip rows and columns past the tensor).
@@ -480,24 +498,44 @@ template <class Cfg, int kSlice, int kPk>
 CG_DEVICE void sm90_store_packed_slice(const uint32_t (&pk)[kPk], uint8_t (*bufs)[64 * 128], const CUtensorMap* map_d,
                                        bool d_3d, int group, int row_abs, int col_base, int n, int tid_in_wg,
                                        int barrier_id) {
-  constexpr int kFirstCol = sm90_slice_first_col<Cfg::kBlockN, kSlice>();
-  static_assert(kFirstCol / 4 + 16 <= kPk, "16 packed registers per slice and thread");
-  const int warp = tid_in_wg / 32, lane = tid_in_wg % 32;
-  // stmatrix: lane l addresses row l % 8 (+ 8 for the odd matrices) of n8 block (first + l / 16),
-  // 16-byte chunk c of row r at chunk c ^ (r % 8) (see sm90_store_tile_tma).
-  const int sm_row = warp * 16 + lane % 8 + 8 * ((lane / 8) % 2);
   uint8_t* buf = bufs[kSlice % Cfg::kEpiBuffers];
-  const uint32_t buf_s = sm90::smem_addr(buf) + uint32_t(sm_row * 128);
   // The store that last read this buffer has finished reading it (bulk groups retire in order).
   if (tid_in_wg == 0) sm90::bulk_wait_group_read<Cfg::kEpiBuffers - 1>();
   named_barrier_sync(barrier_id, 128);
-#pragma unroll
-  for (int jj = 0; jj < 8; jj += 2) {
-    const int j = kFirstCol / 8 + jj;
-    sm90::stmatrix_x4(buf_s + uint32_t((((jj + lane / 16) ^ (lane % 8)) * 16)), pk[2 * j], pk[2 * j + 1],
-                      pk[2 * j + 2], pk[2 * j + 3]);
-  }
+  sm90_stmatrix_packed_slice<Cfg, kSlice>(pk, buf, tid_in_wg);
+  constexpr int kFirstCol = sm90_slice_first_col<Cfg::kBlockN, kSlice>();
   sm90_tma_store_slice(buf, map_d, d_3d, group, row_abs, col_base + kFirstCol, n, tid_in_wg, barrier_id);
+}
+
+// Every slice of a packed tile at once, from `bufs` (kSlices buffers of 64 rows x 128 bytes that no earlier
+// store reads: the CTA's last tile, from the idle pipeline stages; the kernel's note): no slice waits for
+// another's store to read its buffer, and one fence, barrier and bulk group serve them all. With the epilogue
+// slots' kEpiBuffers buffers, every slice past the first kEpiBuffers waits for an earlier store's read.
+template <class Cfg, int kSlices, int kPk>
+CG_DEVICE void sm90_store_packed_tile_fresh(const uint32_t (&pk)[kPk], uint8_t (*bufs)[64 * 128],
+                                            const CUtensorMap* map_d, bool d_3d, int group, int row_abs, int col_base,
+                                            int n, int tid_in_wg, int barrier_id) {
+  static_assert(kSlices >= 2 && kSlices <= 4, "two to four 64-column slices");
+  sm90_stmatrix_packed_slice<Cfg, 0>(pk, bufs[0], tid_in_wg);
+  sm90_stmatrix_packed_slice<Cfg, 1>(pk, bufs[1], tid_in_wg);
+  if constexpr (kSlices >= 3) sm90_stmatrix_packed_slice<Cfg, kSlices >= 3 ? 2 : 0>(pk, bufs[2], tid_in_wg);
+  if constexpr (kSlices >= 4) sm90_stmatrix_packed_slice<Cfg, kSlices >= 4 ? 3 : 0>(pk, bufs[3], tid_in_wg);
+  sm90::fence_proxy_async_shared();  // the writes, before TMA (async proxy) reads them
+  named_barrier_sync(barrier_id, 128);
+  if (tid_in_wg == 0) {
+    constexpr int kFirst[4] = {sm90_slice_first_col<Cfg::kBlockN, 0>(), sm90_slice_first_col<Cfg::kBlockN, 1>(),
+                               sm90_slice_first_col<Cfg::kBlockN, kSlices >= 3 ? 2 : 0>(),
+                               sm90_slice_first_col<Cfg::kBlockN, kSlices >= 4 ? 3 : 0>()};
+#pragma unroll
+    for (int j = 0; j < kSlices; ++j) {
+      const int c0 = col_base + kFirst[j];
+      if (c0 < n) {
+        if (d_3d) sm90::tma_store_3d(map_d, bufs[j], c0, row_abs, group);
+        else sm90::tma_store_2d(map_d, bufs[j], c0, row_abs);
+      }
+    }
+    sm90::bulk_commit_group();
+  }
 }
 
 // The fused SwiGLU's tile for the deferred store (the kernel's kSwiGlu: n8 blocks 0-15 of the

@@ -677,7 +677,28 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
       }
       }  // (!kFit)
     }
-    flush_pending();  // the CTA's last tile
+    // The CTA's last tile, pending here (kDefer). Every consumer warpgroup has waited for its last wgmma, and the
+    // producer loads nothing more (it walks the same work items; a 2x1 pair's multicasts into this CTA were all for
+    // k-blocks these consumers waited for), so the pipeline's stages are idle: the tile's slices go out from there
+    // at once (sm90_store_packed_tile_fresh), not through the epilogue slot, whose kEpiBuffers buffers make a slice
+    // past the first kEpiBuffers wait for an earlier store to read its buffer. Every CTA's end exposes that wait,
+    // a launch of one tile per CTA (2048^3, the fit widths' one-round launches) the most. The barrier: the two
+    // warpgroups share B's stages, and one may finish its wgmma before the other.
+    if constexpr (kDefer && !kDeferDirect) {
+      if (!p.last_fresh_off) {
+        static_assert(sizeof(s.a) >= size_t(Cfg::kConsumers) * kSlices * 64 * 128, "the slices fit A's stages");
+        named_barrier_sync(3, 128 * Cfg::kConsumers);
+        if (pend_next == 0) {
+          // (the stages' last accesses were the async proxy's: TMA's writes, wgmma's reads)
+          sm90::fence_proxy_async_shared();
+          uint8_t(*ring)[64 * 128] = reinterpret_cast<uint8_t(*)[64 * 128]>(&s.a[0][0]) + consumer * kSlices;
+          sm90_store_packed_tile_fresh<Cfg, kSlices>(pend, ring, &tma_d, p.d_3d, pend_group, pend_row, pend_col,
+                                                     pend_n, tid_in_wg, 1 + consumer);
+          pend_next = kSlices;
+        }
+      }
+    }
+    flush_pending();  // (the CTA's last tile with CUTORCH_GEMM_SM90_LAST_FRESH=off, and the registers' slices)
     // Shared memory must outlive the TMA stores that read it. Their writes need no wait here:
     // nothing in this kernel reads D back, and work later in the stream sees the grid's writes
     // once the grid completes.

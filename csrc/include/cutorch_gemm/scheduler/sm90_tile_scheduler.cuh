@@ -102,6 +102,9 @@ struct Sm90Params {
   // Ping-pong: 1 turns the release gate off (collective/sm90_pingpong_turns.cuh;
   // CUTORCH_GEMM_SM90_PP_GATE=off reproduces the race it closes). 0, the zero-initialised default, keeps it.
   int pp_gate_off;
+  // 1: the deferring cooperative kernels store the CTA's last tile through their epilogue buffers, not from
+  // the idle pipeline stages (CUTORCH_GEMM_SM90_LAST_FRESH=off, A/B runs; the kernel's note). 0: the stages.
+  int last_fresh_off;
 };
 
 struct Sm90Work {
