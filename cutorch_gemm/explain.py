@@ -404,7 +404,7 @@ def _variant_note(mode: str, a_mn_major: bool, defer_note: str, swiglu: bool) ->
 _FIT_NOTE = ("; fit-width cooperative tiles: the tile width makes the tile count fill the SMs' rounds, D stored "
              "from registers (no stream-K or split-K)")
 _FIT192_NOTE = ("; fit-width cooperative tiles: the tile width makes the tile count fill the SMs' rounds (no "
-                "stream-K or split-K; widths over 128 that are not multiples of 64 store their last slice over the "
+                "stream-K or split-K; widths that are not multiples of 64 store their last slice over the "
                 "one before)")
 _PAIR240_NOTE = ("; 128x240 tiles, which fill the SMs' rounds at least 5% better than 128x256 ones (the last "
                   "64-column slice of a tile overlaps the one before; the compact deferring kernel only, no stream-K "
@@ -581,8 +581,8 @@ def _explain_gemm(op: str, args, kwargs, skinny: bool = True) -> Explanation:
         # (the 192-wide fit tile and the 240-wide pairs defer their store like the 128x256 one; the pair rule may
         # also give the latter)
         direct_fit = bool(fit) and not any(w in fit for w in ("x192x", "x240x", "x256x"))
-        # (fit widths over 128 run their deferring twin where every tile defers: launch_sm90_fit)
-        if direct_fit and _tile_width(fit) > 128 and _defer_note(fit, a, mode, n, 1, kwargs) and \
+        # (fit widths that are not multiples of 64 run their deferring twin where every tile defers: launch_sm90_fit)
+        if direct_fit and _tile_width(fit) % 64 != 0 and _defer_note(fit, a, mode, n, 1, kwargs) and \
                 os.environ.get("CUTORCH_GEMM_SM90_FIT_DEFER", "").strip().lower() != "off":
             direct_fit = False
         if fit:

@@ -203,6 +203,11 @@ def cases(quick: bool):
     # a fit width's deferring twin (144: slices from columns 0, 64 and 80), several tiles per CTA
     out += [("sm90 coop144 deferring twin bias 1000x1400x1024 grid 3",
              {"CUTORCH_GEMM_SM90_CONFIG": "coop144", "CUTORCH_GEMM_SM90_GRID": "3"}, mm(1000, 1400, 1024))]
+    # the narrow twins (two slices, the second over the first) and a CTA's last tile from the idle stages
+    out += [("sm90 coop112 deferring twin 700x904x320 grid 3",
+             {"CUTORCH_GEMM_SM90_CONFIG": "coop112", "CUTORCH_GEMM_SM90_GRID": "3"}, mm(700, 904, 320)),
+            ("sm90 coop80 deferring twin fp16 129x328x72", {"CUTORCH_GEMM_SM90_CONFIG": "coop80"},
+             mm(129, 328, 72, dtype=torch.float16))]
     # the 8-bit 128x192 cooperative config (scaled_mm only)
     out += [("sm90 coop192 fp8 scaled_mm 200x264x96", {"CUTORCH_GEMM_SM90_CONFIG": "coop192"}, scaled(200, 264, 96))]
     # the 8-bit 64x64 ping-pong config (small M), whole and as split-K (partials + scaled sum)

@@ -265,18 +265,22 @@ cudaError_t launch_sm90(const GemmArgs& args, int num_sms, cudaStream_t stream) 
   return cudaGetLastError();
 }
 
-// A fit-width config (both operands K-major): for widths over 128, its deferring twin (Sm90Deferring, the compact
-// kernel) where every tile defers its store, else the direct-store tile. H200, dense_ab.py, 7 rounds, ratio to
-// cuBLAS, direct / twin (thirty-sixth session): 1536x1536x4096 (144) 0.911 / 0.942, 768x3072x4096 (144) 0.920 /
-// 0.958, 1024x2560x4096 (160) 0.940 / 0.988, 2048x1280x4096 (160) 0.902 / 0.953, 768x3072x2048 (144) 0.837 /
-// 0.896, 1536^3 (144) 0.790 / 0.889. The narrow widths store up to 60% of their columns twice (80: slices from
-// columns 0 and 16) and lost: 1024x1536x8960 (96) 0.913 / 0.886, 512x2560x2560 (80) 0.830 / 0.814; they keep the
-// direct store, as 128 does (a multiple of 64, no twin; the rule never takes it). CUTORCH_GEMM_SM90_FIT_DEFER=off:
-// the direct store for every width (A/B).
+// A fit-width config (both operands K-major): for widths that are not multiples of 64 (all but 128, which the rule
+// never takes), its deferring twin (Sm90Deferring, the compact kernel) where every tile defers its store, else the
+// direct-store tile. H200, dense_ab.py, 7 rounds, ratio to cuBLAS, direct / twin (thirty-sixth session):
+// 1536x1536x4096 (144) 0.911 / 0.942, 768x3072x4096 (144) 0.920 / 0.958, 1024x2560x4096 (160) 0.940 / 0.988,
+// 2048x1280x4096 (160) 0.902 / 0.953, 768x3072x2048 (144) 0.837 / 0.896, 1536^3 (144) 0.790 / 0.889. The narrow
+// widths store up to 60% of their columns twice (80: slices from columns 0 and 16) and lost then (1024x1536x8960
+// (96) 0.913 / 0.886, 512x2560x2560 (80) 0.830 / 0.814), while a CTA's last tile waited for one slice's store to
+// read the buffer before the next. Since the last tile goes out from the idle stages at once (the kernel's end) they
+// win too (thirty-seventh session, 15 rounds): 1024x1792x4096 (112) 0.889 / 0.916, 1024x1792x2048 (112) 0.821 /
+// 0.907, 2048x896x4096 (112) 0.864 / 0.905, 512x2560x2560 (80) 0.856 / 0.892, 640x2048x2048 (80) 0.819 / 0.834,
+// 512x2560x4096 (80) 0.843 / 0.860; 96 even: 1024x1536x8960 0.919 / 0.922, 768x2048x4096 0.929 / 0.921.
+// CUTORCH_GEMM_SM90_FIT_DEFER=off: the direct store for every width (A/B).
 template <class Fit, typename T>
 cudaError_t launch_sm90_fit(const GemmArgs& args, int num_sms, cudaStream_t stream) {
   using Mma = Sm90Mma16<T>;
-  if constexpr (Fit::kBlockN % 64 != 0 && Fit::kBlockN > 128) {
+  if constexpr (Fit::kBlockN % 64 != 0) {
     if (!env_is("CUTORCH_GEMM_SM90_FIT_DEFER", "off")) {
       const cudaError_t err = launch_sm90<Sm90Deferring<Fit>, Mma, T, false, false>(args, num_sms, stream);
       if (err != kSm90NotDeferred) return err;
