@@ -50,7 +50,7 @@ def test_sm90_fit_widths(width, mnk, dtype, monkeypatch):
     a, b = _operands(m, n, k, dtype)
     e = cg.explain("mm", a, b)
     assert e.kernel == "sm90" and f"_128x{width}x64_Coop" in e.config, str(e)
-    # widths but 128 defer their store where every tile can (the deferring twins, and 192's own; D rows of 16-byte
+    # every width but 128 defers its store where every tile can (the deferring twins, and 192 its own; D rows of 16-byte
     # multiples)
     assert ("deferred store" in e.reason) == (width != 128 and n % 8 == 0), str(e)
     poison(m * n * 4)
@@ -61,7 +61,7 @@ def test_sm90_fit_widths(width, mnk, dtype, monkeypatch):
     poison(m * n * 4)
     out = cg.gemm(a, b, bias=bias, alpha=0.5, out_dtype=torch.float32)
     check(out, ref_gemm(a, b, bias=bias, alpha=0.5), dtype, torch.float32, what=f"fit {width} gemm {mnk}")
-    # bias and alpha into a 16-bit D: the deferred packing for widths but 128
+    # bias and alpha into a 16-bit D: the deferred packing for every width but 128
     poison(m * n * 4)
     check(cg.gemm(a, b, bias=bias, alpha=0.5), ref_gemm(a, b, bias=bias, alpha=0.5), dtype,
           what=f"fit {width} gemm 16-bit D {mnk}")

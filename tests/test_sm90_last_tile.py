@@ -1,6 +1,6 @@
 """Where the Hopper kernel stages a CTA's last tile (kernel/sm90_gemm_ws_kernel.cuh, its end): the deferring
 cooperative kernels store the last tile's slices from the pipeline's idle stages, all at once
-(sm90_store_packed_tile_fresh); CUTORCH_GEMM_SM90_LAST_FRESH=off sends them through the epilogue slot's buffers.
+(sm90_store_last_tile_fresh); CUTORCH_GEMM_SM90_LAST_FRESH=off sends them through the epilogue slot's buffers.
 
 Staging changes where D's bytes wait in shared memory, never their values: every form must give the float64
 reference's answer and the default form's bits exactly. The cases: one tile per CTA (the whole grid's last
@@ -44,7 +44,11 @@ COOP_CASES = [
 ]
 
 
-@pytest.mark.parametrize("case", COOP_CASES, ids=lambda c: f"{c[0]}-{c[1]}x{c[2]}x{c[3]}" + (f"-grid{c[4]}" if c[4] else ""))
+def _case_id(c):
+    return f"{c[0]}-{c[1]}x{c[2]}x{c[3]}" + (f"-grid{c[4]}" if c[4] else "")
+
+
+@pytest.mark.parametrize("case", COOP_CASES, ids=_case_id)
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=["bf16", "fp16"])
 def test_sm90_last_tile_from_stages(case, dtype, monkeypatch):
     config, m, n, k, grid, name = case

@@ -120,7 +120,7 @@ struct Sm90_64x256x32_Pingpong_S5 : Sm90_64x256x64_Pingpong_S5 {
 // Fit-width cooperative tiles for fp16 / bf16: 128 x N with N = 80 ... 224 (steps of 16), chosen so that
 // a problem's tiles fill the SMs' rounds (choose_sm90_fit); cuBLAS does the same (nvjet 144x128 at 1536^3:
 // 11 x 12 = 132 tiles on 132 SMs). Both operands K-major, D = alpha * acc (+ bias) from registers (the
-// direct epilogue), no stream-K, no split-K; widths but 128 run their deferring twin (Sm90Deferring, below)
+// direct epilogue), no stream-K, no split-K; every width but 128 runs its deferring twin (Sm90Deferring, below)
 // where every tile defers its store (launch_sm90_fit). Stages: as many as fit beside the two epilogue slots in
 // 227 KB.
 #define CG_SM90_FIT_CONFIG(N, S)                                            \

@@ -29,6 +29,7 @@
 #include "cutorch_gemm/collective/sm90_pingpong_turns.cuh"
 #include "cutorch_gemm/collective/sm90_producer.cuh"
 #include "cutorch_gemm/device/gemm_args.h"
+#include "cutorch_gemm/epilogue/sm90_deferred_store.cuh"
 #include "cutorch_gemm/epilogue/sm90_epilogue.cuh"
 #include "cutorch_gemm/epilogue/sm90_streamk.cuh"
 #include "cutorch_gemm/kernel/sm90_kernel_storage.cuh"
@@ -73,9 +74,9 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
   // The fit-width cooperative tiles (device/sm90_configs.h; rule: device/sm90_fit_rules.h): 128 x 80 ... 224,
   // both operands K-major, plain dense launches, D stored from registers (sm90_store_tile_direct) and no other
   // epilogue.
-  // (Not the 192-wide one: three 64-column slices, it defers its store as the 128x256 tile does. Nor the deferring
-  // twins of the wider fit tiles, Sm90Deferring, or the 128x240 tile: compact kernels whose last slice overlaps
-  // the one before, sm90_slice_first_col.)
+  // (Not the 192-wide one: three 64-column slices, it defers its store as the 128x256 tile does. Nor the fit tiles'
+  // deferring twins, Sm90Deferring, or the 128x240 tile: compact kernels whose last slice overlaps the one before,
+  // sm90_slice_first_col.)
   constexpr bool kFit = sm90_is_fit<Cfg, Mma>();
   static_assert(!kFit || (Cfg::kBlockN % 16 == 0 && !kSwiGlu && !kPtrArray && !kPlainTma &&
                           !kGroupEnds && !kAMn && !kBMn),
@@ -677,28 +678,14 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
       }
       }  // (!kFit)
     }
-    // The CTA's last tile, pending here (kDefer). Every consumer warpgroup has waited for its last wgmma, and the
-    // producer loads nothing more (it walks the same work items; a 2x1 pair's multicasts into this CTA were all for
-    // k-blocks these consumers waited for), so the pipeline's stages are idle: the tile's slices go out from there
-    // at once (sm90_store_packed_tile_fresh), not through the epilogue slot, whose kEpiBuffers buffers make a slice
-    // past the first kEpiBuffers wait for an earlier store to read its buffer. Every CTA's end exposes that wait,
-    // a launch of one tile per CTA (2048^3, the fit widths' one-round launches) the most. The barrier: the two
-    // warpgroups share B's stages, and one may finish its wgmma before the other.
+    // The CTA's last tile (kDefer): every slice at once from the idle stages (A/B: CUTORCH_GEMM_SM90_LAST_FRESH=off).
     if constexpr (kDefer && !kDeferDirect) {
-      if (!p.last_fresh_off) {
-        static_assert(sizeof(s.a) >= size_t(Cfg::kConsumers) * kSlices * 64 * 128, "the slices fit A's stages");
-        named_barrier_sync(3, 128 * Cfg::kConsumers);
-        if (pend_next == 0) {
-          // (the stages' last accesses were the async proxy's: TMA's writes, wgmma's reads)
-          sm90::fence_proxy_async_shared();
-          uint8_t(*ring)[64 * 128] = reinterpret_cast<uint8_t(*)[64 * 128]>(&s.a[0][0]) + consumer * kSlices;
-          sm90_store_packed_tile_fresh<Cfg, kSlices>(pend, ring, &tma_d, p.d_3d, pend_group, pend_row, pend_col,
-                                                     pend_n, tid_in_wg, 1 + consumer);
-          pend_next = kSlices;
-        }
-      }
+      if (!p.last_fresh_off && sm90_store_last_tile_fresh<Cfg, kSlices>(pend_next == 0, pend, &s.a[0][0], consumer,
+                                                                         &tma_d, p.d_3d, pend_group, pend_row,
+                                                                         pend_col, pend_n, tid_in_wg))
+        pend_next = kSlices;
     }
-    flush_pending();  // (the CTA's last tile with CUTORCH_GEMM_SM90_LAST_FRESH=off, and the registers' slices)
+    flush_pending();  // (with CUTORCH_GEMM_SM90_LAST_FRESH=off, and the kDeferDirect variants)
     // Shared memory must outlive the TMA stores that read it. Their writes need no wait here:
     // nothing in this kernel reads D back, and work later in the stream sees the grid's writes
     // once the grid completes.
