@@ -161,13 +161,7 @@ CG_DEVICE bool sm90_store_last_tile_fresh(bool pending, const uint32_t (&pk)[kPk
                                sm90_slice_first_col<Cfg::kBlockN, kSlices >= 3 ? 2 : 0>(),
                                sm90_slice_first_col<Cfg::kBlockN, kSlices >= 4 ? 3 : 0>()};
 #pragma unroll
-    for (int j = 0; j < kSlices; ++j) {
-      const int c0 = col_base + kFirst[j];
-      if (c0 < n) {
-        if (d_3d) sm90::tma_store_3d(map_d, bufs[j], c0, row_abs, group);
-        else sm90::tma_store_2d(map_d, bufs[j], c0, row_abs);
-      }
-    }
+    for (int j = 0; j < kSlices; ++j) sm90_tma_store_box(bufs[j], map_d, d_3d, group, row_abs, col_base + kFirst[j], n);
     sm90::bulk_commit_group();
   }
   return true;

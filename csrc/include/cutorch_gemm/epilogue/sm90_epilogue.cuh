@@ -147,18 +147,24 @@ CG_DEVICE void named_barrier_sync(int id, int threads) {
   asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
 }
 
+// One thread's TMA store of the 64-row box `buf` at (column c0, row_abs) of D; nothing past column n.
+CG_DEVICE void sm90_tma_store_box(const uint8_t* buf, const CUtensorMap* map_d, bool d_3d, int group, int row_abs,
+                                  int c0, int n) {
+  if (c0 < n) {
+    if (d_3d) sm90::tma_store_3d(map_d, buf, c0, row_abs, group);
+    else sm90::tma_store_2d(map_d, buf, c0, row_abs);
+  }
+}
+
 // The end of a TMA-store epilogue's slice: the warpgroup's shared-memory writes of `buf` made
-// visible to the async proxy, then one thread stores the 64-row box at (column c0, row_abs) of D
-// (nothing past column n) and commits it as one bulk group (the buffer's next writer waits for it).
+// visible to the async proxy, then one thread stores the box (sm90_tma_store_box) and commits it
+// as one bulk group (the buffer's next writer waits for it).
 CG_DEVICE void sm90_tma_store_slice(const uint8_t* buf, const CUtensorMap* map_d, bool d_3d, int group, int row_abs,
                                     int c0, int n, int tid_in_wg, int barrier_id) {
   sm90::fence_proxy_async_shared();  // the writes, before TMA (async proxy) reads them
   named_barrier_sync(barrier_id, 128);
   if (tid_in_wg == 0) {
-    if (c0 < n) {
-      if (d_3d) sm90::tma_store_3d(map_d, buf, c0, row_abs, group);
-      else sm90::tma_store_2d(map_d, buf, c0, row_abs);
-    }
+    sm90_tma_store_box(buf, map_d, d_3d, group, row_abs, c0, n);
     sm90::bulk_commit_group();
   }
 }
