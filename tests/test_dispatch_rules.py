@@ -554,7 +554,13 @@ STAGES = {80: 7, 96: 7, 112: 6, 128: 6, 144: 6, 160: 5, 176: 5, 192: 5, 208: 4, 
     (2048, 2560, 4096, 160),   # two rounds
     (2560, 2560, 2560, 0),     # the best score is 80 wide, in five rounds (208 wide, two rounds: measured flat)
     (384, 6144, 4096, 144),
-    (1536, 6144, 4096, 0),     # three rounds of the best width: not measured to gain
+    (1536, 6144, 4096, 0),     # the best width (112) takes five rounds
+    (3072, 3072, 4096, 192),   # three rounds, 97% full, against 87% for 64x256 ping-pong tiles
+    (1280, 7936, 2048, 208),   # three rounds, 96% against 94%
+    (1024, 5376, 2048, 112),
+    (6912, 1536, 2048, 0),     # three rounds of 224 fill 93.5%, the 64x256 ping-pong tiles 98%
+    (3584, 1024, 4096, 0),     # three rounds of 80-wide tiles (measured 0.98 -> 0.71)
+    (4352, 1024, 4096, 0),     # 96 wide
     (4096, 4096, 4096, 0),     # the 128x256 tiles fill their rounds
     (2048, 2048, 2048, 0),
     (8192, 14336, 4096, 0),
@@ -569,8 +575,8 @@ STAGES = {80: 7, 96: 7, 112: 6, 128: 6, 144: 6, 160: 5, 176: 5, 192: 5, 208: 4, 
     (1024, 1024, 4096, 0),     # 80-wide tiles fill 78% of a round at best
 ])
 def test_sm90_fit_rule(m, n, k, expected):
-    """choose_sm90_fit: the width whose tiles fill one or two rounds of 132 SMs best, where the 128x256 tiles
-    do not; '' keeps the heuristic's config. Forced widths and "fit" act anywhere; other forced configs
+    """choose_sm90_fit: the width whose tiles fill one or two rounds of 132 SMs best (three for widths from 112
+    that fill them better than the heuristic's tile), where the 128x256 tiles do not; '' keeps the heuristic's config. Forced widths and "fit" act anywhere; other forced configs
     ("nofit" among them) keep the heuristic's."""
     name = _C.choose_sm90_fit(m, n, k, 132)
     assert name == (f"Sm90_128x{expected}x64_Coop_S{STAGES[expected]}" if expected else ""), name

@@ -16,7 +16,8 @@ namespace cutorch_gemm {
 // ... 224, whose tile count fills the persistent grid's rounds, in place of `base`. Score of a width:
 // the fill of its rounds times the share of its tiles' area inside the problem; the best score wins (ties:
 // the wider tile). Taken when the best scores at least kFitMin and the 128x256 tiles' own score is below
-// kFitBase (they already fill their rounds), for at most kFitRounds rounds, M >= 256 and K >= 512.
+// kFitBase (they already fill their rounds), for at most kFitRounds rounds (kFitRoundsWide for the wider tiles that
+// fill better than the heuristic's), M >= 256 and K >= 512.
 // `forced` (CUTORCH_GEMM_SM90_CONFIG): "fit" takes the best width wherever the launch allows, "coop80" ...
 // "coop224" that width; any other forced config ("nofit": the rules without this one) keeps `base`.
 // H200, 5 interleaved rounds, ratio to cuBLAS, without / with (thirty-first session, widths 144-224): one round of fit
@@ -35,6 +36,18 @@ constexpr double kFitMin = 0.9, kFitBase = 0.85;
 constexpr double kPairNarrowGain = 1.15;  // choose_sm90_pairs: the 192-wide pairs' fill over the 256-wide ones
 constexpr double kPairWideGain = 1.05;    // choose_sm90_pairs: the 240-wide pairs' fill over the 256-wide ones
 constexpr int kFitRounds = 2;
+// A third round: widths from kFitWideMin up, where the best width also fills its rounds better than the heuristic's
+// own tile (sm90_base_score). H200, dense_ab.py, 9 rounds, ratio to cuBLAS, heuristic's config / fit (forced),
+// thirty-eighth session: 144 wide 2304x3072x2048 0.922 / 0.930, 5632x1280x2048 0.891 / 0.921, 1792x3840x4096
+// 0.898 / 0.951; 192: 3072x3072x4096 (128x256 + stream-K) 0.890-0.900 / 0.947-0.955, 4096x2304x4096 0.917 /
+// 0.972; 208: 1280x7936x2048 (64x256 ping-pong) 0.932 / 0.988, 3328x3072x4096 0.967 / 1.005, 1792x5632x4096
+// 0.936 / 0.995; 224: 6144x1792x4096 0.945 / 0.999; 112: 1024x5376x2048 0.835 / 0.893. Narrower tiles lost
+// (3584x1024x4096, 80 wide: 0.980 / 0.705; 4352x1024x4096, 96: 0.959 / 0.803), and so did 224 where the 64x256
+// ping-pong tiles fill 98% of their rounds (6912x1536x2048: 0.938 / 0.904, the fit tiles 93.5%). The rule then
+// on ten held-out three-round shapes, new / CUTORCH_GEMM_SM90_CONFIG=nofit, bf16 geomean 0.964 / 0.901 (fp16 0.962 /
+// 0.903; 3584x3072x4096 1.007 / 0.906, 7168x768x8192 (112) 0.964 / 0.850; one loss, 5376x1792x8192 0.941 / 0.959).
+// Four or five rounds of widths from 112 (fit forced) tied: geomean over ten shapes 0.975 against 0.978.
+constexpr int kFitRoundsWide = 3, kFitWideMin = 112;
 inline double sm90_tile_score(long long m, long long n, int block_m, int block_n, int num_sms) {
   const long long tiles = ((m + block_m - 1) / block_m) * ((n + block_n - 1) / block_n);
   const long long rounds = (tiles + num_sms - 1) / num_sms;
@@ -47,6 +60,16 @@ inline double sm90_pair_score(long long m, long long n, int block_n, int num_sms
   const long long items = ((m + 255) / 256) * ((n + block_n - 1) / block_n);
   const long long rounds = (items + clusters - 1) / clusters;
   return double(m) * double(n) / (double(rounds) * clusters * 256.0 * block_n);
+}
+
+// sm90_tile_score of the heuristic's own tile (the 128x256 one for any config but the ping-pong ones).
+inline double sm90_base_score(Sm90ConfigId base, long long m, long long n, int num_sms) {
+  switch (base) {
+    case Sm90ConfigId::kPingpong64x256: return sm90_tile_score(m, n, 64, 256, num_sms);
+    case Sm90ConfigId::kPingpong64x128: return sm90_tile_score(m, n, 64, 128, num_sms);
+    case Sm90ConfigId::kPingpong64x64: return sm90_tile_score(m, n, 64, 64, num_sms);
+    default: return sm90_tile_score(m, n, 128, 256, num_sms);
+  }
 }
 
 // Operand rows that are not 128-byte multiples (!rows_128b; K = 1000, 2000, ...): a TMA box row then straddles
@@ -161,8 +184,11 @@ inline Sm90ConfigId choose_sm90_fit(Sm90ConfigId base, int m, int n, int k, int 
   if (!rows_128b) return choose_sm90_pairs(base, m, n, k, num_sms, defer_ok);  // (forced is "" here)
   const long long width = 80 + 16 * best;
   const long long tiles = ((m + 127LL) / 128) * ((n + width - 1) / width);
-  const bool fit_serves = m >= 256 && k >= 512 && tiles <= (long long)kFitRounds * num_sms &&
-                          best_score >= kFitMin && sm90_tile_score(m, n, 128, 256, num_sms) < kFitBase;
+  const long long rounds = (tiles + num_sms - 1) / num_sms;
+  const bool rounds_ok = rounds <= kFitRounds || (rounds <= kFitRoundsWide && width >= kFitWideMin &&
+                                                  best_score > sm90_base_score(base, m, n, num_sms));
+  const bool fit_serves = m >= 256 && k >= 512 && rounds_ok && best_score >= kFitMin &&
+                          sm90_tile_score(m, n, 128, 256, num_sms) < kFitBase;
   return fit_serves ? fit : choose_sm90_wide(base, m, n, k, num_sms, defer_ok, coop_sk);
 }
 
