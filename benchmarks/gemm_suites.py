@@ -83,7 +83,8 @@ SUITES = {
         (16, 4096, 14336, False),     # eight tokens
     )),
     # Mid-size dense problems (not in the default run; not ANCHORS.md's): partial rounds of the 128x256 tiles,
-    # where the fit-width and narrow tiles and the mid-size rules act (benchmarks/RESULTS.md, thirty-first session)
+    # where the fit-width and narrow tiles and the mid-size rules act (benchmarks/RESULTS.md, thirty-first session;
+    # the last three: thirty-eighth)
     "mid": Suite(shapes=(
         (1536, 1536, 4096, True),
         (768, 3072, 4096, False),
@@ -94,6 +95,9 @@ SUITES = {
         (1536, 1536, 1536, False),
         (512, 1024, 4096, True),
         (1024, 1024, 4096, False),
+        (3072, 3072, 4096, False),    # three rounds of fit tiles (thirty-eighth session)
+        (1792, 5632, 4096, False),
+        (4608, 1536, 4096, False),
     )),
     "epilogue": Suite(kind="epilogue", shapes=(
         (8192, 14336, 4096, False),
