@@ -554,7 +554,9 @@ STAGES = {80: 7, 96: 7, 112: 6, 128: 6, 144: 6, 160: 5, 176: 5, 192: 5, 208: 4, 
     (2048, 2560, 4096, 160),   # two rounds
     (2560, 2560, 2560, 0),     # the best score is 80 wide, in five rounds (208 wide, two rounds: measured flat)
     (384, 6144, 4096, 144),
-    (1536, 6144, 4096, 0),     # the best width (112) takes five rounds
+    (1536, 6144, 4096, 112),   # five rounds at K <= 4096 (measured 0.906 -> 0.942)
+    (1536, 6144, 8192, 0),     # five rounds at K = 8192: the 128x256 tiles (with stream-K) keep the lead
+    (3328, 4096, 3072, 208),   # four rounds (0.949 -> 1.026)
     (3072, 3072, 4096, 192),   # three rounds, 97% full, against 87% for 64x256 ping-pong tiles
     (1280, 7936, 2048, 208),   # three rounds, 96% against 94%
     (1024, 5376, 2048, 112),
@@ -575,8 +577,8 @@ STAGES = {80: 7, 96: 7, 112: 6, 128: 6, 144: 6, 160: 5, 176: 5, 192: 5, 208: 4, 
     (1024, 1024, 4096, 0),     # 80-wide tiles fill 78% of a round at best
 ])
 def test_sm90_fit_rule(m, n, k, expected):
-    """choose_sm90_fit: the width whose tiles fill one or two rounds of 132 SMs best (three for widths from 112
-    that fill them better than the heuristic's tile), where the 128x256 tiles do not; '' keeps the heuristic's config. Forced widths and "fit" act anywhere; other forced configs
+    """choose_sm90_fit: the width whose tiles fill one or two rounds of 132 SMs best (three, or five up to K = 4096,
+    for widths from 112 that fill them better than the heuristic's tile), where the 128x256 tiles do not; '' keeps the heuristic's config. Forced widths and "fit" act anywhere; other forced configs
     ("nofit" among them) keep the heuristic's."""
     name = _C.choose_sm90_fit(m, n, k, 132)
     assert name == (f"Sm90_128x{expected}x64_Coop_S{STAGES[expected]}" if expected else ""), name
@@ -669,7 +671,7 @@ def test_sm90_pair240_rule(m, n, k, base, expected):
     (3072, 5120, 4096, P240),      # 0.962 -> 1.009
     (3072, 5120, 8192, P240),      # 0.940 -> 1.007
     (2048, 11008, 2048, P240),     # 0.959 -> 1.004
-    (1536, 6144, 4096, ""),        # the 128x256 tiles take stream-K: 0.868 against 0.781 for 240
+    (1536, 6144, 4096, "Sm90_128x112x64_Coop_S6"),  # 128x256 + stream-K 0.868 against 0.781 for 240; fit: 0.94
     (3072, 3072, 4096, "Sm90_128x192x64_Coop_S5"),  # (0.892 against 0.788 for 240); the fit widths' third round
     (2048, 11008, 4096, ""),
     (4096, 4096, 4096, ""),        # the 128x256 tiles fill their rounds

@@ -16,8 +16,8 @@ namespace cutorch_gemm {
 // ... 224, whose tile count fills the persistent grid's rounds, in place of `base`. Score of a width:
 // the fill of its rounds times the share of its tiles' area inside the problem; the best score wins (ties:
 // the wider tile). Taken when the best scores at least kFitMin and the 128x256 tiles' own score is below
-// kFitBase (they already fill their rounds), for at most kFitRounds rounds (kFitRoundsWide for the wider tiles that
-// fill better than the heuristic's), M >= 256 and K >= 512.
+// kFitBase (they already fill their rounds), for at most kFitRounds rounds (kFitRoundsWide, or kFitRoundsShallow
+// up to K = kFitShallowK, for the wider tiles that fill better than the heuristic's), M >= 256 and K >= 512.
 // `forced` (CUTORCH_GEMM_SM90_CONFIG): "fit" takes the best width wherever the launch allows, "coop80" ...
 // "coop224" that width; any other forced config ("nofit": the rules without this one) keeps `base`.
 // H200, 5 interleaved rounds, ratio to cuBLAS, without / with (thirty-first session, widths 144-224): one round of fit
@@ -46,8 +46,15 @@ constexpr int kFitRounds = 2;
 // ping-pong tiles fill 98% of their rounds (6912x1536x2048: 0.938 / 0.904, the fit tiles 93.5%). The rule then
 // on ten held-out three-round shapes, new / CUTORCH_GEMM_SM90_CONFIG=nofit, bf16 geomean 0.964 / 0.901 (fp16 0.962 /
 // 0.903; 3584x3072x4096 1.007 / 0.906, 7168x768x8192 (112) 0.964 / 0.850; one loss, 5376x1792x8192 0.941 / 0.959).
-// Four or five rounds of widths from 112 (fit forced) tied: geomean over ten shapes 0.975 against 0.978.
-constexpr int kFitRoundsWide = 3, kFitWideMin = 112;
+// Four or five rounds (kFitRoundsShallow) for the same widths where K is at most kFitShallowK: fit forced, 9 rounds,
+// the heuristic's config / fit, K <= 4096: 1536x6144x4096 (112) 0.906 / 0.942, 5376x3328x2048 (224 against 240)
+// 0.967 / 1.019, 1792x8192x2048 (176) 0.888 / 0.903, 2048x7168x2048 0.903 / 0.904, 5376x3328x4096 1.013 / 1.000;
+// held out (drawn after that): 2816x3328x4096 (112) 0.948 / 0.981, 6912x2560x3072 (224) 0.976 / 1.021,
+// 1280x7168x2048 (112) 0.875 / 0.931, 3328x4096x3072 (208) 0.949 / 1.026, 4352x3072x3072 0.952 / 1.014,
+// 6400x2816x4096 1.004 / 1.011, 1792x4096x4096 1.034 / 1.028, 6912x1280x2048 (112) 0.894 / 0.837 (geomean of the
+// eight 0.953 / 0.979). At K = 8192 the 128x256 tiles with stream-K kept the lead (2560x3584x8192 1.028 / 0.995,
+// 6912x2560x8192 1.053 / 1.016, 4352x2048x8192 1.045 / 0.959; ping-pong bases tied).
+constexpr int kFitRoundsWide = 3, kFitWideMin = 112, kFitRoundsShallow = 5, kFitShallowK = 4096;
 inline double sm90_tile_score(long long m, long long n, int block_m, int block_n, int num_sms) {
   const long long tiles = ((m + block_m - 1) / block_m) * ((n + block_n - 1) / block_n);
   const long long rounds = (tiles + num_sms - 1) / num_sms;
@@ -185,7 +192,8 @@ inline Sm90ConfigId choose_sm90_fit(Sm90ConfigId base, int m, int n, int k, int 
   const long long width = 80 + 16 * best;
   const long long tiles = ((m + 127LL) / 128) * ((n + width - 1) / width);
   const long long rounds = (tiles + num_sms - 1) / num_sms;
-  const bool rounds_ok = rounds <= kFitRounds || (rounds <= kFitRoundsWide && width >= kFitWideMin &&
+  const int wide_rounds = k <= kFitShallowK ? kFitRoundsShallow : kFitRoundsWide;
+  const bool rounds_ok = rounds <= kFitRounds || (rounds <= wide_rounds && width >= kFitWideMin &&
                                                   best_score > sm90_base_score(base, m, n, num_sms));
   const bool fit_serves = m >= 256 && k >= 512 && rounds_ok && best_score >= kFitMin &&
                           sm90_tile_score(m, n, 128, 256, num_sms) < kFitBase;
