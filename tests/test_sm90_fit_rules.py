@@ -1,0 +1,169 @@
+"""The dense fp16 / bf16 tile rules of device/sm90_fit_rules.h (choose_sm90_fit and the pair / 240-wide rules it
+calls): pure C++ functions shared by the binding and `explain`, checked on the CPU against the measured rules
+(benchmarks/RESULTS.md, thirty-first to thirty-eighth sessions)."""
+from __future__ import annotations
+
+import pytest
+
+from cutorch_gemm import _C
+
+
+STAGES = {80: 7, 96: 7, 112: 6, 128: 6, 144: 6, 160: 5, 176: 5, 192: 5, 208: 4, 224: 4}  # the fit widths' rings
+
+
+@pytest.mark.parametrize("m,n,k,expected", [
+    (1536, 1536, 4096, 144),   # 12 x 11 = 132 tiles of 128x144: one full round
+    (768, 3072, 2048, 144),
+    (1024, 2560, 4096, 160),   # 8 x 16 = 128
+    (1024, 3072, 4096, 192),
+    (2048, 2560, 4096, 160),   # two rounds
+    (2560, 2560, 2560, 0),     # the best score is 80 wide, in five rounds (208 wide, two rounds: measured flat)
+    (384, 6144, 4096, 144),
+    (1536, 6144, 4096, 112),   # five rounds at K <= 4096 (measured 0.906 -> 0.942)
+    (1536, 6144, 8192, 0),     # five rounds at K = 8192: the 128x256 tiles (with stream-K) keep the lead
+    (3328, 4096, 3072, 208),   # four rounds (0.949 -> 1.026)
+    (3072, 3072, 4096, 192),   # three rounds, 97% full, against 87% for 64x256 ping-pong tiles
+    (1280, 7936, 2048, 208),   # three rounds, 96% against 94%
+    (1024, 5376, 2048, 112),
+    (6912, 1536, 2048, 0),     # three rounds of 224 fill 93.5%, the 64x256 ping-pong tiles 98%
+    (3584, 1024, 4096, 0),     # three rounds of 80-wide tiles (measured 0.98 -> 0.71)
+    (4352, 1024, 4096, 0),     # 96 wide
+    (4096, 4096, 4096, 0),     # the 128x256 tiles fill their rounds
+    (2048, 2048, 2048, 0),
+    (8192, 14336, 4096, 0),
+    (1024, 1024, 1024, 0),     # no width fills 90% of a round
+    (128, 8192, 8192, 0),      # M < 256
+    (1536, 1536, 256, 0),      # K < 512
+    (1024, 1536, 8960, 96),    # 8 x 16 = 128
+    (512, 2560, 2560, 80),
+    (512, 4096, 4096, 0),      # the best width is 128: the 64x128 ping-pong tiles fill as well
+    (1024, 2048, 2048, 0),
+    (768, 2048, 4096, 96),
+    (1024, 1024, 4096, 0),     # 80-wide tiles fill 78% of a round at best
+])
+def test_sm90_fit_rule(m, n, k, expected):
+    """choose_sm90_fit: the width whose tiles fill one or two rounds of 132 SMs best (three, or five up to K = 4096,
+    for widths from 112 that fill them better than the heuristic's tile), where the 128x256 tiles do not; '' keeps the heuristic's config. Forced widths and "fit" act anywhere; other forced configs
+    ("nofit" among them) keep the heuristic's."""
+    name = _C.choose_sm90_fit(m, n, k, 132)
+    assert name == (f"Sm90_128x{expected}x64_Coop_S{STAGES[expected]}" if expected else ""), name
+    assert _C.choose_sm90_fit(m, n, k, 132, "nofit") == ""
+    # rows not 128-byte multiples: the pair rule (test_sm90_pair_rule) in place of the fit widths
+    assert _C.choose_sm90_fit(m, n, k, 132, "", False, "Sm90_128x256x64_Coop_S4") in ("", "Sm90_128x192x64_Coop_S5")
+    assert _C.choose_sm90_fit(m, n, k, 132, "coop") == ""
+    assert _C.choose_sm90_fit(m, n, k, 132, "coop176") == "Sm90_128x176x64_Coop_S5"
+    assert _C.choose_sm90_fit(m, n, k, 132, "fit").startswith("Sm90_128x")
+
+
+COOP, PP256, PP128 = "Sm90_128x256x64_Coop_S4", "Sm90_64x256x64_Pingpong_S5", "Sm90_64x128x64_Pingpong_S8"
+
+
+@pytest.mark.parametrize("m,n,k,base,expected", [
+    # ping-pong bases over more than one round: cooperative pairs, 192 wide where they fill 15% better
+    (1536, 1536, 1000, PP128, "Sm90_128x192x64_Coop_S5"),   # measured 0.552 -> 0.838 (256 wide: 0.750)
+    (2000, 3000, 1000, PP256, "Sm90_128x192x64_Coop_S5"),   # 0.617 -> 0.934
+    (3000, 3000, 1000, PP256, "Sm90_128x192x64_Coop_S5"),
+    (768, 3000, 1000, PP128, "Sm90_128x192x64_Coop_S5"),
+    (1000, 3000, 2000, PP128, "Sm90_128x192x64_Coop_S5"),
+    (2048, 5000, 3000, PP256, COOP),                        # equal fill: 0.482 -> 0.815 (192: 0.779)
+    # one round of ping-pong tiles keeps them (1024x1024x1000: 0.800 against 0.474 / 0.675)
+    (1024, 1024, 1000, PP128, ""),
+    (1000, 1000, 4000, PP128, ""),
+    (512, 4096, 1000, PP256, ""),
+    (128, 8192, 1000, PP128, ""),                           # M < 256
+    # 128x256 bases: 192 only for a 15% better fill (3000x5000x1000: 7% better, measured 5% slower)
+    (3000, 5000, 1000, COOP, ""),
+    (5000, 3000, 1000, COOP, ""),
+    (1000, 8000, 1000, COOP, ""),
+    (2048, 2048, 1000, COOP, ""),
+    (4000, 4000, 1000, COOP, ""),
+])
+def test_sm90_pair_rule(m, n, k, base, expected):
+    """choose_sm90_pairs, through choose_sm90_fit with rows that are not 128-byte multiples (the shapes and
+    ratios of device/sm90_configs.h, thirty-fifth session); aligned rows never take it, forced configs keep theirs."""
+    assert _C.choose_sm90_fit(m, n, k, 132, "", False, base) == expected
+    assert _C.choose_sm90_fit(m, n, k, 132, "coop", False, base) == ""
+    assert _C.choose_sm90_fit(m, n, k, 132, "coop192", False, base) == "Sm90_128x192x64_Coop_S5"
+    aligned = _C.choose_sm90_fit(m, n, k, 132, "", True, base)
+    assert aligned == "" or "x256x" not in aligned
+    # launches the fit tiles do not take (an activation, C, an MN-major operand): 128x256 pairs where the rule
+    # moves them off ping-pong tiles, nothing else; never on aligned rows or under a forced config
+    other = _C.choose_sm90_fit(m, n, k, 132, "", False, base, False)
+    assert other == (COOP if expected and base != COOP else ""), other
+    assert _C.choose_sm90_fit(m, n, k, 132, "", True, base, False) == ""
+    assert _C.choose_sm90_fit(m, n, k, 132, "coop192", False, base, False) == ""
+
+
+P240 = "Sm90_128x240x64_Coop_S4"
+
+
+@pytest.mark.parametrize("m,n,k,base,expected", [
+    # launches that defer every tile's store: 240-wide pairs where they fill the rounds 5% better than 256-wide
+    # ones (and 192-wide ones do not win)
+    (3000, 5000, 1000, COOP, P240),                         # both four rounds; 240 fills 1.067x as well
+    (5000, 3000, 1000, COOP, P240),
+    (6000, 5000, 1000, COOP, P240),
+    (2048, 5000, 3000, PP256, P240),
+    (2000, 3000, 1000, PP256, "Sm90_128x192x64_Coop_S5"),   # 192 still first
+    (1536, 1536, 1000, PP128, "Sm90_128x192x64_Coop_S5"),
+    (1000, 8000, 1000, COOP, ""),                           # 240: three rounds where 256 takes two
+    (4000, 4000, 1000, COOP, ""),
+    (2048, 2048, 1000, COOP, ""),
+    (1024, 1024, 1000, PP128, ""),                          # one round of ping-pong tiles stays
+    (4000, 4000, 1000, PP256, COOP),                        # 240: five rounds where 256 takes four
+])
+def test_sm90_pair240_rule(m, n, k, base, expected):
+    """choose_sm90_pairs with defer_ok: the 240-wide pairs; without defer_ok (an fp32 D, a D without TMA rows)
+    never; aligned rows only when forced ("coop240"), and only where the launch defers."""
+    assert _C.choose_sm90_fit(m, n, k, 132, "", False, base, True, True) == expected
+    without = _C.choose_sm90_fit(m, n, k, 132, "", False, base, True, False)
+    assert without != P240 and (without == expected or expected == P240), without
+    assert _C.choose_sm90_fit(m, n, k, 132, "", False, base, False, False) in ("", COOP)
+    assert _C.choose_sm90_fit(m, n, k, 132, "coop240", True, base, True, True) == P240
+    assert _C.choose_sm90_fit(m, n, k, 132, "coop240", False, base, True, False) == ""
+    assert _C.choose_sm90_fit(m, n, k, 132, "coop240", False, base, False, False) == ""
+    # launches the fit tiles do not take that still defer every tile (bias + an activation): 240 or 256 pairs, never
+    # 192 (where 192 would win, the rule goes on to 240)
+    act = _C.choose_sm90_fit(m, n, k, 132, "", False, base, False, True)
+    assert act in ("", COOP, P240) and (act == "") == (expected == ""), act
+    assert _C.choose_sm90_fit(m, n, k, 132, "coop240", False, base, False, True) == P240
+
+
+@pytest.mark.parametrize("m,n,k,expected", [
+    (3072, 5120, 1024, P240),      # four rounds either way; measured 0.974 -> 1.003 (forced)
+    (3000, 5000, 1024, P240),      # 0.953 -> 0.984
+    (3072, 5120, 2048, P240),      # 0.965 -> 1.012
+    (3072, 5120, 4096, P240),      # 0.962 -> 1.009
+    (3072, 5120, 8192, P240),      # 0.940 -> 1.007
+    (2048, 11008, 2048, P240),     # 0.959 -> 1.004
+    (1536, 6144, 4096, "Sm90_128x112x64_Coop_S6"),  # 128x256 + stream-K 0.868 against 0.781 for 240; fit: 0.94
+    (3072, 3072, 4096, "Sm90_128x192x64_Coop_S5"),  # (0.892 against 0.788 for 240); the fit widths' third round
+    (2048, 11008, 4096, ""),
+    (4096, 4096, 4096, ""),        # the 128x256 tiles fill their rounds
+    (8192, 14336, 4096, ""),
+    (2048, 2048, 2048, ""),
+    (1536, 1536, 4096, "Sm90_128x144x64_Coop_S6"),  # the fit widths first
+    (16384, 16384, 1024, ""),      # 8 rounds or more: the short-K pairs' territory
+    (256, 2816, 8192, ""),         # one partial round: the 128x256 tiles' split-K
+])
+def test_sm90_wide240_aligned_rule(m, n, k, expected):
+    """choose_sm90_wide: on rows that are 128-byte multiples, 128x240 tiles in place of the 128x256 ones where
+    they fill the rounds 5% better, for launches that defer every tile and whose 128x256 tiles would not take
+    stream-K; never without defer_ok."""
+    sk = _C.sm90_coop_streamk(m, n, k, 132, True, "", "")
+    if (m, n, k) in ((1536, 6144, 4096), (3072, 3072, 4096), (2048, 11008, 4096)):
+        assert sk, "these keep 128x256 for its stream-K"
+    if expected == P240:
+        assert not sk
+    assert _C.choose_sm90_fit(m, n, k, 132, "", True, COOP, True, True, sk) == expected
+    fit = expected if expected not in ("", P240) else ""  # (the fit widths do not need defer_ok)
+    assert _C.choose_sm90_fit(m, n, k, 132, "", True, COOP, True, False, sk) == fit
+    assert _C.choose_sm90_fit(m, n, k, 132, "", True, PP256, True, True, sk) != P240  # (a ping-pong base keeps it)
+    if expected == P240:  # the same problem with stream-K forced on its 128x256 tiles keeps them
+        assert _C.choose_sm90_fit(m, n, k, 132, "", True, COOP, True, True, True) == ""
+
+
+def test_sm90_fit_config_names():
+    """The fit widths' names (each with the stages that fit beside the epilogue slots)."""
+    for w, s in STAGES.items():
+        assert _C.choose_sm90_fit(1536, 1536, 4096, 132, f"coop{w}") == f"Sm90_128x{w}x64_Coop_S{s}"
