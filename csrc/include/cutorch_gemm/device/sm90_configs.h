@@ -390,14 +390,24 @@ struct Sm90Split {
 // block_k: the K slice in elements (64: 16-bit operands; 128: 8-bit, scaled_mm).
 // scaled_mm's 8-bit kernels take the same rule (sm90_scaled_mm_split): H100, 64x8192x8192 e4m3
 // ran 32 ping-pong tiles on 132 SMs at 0.81x torch._scaled_mm unsplit.
+// The tile (rows, columns) of the heuristic's configs (choose_sm90_config): 128x256 cooperative, 64x128 and 64x64
+// ping-pong, else 64x256 ping-pong (for the rules that take one of those: split-K, the fit rule's base score).
+struct Sm90Tile {
+  int m, n;
+};
+inline Sm90Tile sm90_heuristic_tile(Sm90ConfigId config) {
+  if (config == Sm90ConfigId::kCoop128x256) return {128, 256};
+  if (config == Sm90ConfigId::kPingpong64x128) return {64, 128};
+  if (config == Sm90ConfigId::kPingpong64x64) return {64, 64};
+  return {64, 256};
+}
+
 inline Sm90Split choose_sm90_split(Sm90ConfigId config, int m, int n, int k, int num_sms, int fill = 4,
                                    int block_k = 64) {
   // (the fit-width tiles and the 240-wide pairs fill the SMs themselves)
   if (sm90_fit_width(config) > 0 || config == Sm90ConfigId::kCoop240) return {1, 0};
-  const int block_m = config == Sm90ConfigId::kCoop128x256 ? 128 : 64;  // (never the forced 128x192 one)
-  const int block_n = config == Sm90ConfigId::kPingpong64x128  ? 128
-                      : config == Sm90ConfigId::kPingpong64x64 ? 64
-                                                               : 256;
+  const Sm90Tile tile = sm90_heuristic_tile(config);  // (never the forced 128x192 one)
+  const int block_m = tile.m, block_n = tile.n;
   const long long tiles = (long long)((m + block_m - 1) / block_m) * ((n + block_n - 1) / block_n);
   if (tiles <= 0 || fill < 1 || tiles * fill > num_sms) return {1, 0};
   int splits = int(num_sms / tiles);

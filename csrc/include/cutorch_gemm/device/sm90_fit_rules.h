@@ -69,14 +69,10 @@ inline double sm90_pair_score(long long m, long long n, int block_n, int num_sms
   return double(m) * double(n) / (double(rounds) * clusters * 256.0 * block_n);
 }
 
-// sm90_tile_score of the heuristic's own tile (the 128x256 one for any config but the ping-pong ones).
+// sm90_tile_score of the heuristic's own tile (base: one of choose_sm90_config's 16-bit configs).
 inline double sm90_base_score(Sm90ConfigId base, long long m, long long n, int num_sms) {
-  switch (base) {
-    case Sm90ConfigId::kPingpong64x256: return sm90_tile_score(m, n, 64, 256, num_sms);
-    case Sm90ConfigId::kPingpong64x128: return sm90_tile_score(m, n, 64, 128, num_sms);
-    case Sm90ConfigId::kPingpong64x64: return sm90_tile_score(m, n, 64, 64, num_sms);
-    default: return sm90_tile_score(m, n, 128, 256, num_sms);
-  }
+  const Sm90Tile tile = sm90_heuristic_tile(base);
+  return sm90_tile_score(m, n, tile.m, tile.n, num_sms);
 }
 
 // Operand rows that are not 128-byte multiples (!rows_128b; K = 1000, 2000, ...): a TMA box row then straddles
