@@ -1,9 +1,9 @@
 """The fit-width cooperative tiles (Sm90_128xNx64_Coop, N = 80 ... 224; device/sm90_configs.h,
 choose_sm90_fit): every width through mm / gemm / linear-style operands against the float64 reference,
 with edge tiles in M and N, K shorter than a k-block and not a multiple of it, bias, alpha and an fp32
-D; explain must name the width that ran. The rule: where it applies on this GPU it runs, and launches
-it does not cover (an MN-major operand, an activation, C, odd N, a forced epilogue path) keep the other
-configs. Skipped without an sm_90 GPU."""
+D; explain must name the width that ran. The rule: where it applies on this GPU it runs (plain launches,
+and those with an activation whose every tile defers its store), and launches it does not cover (an
+MN-major operand, exact GELU, C, odd N, a forced epilogue path) keep the other configs. Skipped without an sm_90 GPU."""
 from __future__ import annotations
 
 import pytest
@@ -222,17 +222,21 @@ def test_sm90_pair240_capped_grid(monkeypatch):
     check(cg.gemm(a, b, bias=bias), ref_gemm(a, b, bias=bias), torch.bfloat16, what="pair240 capped grid")
 
 
-@pytest.mark.parametrize("case", ["mn_major_b", "activation", "c", "odd_n", "staged"])
+@pytest.mark.parametrize("case", ["mn_major_b", "exact_gelu", "relu_fit_defer_off", "c", "odd_n", "staged"])
 def test_sm90_fit_not_taken(case, monkeypatch):
-    """Launches outside the fit tiles' reach keep another config, even when forced."""
+    """Launches outside the fit tiles' reach keep another config, even when forced: exact GELU (no deferred
+    store), an activation with the deferring twins switched off."""
     monkeypatch.setenv("CUTORCH_GEMM_SM90_CONFIG", "fit")
     m, n, k = 1536, 1537 if case == "odd_n" else 1536, 1024
     a, b = _operands(m, n, k, torch.bfloat16)
     kwargs = {}
     if case == "mn_major_b":
         b = b.contiguous()
-    if case == "activation":
+    if case == "exact_gelu":
+        kwargs = {"activation": "gelu", "bias": torch.randn(n, device="cuda", dtype=torch.bfloat16)}
+    if case == "relu_fit_defer_off":
         kwargs = {"activation": "relu"}
+        monkeypatch.setenv("CUTORCH_GEMM_SM90_FIT_DEFER", "off")
     if case == "c":
         kwargs = {"c": torch.randn(m, n, device="cuda", dtype=torch.bfloat16), "beta": 1.0}
     if case == "staged":
@@ -241,3 +245,54 @@ def test_sm90_fit_not_taken(case, monkeypatch):
     assert e.kernel == "sm90" and "fit-width" not in e.reason, str(e)
     assert not any(f"_128x{w}x64" in e.config for w in WIDTHS), str(e)
     check(cg.gemm(a, b, **kwargs), ref_gemm(a, b, **kwargs), torch.bfloat16, what=case)
+
+
+# Launches with an activation (relu, GELU-tanh, SiLU; bias or not) whose every tile defers its store take the fit
+# widths too (sm90_fit_act_ok): the deferring twins, and 192, which defers itself.
+ACT_WIDTHS = [80, 112, 144, 192, 224]
+
+
+@pytest.mark.parametrize("activation", ["relu", "gelu_tanh", "silu"])
+@pytest.mark.parametrize("width", ACT_WIDTHS)
+# (rows of 128-byte multiples, D rows of 16-byte ones: partial tiles in M and N, one k-block, several tiles per CTA)
+@pytest.mark.parametrize("mnk", [(129, 296, 64), (1000, 1504, 832), (2304, 3000, 192)],
+                         ids=lambda s: "x".join(map(str, s)))
+def test_sm90_fit_activation_widths(width, activation, mnk, monkeypatch):
+    monkeypatch.setenv("CUTORCH_GEMM_SM90_CONFIG", f"coop{width}")
+    m, n, k = mnk
+    a, b = _operands(m, n, k, torch.bfloat16)
+    bias = torch.randn(n, device="cuda", dtype=torch.bfloat16)
+    for kwargs in ({"activation": activation, "bias": bias}, {"activation": activation, "alpha": 0.5}):
+        e = cg.explain("gemm", a, b, **kwargs)
+        assert f"_128x{width}x64_Coop" in e.config and "deferred store" in e.reason, str(e)
+        poison(m * n * 4)
+        out = cg.gemm(a, b, **kwargs)
+        check(out, ref_gemm(a, b, **kwargs), torch.bfloat16, what=f"fit {width} {activation} {mnk} {sorted(kwargs)}")
+        assert torch.equal(out, cg.gemm(a, b, **kwargs)), "the same bits on a second run"
+
+
+def test_sm90_fit_activation_rule(monkeypatch):
+    """The rule gives bias + activation launches the width it gives plain ones (1536x1536x4096: 144 on 132 SMs);
+    the 128-wide tile forced with an activation keeps the heuristic's config (its direct store has no
+    activation); fp16 too."""
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    for dtype in (torch.bfloat16, torch.float16):
+        for m, n, k in [(1536, 1536, 4096), (1024, 2560, 4096), (3072, 3072, 4096)]:
+            a, b = _operands(m, n, k, dtype)
+            bias = torch.randn(n, device="cuda", dtype=dtype)
+            plain = cg.explain("mm", a, b)
+            for act in ("gelu_tanh", "silu"):
+                e = cg.explain("gemm", a, b, bias=bias, activation=act)
+                assert e.config == plain.config, (str(e), str(plain))
+                if sms == 132:
+                    assert "fit-width" in e.reason and "_128x256x64" not in e.config, str(e)
+                poison(m * n * 4)
+                check(cg.gemm(a, b, bias=bias, activation=act), ref_gemm(a, b, bias=bias, activation=act), dtype,
+                      what=f"rule {act} {m}x{n}x{k}")
+    monkeypatch.setenv("CUTORCH_GEMM_SM90_CONFIG", "coop128")
+    a, b = _operands(1536, 1536, 1024, torch.bfloat16)
+    bias = torch.randn(1536, device="cuda", dtype=torch.bfloat16)
+    e = cg.explain("gemm", a, b, bias=bias, activation="relu")
+    assert "_128x128x64" not in e.config, str(e)
+    check(cg.gemm(a, b, bias=bias, activation="relu"), ref_gemm(a, b, bias=bias, activation="relu"), torch.bfloat16,
+          what="coop128 forced, relu")

@@ -262,17 +262,20 @@ void run_gemm(const GemmArgs& g, const at::Tensor& a, const at::Tensor& b) {
     const std::string forced_config = env_lower("CUTORCH_GEMM_SM90_CONFIG");
     Sm90ConfigId config = choose_sm90_config(e.m, e.n, g.shape.k, e.problems, d.sms, forced_config, narrow, coop_sk);
     // Fit-width cooperative tiles (choose_sm90_fit) for plain launches whose D the direct epilogue stores
-    // (not while a test forces another epilogue path). explain() mirrors this.
+    // (not while a test forces another epilogue path), and for launches with an activation whose every tile
+    // defers its store (sm90_fit_act_ok). explain() mirrors this.
     const std::string forced_epi = env_lower("CUTORCH_GEMM_SM90_EPILOGUE");
     // The other dense fp16 / bf16 launches take only its pair rule (rows that are not 128-byte multiples).
     if (dense && !tf32) {
-      const bool fit_ok =
-          sm90_fit_launch_ok(g, oa.mn_major, ob.mn_major) && (forced_epi.empty() || forced_epi == "direct");
       // (the 240-wide pairs: launches whose every tile defers its store)
       const bool defer_ok = sm90_defer_launch_ok(g, oa.mn_major, ob.mn_major,
                                                  !forced_epi.empty() || env_lower("CUTORCH_GEMM_SM90_DEFER") == "off");
+      const bool rows_128b = sm90_operands_rows_128b(g.shape, 2);
+      const bool fit_ok =
+          (sm90_fit_launch_ok(g, oa.mn_major, ob.mn_major) && (forced_epi.empty() || forced_epi == "direct")) ||
+          sm90_fit_act_ok(g, defer_ok, rows_128b, env_lower("CUTORCH_GEMM_SM90_FIT_DEFER") == "off", forced_config);
       config = choose_sm90_fit(config, int(g.shape.m), int(g.shape.n), int(g.shape.k), d.sms, forced_config,
-                               sm90_operands_rows_128b(g.shape, 2), fit_ok, defer_ok, coop_sk);
+                               rows_128b, fit_ok, defer_ok, coop_sk);
     }
     // Split-K for one dense problem whose tiles leave SMs idle (explain() mirrors this rule).
     const Sm90Split split = g.shape.mode == GroupMode::kBatched && g.batch == 1
