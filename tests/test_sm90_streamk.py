@@ -108,13 +108,15 @@ def test_sm90_streamk_default_rule_and_tf32(monkeypatch):
 def test_sm90_sparse_last_round_by_the_rule(dtype, monkeypatch):
     """Without forcing (132 SMs): 1280x3584x4096 has 140 tiles of 128x256, a last round of 8 (6%) and 64 K
     slices: "wide" stream-K over all 140. 1536x6144x4096 (288 tiles, 18%) would take ping-pong 64x256 by the
-    wave rule; it keeps the cooperative config because that launch takes stream-K."""
+    wave rule; it keeps the cooperative config because that launch takes stream-K. (b is read MN-major: with both
+    operands K-major these bias + GELU-tanh launches take the fit-width tiles, tests/test_sm90_fit.py.)"""
     for var in ("CUTORCH_GEMM_SM90_CONFIG", "CUTORCH_GEMM_SM90_STREAMK", "CUTORCH_GEMM_SM90_GRID",
                 "CUTORCH_GEMM_SM90_CLUSTER"):
         monkeypatch.delenv(var, raising=False)
     full = torch.cuda.get_device_properties(0).multi_processor_count == 132
     for (m, n, k), tiles in (((1280, 3584, 4096), 140), ((1536, 6144, 4096), 288)):
-        a, b = linear_operands(m, n, k, dtype)
+        a = torch.randn(m, k, device="cuda", dtype=dtype)
+        b = torch.randn(k, n, device="cuda", dtype=dtype)
         bias = torch.randn(n, device="cuda", dtype=dtype)
         e = cg.explain("gemm", a, b, bias=bias, activation="gelu_tanh")
         if full:
