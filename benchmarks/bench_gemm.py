@@ -14,6 +14,8 @@ Suites (``SUITES``):
     fp8, fp8_rowwise   ``scaled_mm`` (e4m3 -> bf16) against ``torch._scaled_mm``
     moe128, moe8       ``grouped_mm`` 2D x 3D on MoE expert shapes against ``torch._grouped_mm``
     moe_decode, moe_decode8   the same at decode sizes: a few rows, one per expert (not run by default)
+    mid, mid_epilogue  mid-size shapes (128x256 tiles leave rounds partly empty), plain and with bias + GELU
+              (not run by default)
 (defined in ``benchmarks/gemm_suites.py``)
 
 Timing follows /work/.library/device/METHOD.md: ``triton.testing.do_bench`` medians (a

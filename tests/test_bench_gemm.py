@@ -39,6 +39,7 @@ def test_decode_offsets_spread_rows_one_per_expert(monkeypatch):
     assert int(sizes.sum()) == 300 and int(sizes.min()) >= 2 and int(sizes.max()) <= 3
     assert "moe_decode" not in bg.DEFAULT_SUITES and bg.SUITES["moe_decode"].decode
     assert "mid" not in bg.DEFAULT_SUITES and bg.SUITES["mid"].kind == "mm"  # (mid-size dense, on request)
+    assert "mid_epilogue" not in bg.DEFAULT_SUITES and bg.SUITES["mid_epilogue"].kind == "epilogue"
 
 
 def test_grouped_decode_suite_case_on_cpu(monkeypatch):
