@@ -132,9 +132,9 @@ def test_sm90_pair_rule_launches(mnk, dtype):
 
 @pytest.mark.parametrize("case", ["gelu_tanh", "relu_bias", "c", "mn_major_b", "mn_major_a", "staged"])
 def test_sm90_pair_rule_other_launches(case, monkeypatch):
-    """Launches the fit tiles do not take, on rows that are not 128-byte multiples (K = 1000): 128x256 pairs (128x240
-    where the launch defers every tile) in place of the heuristic's ping-pong tiles over more than one round
-    (2000x3000x1000: 64x256, 384 tiles)."""
+    """Launches on rows that are not 128-byte multiples (K = 1000) in place of the heuristic's ping-pong tiles over
+    more than one round (2000x3000x1000: 64x256, 384 tiles): those the fit tiles do not take, 128x256 pairs; bias +
+    an activation the packing has (every tile defers its store), the plain launch's 128x192 pairs."""
     m, n, k = 2000, 3000, 1000
     a, b = _operands(m, n, k, torch.bfloat16)
     kwargs = {}
@@ -152,9 +152,8 @@ def test_sm90_pair_rule_other_launches(case, monkeypatch):
         monkeypatch.setenv("CUTORCH_GEMM_SM90_EPILOGUE", "staged")
     e = cg.explain("gemm", a, b, **kwargs)
     if torch.cuda.get_device_properties(0).multi_processor_count == 132:
-        # (bias + an activation the packing has defers every tile: the 240-wide pairs, which fill the two rounds
-        # 7% better than 256-wide ones)
-        wide = "Sm90_128x240x64_Coop_S4" if case in ("gelu_tanh", "relu_bias") else "Sm90_128x256x64_Coop_S4"
+        # (bias + an activation the packing has defers every tile: the 192-wide pairs, as the plain launch)
+        wide = "Sm90_128x192x64_Coop_S5" if case in ("gelu_tanh", "relu_bias") else "Sm90_128x256x64_Coop_S4"
         assert e.config == wide and "2x1 clusters" in e.reason, str(e)
         assert "not 128-byte multiples" in e.reason, str(e)
     poison(m * n * 4)
@@ -254,8 +253,9 @@ ACT_WIDTHS = [80, 112, 144, 192, 224]
 
 @pytest.mark.parametrize("activation", ["relu", "gelu_tanh", "silu"])
 @pytest.mark.parametrize("width", ACT_WIDTHS)
-# (rows of 128-byte multiples, D rows of 16-byte ones: partial tiles in M and N, one k-block, several tiles per CTA)
-@pytest.mark.parametrize("mnk", [(129, 296, 64), (1000, 1504, 832), (2304, 3000, 192)],
+# (D rows of 16-byte multiples: partial tiles in M and N, one k-block, several tiles per CTA; K = 1000: rows that are
+# not 128-byte multiples, 2x1 clusters)
+@pytest.mark.parametrize("mnk", [(129, 296, 64), (1000, 1504, 832), (2304, 3000, 192), (1000, 1400, 1000)],
                          ids=lambda s: "x".join(map(str, s)))
 def test_sm90_fit_activation_widths(width, activation, mnk, monkeypatch):
     monkeypatch.setenv("CUTORCH_GEMM_SM90_CONFIG", f"coop{width}")
@@ -265,6 +265,7 @@ def test_sm90_fit_activation_widths(width, activation, mnk, monkeypatch):
     for kwargs in ({"activation": activation, "bias": bias}, {"activation": activation, "alpha": 0.5}):
         e = cg.explain("gemm", a, b, **kwargs)
         assert f"_128x{width}x64_Coop" in e.config and "deferred store" in e.reason, str(e)
+        assert ("2x1 clusters" in e.reason) == (k % 64 != 0), str(e)
         poison(m * n * 4)
         out = cg.gemm(a, b, **kwargs)
         check(out, ref_gemm(a, b, **kwargs), torch.bfloat16, what=f"fit {width} {activation} {mnk} {sorted(kwargs)}")

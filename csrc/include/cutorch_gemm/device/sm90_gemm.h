@@ -85,13 +85,12 @@ inline bool sm90_defer_launch_ok(const GemmArgs& g, bool a_mn, bool b_mn, bool f
 // Whether a launch with an activation (relu, GELU-tanh, SiLU; bias or not) takes the fit-width rule too: every
 // tile defers its store (defer_ok, sm90_defer_launch_ok), so each width the rule can pick runs a deferring kernel
 // (the twins of the widths that are not multiples of 64, and the 192-wide tile, which defers itself; the rule
-// never picks 128, whose direct-store tile has no activation). Operand rows 128-byte multiples (rows_128b: on
-// other rows the pair rule keeps its 128x256 / 128x240 pairs for these launches), and the twins not switched off
-// (CUTORCH_GEMM_SM90_FIT_DEFER=off: launch_sm90_fit would run the direct-store tiles), nor the 128-wide tile forced
+// never picks 128, whose direct-store tile has no activation), and on operand rows that are not 128-byte
+// multiples the pair rule may take the 192-wide pairs. Not with the twins switched off
+// (CUTORCH_GEMM_SM90_FIT_DEFER=off: launch_sm90_fit would run the direct-store tiles) nor the 128-wide tile forced
 // (forced: CUTORCH_GEMM_SM90_CONFIG). explain() mirrors this.
-inline bool sm90_fit_act_ok(const GemmArgs& g, bool defer_ok, bool rows_128b, bool fit_defer_off,
-                            const std::string& forced) {
-  return g.act != Activation::kNone && defer_ok && rows_128b && !fit_defer_off && forced != "coop128";
+inline bool sm90_fit_act_ok(const GemmArgs& g, bool defer_ok, bool fit_defer_off, const std::string& forced) {
+  return g.act != Activation::kNone && defer_ok && !fit_defer_off && forced != "coop128";
 }
 
 inline cudaError_t sm90_gemm(const GemmArgs& args, Sm90ConfigId config, bool a_mn, bool b_mn, int num_sms,
