@@ -419,7 +419,8 @@ def _fit_config(a, b, op_a, op_b, mode, batch, m, n, k, sms, forced, kwargs, bas
                 coop_sk: bool = False) -> str:
     """The binding's fit-width rule (cuda_common.cpp, choose_sm90_fit): one dense fp16 / bf16 problem, both
     operands K-major, D = alpha * acc (+ bias) (no C, no activation, even N), no forced epilogue path other than
-    "direct", or with an activation where every tile defers its store; with rows that are not 128-byte multiples, its pair rule (choose_sm90_pairs) instead. The other
+    "direct", or with an activation where every tile defers its store; with rows that are not 128-byte
+    multiples, its pair rule (choose_sm90_pairs) instead. The other
     dense fp16 / bf16 launches on such rows take the pair rule's 128x256 pairs where it moves them off ping-pong
     tiles; the 128x240 tiles serve launches that defer every tile's store (sm90_defer_launch_ok), with or without
     an activation. base: the heuristic's config. Returns the config's name, or "" where the heuristic's stays."""
@@ -431,8 +432,8 @@ def _fit_config(a, b, op_a, op_b, mode, batch, m, n, k, sms, forced, kwargs, bas
     epilogue = os.environ.get("CUTORCH_GEMM_SM90_EPILOGUE", "").strip().lower()
     eligible = k_major and activation in (None, "none") and not n % 2 and not has_c and epilogue in ("", "direct")
     # the 240-wide tiles: launches whose every tile defers its store (sm90_defer_launch_ok)
-    defer_ok = (k_major and not has_c and not epilogue and activation in (None, "none", "relu", "gelu_tanh", "silu")
-                and bool(_defer_note("_Coop_", a, mode, n, 1, kwargs)))
+    defer_ok = (k_major and not has_c and not epilogue and bool(_defer_note("_Coop_", a, mode, n, 1, kwargs))
+                and activation in (None, "none", "relu", "gelu", "gelu_tanh", "silu"))
     rows_128b = _operands_rows_128b(a, b)
     # launches with an activation whose every tile defers its store (sm90_fit_act_ok)
     fit_defer_off = os.environ.get("CUTORCH_GEMM_SM90_FIT_DEFER", "").strip().lower() == "off"
@@ -444,7 +445,7 @@ def _fit_config(a, b, op_a, op_b, mode, batch, m, n, k, sms, forced, kwargs, bas
 def _defer_note(config: str, a: torch.Tensor, mode: str, n: int, splits: int, kwargs) -> str:
     """The deferred store (sm90_launch.cuh's defer_store, the kernel's kDefer): cooperative 16-bit
     launches with a 16-bit D. Plain or bias + activation: D takes TMA stores (rows 16-byte aligned,
-    not grouped along N), no C, not exact GELU, a bias read as 4-byte column pairs. The fused
+    not grouped along N), no C, a bias read as 4-byte column pairs. The fused
     SwiGLU: its register epilogue's pairs (F = N / 2 even), the same bias pairs."""
     if "_Coop_" not in config or a.element_size() != 2 or splits > 1 or mode == "n":
         return ""
@@ -464,7 +465,8 @@ def _defer_note(config: str, a: torch.Tensor, mode: str, n: int, splits: int, kw
     # Forced epilogue paths (CUTORCH_GEMM_SM90_EPILOGUE): "general" and "fused" keep a plain D's TMA store,
     # so it defers; any forced path takes an activation off the packed registers.
     tma_store = epilogue in ("", "general", "fused") if activation in (None, "none") else not epilogue
-    if activation == "gelu" or not tma_store or n % 8 or not pairs:
+    # (exact GELU: not on the 256-wide tiles, sm90_launch.cuh)
+    if not tma_store or n % 8 or not pairs or (activation == "gelu" and "x256x" in config):
         return ""
     if kwargs.get("c") is not None and float(kwargs.get("beta", 0.0)) != 0.0:
         return ""

@@ -547,8 +547,8 @@ def test_sm90_deferred_store(case, layouts, defer, kernel, monkeypatch):
 @pytest.mark.parametrize("activation", ACTIVATIONS)
 @pytest.mark.parametrize("bias_kind", ["none", "aligned", "odd_start", "odd_n"])
 def test_sm90_deferred_store_bias_activation(activation, bias_kind, defer, kernel, monkeypatch):
-    """Bias and activation applied in the packing (exact GELU and bias pairs that are not 4-byte
-    aligned, an odd start or an odd N, take the general kernel's non-deferred epilogue; where the store
+    """Bias and activation applied in the packing (bias pairs that are not 4-byte aligned, an odd
+    start or an odd N, take the general kernel's non-deferred epilogue; where the store
     defers, the cooperative compact kernel runs). "compact": 3 CTAs over 24 tiles, no stream-K;
     "*_streamk": 5 CTAs with stream-K pieces in the last rounds; "mn_major_*": an MN-major A."""
     monkeypatch.setenv("CUTORCH_GEMM_SM90_CONFIG", "coop")

@@ -3,7 +3,7 @@ choose_sm90_fit): every width through mm / gemm / linear-style operands against 
 with edge tiles in M and N, K shorter than a k-block and not a multiple of it, bias, alpha and an fp32
 D; explain must name the width that ran. The rule: where it applies on this GPU it runs (plain launches,
 and those with an activation whose every tile defers its store), and launches it does not cover (an
-MN-major operand, exact GELU, C, odd N, a forced epilogue path) keep the other configs. Skipped without an sm_90 GPU."""
+MN-major operand, an fp32 D with an activation, C, odd N, a forced epilogue path) keep the other configs. Skipped without an sm_90 GPU."""
 from __future__ import annotations
 
 import pytest
@@ -179,18 +179,17 @@ def test_sm90_pair240_launches(mnk, dtype, monkeypatch):
     assert ("2x1 clusters" in e.reason) == (k % 64 != 0 and m > 128), str(e)
     bias = _check_mm_and_bias(a, b, dtype, f"pair240 {mnk}")
     # bias + an activation the packing has defers too
-    for act in ("gelu_tanh", "relu"):
+    for act in ("gelu_tanh", "relu", "gelu"):
         assert "x240x" in cg.explain("gemm", a, b, bias=bias, activation=act).config
         poison(m * n * 4)
         check(cg.gemm(a, b, bias=bias, activation=act), ref_gemm(a, b, bias=bias, activation=act), dtype,
               what=f"pair240 bias + {act} {mnk}")
-    # Launches that do not defer every tile keep another config, even forced: an fp32 D, exact GELU, C
+    # Launches that do not defer every tile keep another config, even forced: an fp32 D, C
     e = cg.explain("gemm", a, b, bias=bias, out_dtype=torch.float32)
     assert "x240x" not in e.config, str(e)
     poison(m * n * 4)
     check(cg.gemm(a, b, bias=bias, out_dtype=torch.float32), ref_gemm(a, b, bias=bias), dtype, torch.float32,
           what=f"pair240 fp32 D {mnk}")
-    assert "x240x" not in cg.explain("gemm", a, b, activation="gelu").config
     c = torch.randn(m, n, device="cuda", dtype=dtype)
     assert "x240x" not in cg.explain("gemm", a, b, c=c, beta=1.0).config
 
@@ -221,18 +220,19 @@ def test_sm90_pair240_capped_grid(monkeypatch):
     check(cg.gemm(a, b, bias=bias), ref_gemm(a, b, bias=bias), torch.bfloat16, what="pair240 capped grid")
 
 
-@pytest.mark.parametrize("case", ["mn_major_b", "exact_gelu", "relu_fit_defer_off", "c", "odd_n", "staged"])
+@pytest.mark.parametrize("case", ["mn_major_b", "gelu_fp32_d", "relu_fit_defer_off", "c", "odd_n", "staged"])
 def test_sm90_fit_not_taken(case, monkeypatch):
-    """Launches outside the fit tiles' reach keep another config, even when forced: exact GELU (no deferred
-    store), an activation with the deferring twins switched off."""
+    """Launches outside the fit tiles' reach keep another config, even when forced: an activation into an fp32 D
+    (no deferred store), an activation with the deferring twins switched off."""
     monkeypatch.setenv("CUTORCH_GEMM_SM90_CONFIG", "fit")
     m, n, k = 1536, 1537 if case == "odd_n" else 1536, 1024
     a, b = _operands(m, n, k, torch.bfloat16)
     kwargs = {}
     if case == "mn_major_b":
         b = b.contiguous()
-    if case == "exact_gelu":
-        kwargs = {"activation": "gelu", "bias": torch.randn(n, device="cuda", dtype=torch.bfloat16)}
+    if case == "gelu_fp32_d":
+        kwargs = {"activation": "gelu", "bias": torch.randn(n, device="cuda", dtype=torch.bfloat16),
+                  "out_dtype": torch.float32}
     if case == "relu_fit_defer_off":
         kwargs = {"activation": "relu"}
         monkeypatch.setenv("CUTORCH_GEMM_SM90_FIT_DEFER", "off")
@@ -243,15 +243,16 @@ def test_sm90_fit_not_taken(case, monkeypatch):
     e = cg.explain("gemm", a, b, **kwargs)
     assert e.kernel == "sm90" and "fit-width" not in e.reason, str(e)
     assert not any(f"_128x{w}x64" in e.config for w in WIDTHS), str(e)
-    check(cg.gemm(a, b, **kwargs), ref_gemm(a, b, **kwargs), torch.bfloat16, what=case)
+    out_dtype = kwargs.pop("out_dtype", torch.bfloat16)
+    check(cg.gemm(a, b, out_dtype=out_dtype, **kwargs), ref_gemm(a, b, **kwargs), torch.bfloat16, out_dtype, what=case)
 
 
-# Launches with an activation (relu, GELU-tanh, SiLU; bias or not) whose every tile defers its store take the fit
+# Launches with an activation (relu, GELU, GELU-tanh, SiLU; bias or not) whose every tile defers its store take the fit
 # widths too (sm90_fit_act_ok): the deferring twins, and 192, which defers itself.
 ACT_WIDTHS = [80, 112, 144, 192, 224]
 
 
-@pytest.mark.parametrize("activation", ["relu", "gelu_tanh", "silu"])
+@pytest.mark.parametrize("activation", ["relu", "gelu", "gelu_tanh", "silu"])
 @pytest.mark.parametrize("width", ACT_WIDTHS)
 # (D rows of 16-byte multiples: partial tiles in M and N, one k-block, several tiles per CTA; K = 1000: rows that are
 # not 128-byte multiples, 2x1 clusters)
@@ -282,7 +283,7 @@ def test_sm90_fit_activation_rule(monkeypatch):
             a, b = _operands(m, n, k, dtype)
             bias = torch.randn(n, device="cuda", dtype=dtype)
             plain = cg.explain("mm", a, b)
-            for act in ("gelu_tanh", "silu"):
+            for act in ("gelu", "gelu_tanh", "silu"):
                 e = cg.explain("gemm", a, b, bias=bias, activation=act)
                 assert e.config == plain.config, (str(e), str(plain))
                 if sms == 132:

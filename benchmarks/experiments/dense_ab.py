@@ -11,7 +11,8 @@ call of the others. ROUNDS rounds (default 5; raised to a multiple of the functi
 prints the median ratio to torch.mm of each variant and its per-round range, or with TABLE=1 one row
 per shape (medians only, and the config the default launch runs: the dispatch-rule sweeps of
 benchmarks/RESULTS.md, thirtieth session). EPI=gelu: the epilogue suite's launch instead, gemm with bias and
-GELU against torch._addmm_activation; EPI=bias: gemm with bias against torch.addmm. A variant setting PLAIN=1
+GELU against torch._addmm_activation; EPI=gelu_erf: gemm with bias and exact (erf) GELU against torch.addmm and
+F.gelu (PyTorch has no fused exact-GELU epilogue); EPI=bias: gemm with bias against torch.addmm. A variant setting PLAIN=1
 times our plain mm on the same operands (the epilogue's cost: its ratio over the default's). DTYPE=tf32: fp32
 operands with TF32 allowed on both sides; DTYPE=fp16: float16 operands (default bf16). Two builds cannot share a process (both are
 cutorch_gemm._C): to compare them, run VARS="def:" alternately with each build first on PYTHONPATH.
@@ -48,8 +49,8 @@ def main():
     rounds = int(os.environ.get("ROUNDS", "5"))
     keys = {k for v in variants for k in env_of(v)}
     epi = os.environ.get("EPI", "")
-    assert epi in ("", "gelu", "bias"), f"EPI: '', 'gelu' or 'bias', got {epi!r}"
-    act = EPILOGUE_ACTIVATION if epi == "gelu" else "none"
+    assert epi in ("", "gelu", "gelu_erf", "bias"), f"EPI: '', 'gelu', 'gelu_erf' or 'bias', got {epi!r}"
+    act = {"gelu": EPILOGUE_ACTIVATION, "gelu_erf": "gelu"}.get(epi, "none")
     dtype_name = os.environ.get("DTYPE", "bf16")
     dtypes = {"bf16": torch.bfloat16, "fp16": torch.float16, "tf32": torch.float32}
     assert dtype_name in dtypes, f"DTYPE: one of {sorted(dtypes)}, got {dtype_name!r}"
@@ -75,7 +76,8 @@ def main():
     for m, n, k in shapes:
         sets = _make_sets(m, n, k, dtype, bool(epi))
         theirs = {"": torch.mm, "bias": lambda x, b, bias: torch.addmm(bias, x, b),
-                  "gelu": lambda x, b, bias: torch._addmm_activation(bias, x, b, use_gelu=True)}[epi]
+                  "gelu": lambda x, b, bias: torch._addmm_activation(bias, x, b, use_gelu=True),
+                  "gelu_erf": lambda x, b, bias: torch.nn.functional.gelu(torch.addmm(bias, x, b))}[epi]
         fns = {"torch": _rotating(theirs, sets)}
         for v in variants:
             fns[v] = _rotating(ours(v), sets)

@@ -65,9 +65,8 @@ CG_DEVICE void sm90_pack_tile(const float (&acc)[kRegs], float alpha, const uint
 }
 
 // sm90_pack_tile for the launch's epilogue: one unrolled copy per activation (any bias), and
-// the plain one without bias code. Not exact GELU (erf): its unrolled copy spilled ~40 bytes in
-// two layouts (a long polynomial per value); those launches keep sm90_store_tile_tma_act (the
-// host does not set defer_store for them; false here too: nothing packed).
+// the plain one without bias code. Exact GELU packs through activation_fast's one-MUFU erf (with erff
+// the unrolled copies spilled 16-56 bytes). false: nothing packed (no such activation).
 template <typename T, int kRegs>
 CG_DEVICE bool sm90_pack_tile_for(const GemmArgs& g, const Problem& prob, const float (&acc)[kRegs], int col_base,
                                   int lane, uint32_t (&pk)[kRegs / 2], const uint32_t* staged = nullptr) {
@@ -77,6 +76,7 @@ CG_DEVICE bool sm90_pack_tile_for(const GemmArgs& g, const Problem& prob, const 
   switch (g.act) {
     case Activation::kRelu: CG_SM90_PACK(Activation::kRelu, true); break;
     case Activation::kGeluTanh: CG_SM90_PACK(Activation::kGeluTanh, true); break;
+    case Activation::kGelu: CG_SM90_PACK(Activation::kGelu, true); break;
     case Activation::kSilu: CG_SM90_PACK(Activation::kSilu, true); break;
     case Activation::kNone:
       if (b) CG_SM90_PACK(Activation::kNone, true);
