@@ -208,6 +208,13 @@ def cases(quick: bool):
              {"CUTORCH_GEMM_SM90_CONFIG": "coop112", "CUTORCH_GEMM_SM90_GRID": "3"}, mm(700, 904, 320)),
             ("sm90 coop80 deferring twin fp16 129x328x72", {"CUTORCH_GEMM_SM90_CONFIG": "coop80"},
              mm(129, 328, 72, dtype=torch.float16))]
+    # the twins and 192 with an activation in the packing (exact GELU's one-MUFU erf, SiLU), 2x1 clusters (K = 1000)
+    out += [("sm90 coop144 deferring twin bias + gelu 1000x1400x1024 grid 3",
+             {"CUTORCH_GEMM_SM90_CONFIG": "coop144", "CUTORCH_GEMM_SM90_GRID": "3"}, mm(1000, 1400, 1024, act="gelu")),
+            ("sm90 coop192 bias + gelu 700x904x320", {"CUTORCH_GEMM_SM90_CONFIG": "coop192"},
+             mm(700, 904, 320, act="gelu")),
+            ("sm90 coop112 deferring twin bias + silu 1000x1400x1000 clusters", {"CUTORCH_GEMM_SM90_CONFIG": "coop112"},
+             mm(1000, 1400, 1000, act="silu"))]
     # the 8-bit 128x192 cooperative config (scaled_mm only)
     out += [("sm90 coop192 fp8 scaled_mm 200x264x96", {"CUTORCH_GEMM_SM90_CONFIG": "coop192"}, scaled(200, 264, 96))]
     # the 8-bit 64x64 ping-pong config (small M), whole and as split-K (partials + scaled sum)
