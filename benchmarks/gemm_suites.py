@@ -20,6 +20,23 @@ class Suite:
     decode: bool = False   # grouped: M rows spread one per expert over M of them (MoE decode)
 
 
+# The mid suites' shapes (M, N, K, in_quick).
+MID_SHAPES = (
+    (1536, 1536, 4096, True),
+    (768, 3072, 4096, False),
+    (1024, 2560, 4096, False),
+    (2048, 1280, 4096, False),
+    (1024, 1536, 8960, True),
+    (512, 2560, 2560, False),
+    (1536, 1536, 1536, False),
+    (512, 1024, 4096, True),
+    (1024, 1024, 4096, False),
+    (3072, 3072, 4096, False),    # three rounds of fit tiles (thirty-eighth session)
+    (1792, 5632, 4096, False),
+    (4608, 1536, 4096, False),
+)
+
+
 SUITES = {
     "dense": Suite(shapes=(
         (4096, 4096, 4096, True),
@@ -85,30 +102,10 @@ SUITES = {
     # Mid-size dense problems (not in the default run; not ANCHORS.md's): partial rounds of the 128x256 tiles,
     # where the fit-width and narrow tiles and the mid-size rules act (benchmarks/RESULTS.md, thirty-first session;
     # the last three: thirty-eighth)
-    "mid": Suite(shapes=(
-        (1536, 1536, 4096, True),
-        (768, 3072, 4096, False),
-        (1024, 2560, 4096, False),
-        (2048, 1280, 4096, False),
-        (1024, 1536, 8960, True),
-        (512, 2560, 2560, False),
-        (1536, 1536, 1536, False),
-        (512, 1024, 4096, True),
-        (1024, 1024, 4096, False),
-        (3072, 3072, 4096, False),    # three rounds of fit tiles (thirty-eighth session)
-        (1792, 5632, 4096, False),
-        (4608, 1536, 4096, False),
-    )),
-    # The mid suite's first shapes with bias + GELU-tanh (not in the default run): since the thirty-ninth session
-    # these launches take the fit widths too (their every tile defers its store).
-    "mid_epilogue": Suite(kind="epilogue", shapes=(
-        (1536, 1536, 4096, True),
-        (1024, 2560, 4096, False),
-        (2048, 1280, 4096, False),
-        (512, 2560, 2560, False),
-        (1536, 1536, 1536, False),
-        (3072, 3072, 4096, False),
-    )),
+    "mid": Suite(shapes=MID_SHAPES),
+    # Six of them with bias + GELU-tanh (not in the default run): since the thirty-ninth session these launches take
+    # the fit widths too (their every tile defers its store).
+    "mid_epilogue": Suite(kind="epilogue", shapes=tuple(MID_SHAPES[i] for i in (0, 2, 3, 5, 6, 9))),
     "epilogue": Suite(kind="epilogue", shapes=(
         (8192, 14336, 4096, False),
         (4096, 4096, 4096, True),

@@ -432,8 +432,8 @@ def _fit_config(a, b, op_a, op_b, mode, batch, m, n, k, sms, forced, kwargs, bas
     epilogue = os.environ.get("CUTORCH_GEMM_SM90_EPILOGUE", "").strip().lower()
     eligible = k_major and activation in (None, "none") and not n % 2 and not has_c and epilogue in ("", "direct")
     # the 240-wide tiles: launches whose every tile defers its store (sm90_defer_launch_ok)
-    defer_ok = (k_major and not has_c and not epilogue and bool(_defer_note("_Coop_", a, mode, n, 1, kwargs))
-                and activation in (None, "none", "relu", "gelu", "gelu_tanh", "silu"))
+    # (any activation: the packing has them all; "_Coop_": a width that defers exact GELU too)
+    defer_ok = k_major and not has_c and not epilogue and bool(_defer_note("_Coop_", a, mode, n, 1, kwargs))
     rows_128b = _operands_rows_128b(a, b)
     # launches with an activation whose every tile defers its store (sm90_fit_act_ok)
     fit_defer_off = os.environ.get("CUTORCH_GEMM_SM90_FIT_DEFER", "").strip().lower() == "off"

@@ -3,7 +3,8 @@ choose_sm90_fit): every width through mm / gemm / linear-style operands against 
 with edge tiles in M and N, K shorter than a k-block and not a multiple of it, bias, alpha and an fp32
 D; explain must name the width that ran. The rule: where it applies on this GPU it runs (plain launches,
 and those with an activation whose every tile defers its store), and launches it does not cover (an
-MN-major operand, an fp32 D with an activation, C, odd N, a forced epilogue path) keep the other configs. Skipped without an sm_90 GPU."""
+MN-major operand, an fp32 D with an activation, C, odd N, a forced epilogue path) keep the other configs.
+Skipped without an sm_90 GPU."""
 from __future__ import annotations
 
 import pytest

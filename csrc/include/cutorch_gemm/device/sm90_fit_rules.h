@@ -147,9 +147,9 @@ inline Sm90ConfigId choose_sm90_wide(Sm90ConfigId base, int m, int n, int k, int
 // row of CTAs (H200, forced: 384x6144x4096 with pairs 0.509, without 0.897), and 3000x5000x1000 (rows of 2000
 // bytes) ran at 0.696 on the direct-store fit tiles against 0.940: such launches take choose_sm90_pairs instead.
 // fit_ok: the launch can take the fit-width tiles (sm90_fit_launch_ok: both operands K-major, no C, no activation;
-// no forced epilogue path but "direct"; or sm90_fit_act_ok: an activation, every tile deferring its store). The other dense fp16 / bf16 launches take only the pair rule, on rows that
-// are not 128-byte multiples, as 128x256 or 128x240 pairs (the 192-wide tile runs the fit tiles' launches only),
-// and choose_sm90_wide on aligned rows.
+// no forced epilogue path but "direct"; or sm90_fit_act_ok: an activation, every tile deferring its store). The
+// other dense fp16 / bf16 launches take only the pair rule, on rows that are not 128-byte multiples, as 128x256 or
+// 128x240 pairs (the 192-wide tile runs the fit tiles' launches only), and choose_sm90_wide on aligned rows.
 // defer_ok: it defers its store in every tile (sm90_defer_launch_ok: both operands K-major, no C, a 16-bit D by
 // TMA, plain or bias + an activation the packing has; the 240-wide tiles need that: pairs on unaligned rows,
 // choose_sm90_wide on aligned ones). "coop240" (forced) takes them wherever defer_ok. coop_sk: the 128x256 tiles

@@ -67,18 +67,16 @@ inline bool sm90_fit_launch_ok(const GemmArgs& g, bool a_mn, bool b_mn) {
 }
 
 // Whether one launch defers its store in every tile, as the 240-wide tiles need (choose_sm90_fit's defer_ok): one
-// dense fp16 / bf16 problem, both operands K-major (the only layout instantiated), no C, plain or bias + an
-// activation the packing has (all: relu, GELU, GELU-tanh, SiLU), and launch_sm90's defer_store: a 16-bit D by TMA (16-byte aligned
-// base and rows), a bias read as 4-byte column pairs; no forced epilogue path and CUTORCH_GEMM_SM90_DEFER not off
-// (the caller's `forced_off`).
+// dense fp16 / bf16 problem, both operands K-major (the only layout instantiated), no C, plain or bias + any
+// activation (the packing has them all; exact GELU defers on every width but 256, which these tiles are not), and
+// launch_sm90's defer_store: a 16-bit D by TMA (16-byte aligned base and rows), a bias read as 4-byte column
+// pairs; no forced epilogue path and CUTORCH_GEMM_SM90_DEFER not off (the caller's `forced_off`).
 inline bool sm90_defer_launch_ok(const GemmArgs& g, bool a_mn, bool b_mn, bool forced_off) {
   const ProblemShape& s = g.shape;
   const bool bias_pairs = g.bias == nullptr || (reinterpret_cast<uintptr_t>(g.bias) % 4 == 0 && s.bias_sb % 2 == 0 &&
                                                 s.n % 2 == 0);
-  const bool act = g.act == Activation::kNone || g.act == Activation::kRelu || g.act == Activation::kGelu ||
-                   g.act == Activation::kGeluTanh || g.act == Activation::kSilu;
   return !forced_off && (g.dtype == DType::kFloat16 || g.dtype == DType::kBFloat16) && !a_mn && !b_mn &&
-         s.mode == GroupMode::kBatched && g.batch == 1 && g.k_chunk == 0 && g.c == nullptr && act && !g.out_f32 &&
+         s.mode == GroupMode::kBatched && g.batch == 1 && g.k_chunk == 0 && g.c == nullptr && !g.out_f32 &&
          s.d_sn == 1 && reinterpret_cast<uintptr_t>(g.d) % 16 == 0 && (s.d_sm * 2) % 16 == 0 && bias_pairs;
 }
 
