@@ -420,9 +420,8 @@ def _fit_config(a, b, op_a, op_b, mode, batch, m, n, k, sms, forced, kwargs, bas
     """The binding's fit-width rule (cuda_common.cpp, choose_sm90_fit): one dense fp16 / bf16 problem, both
     operands K-major, D = alpha * acc (+ bias) (no C, no activation, even N), no forced epilogue path other than
     "direct", or with an activation where every tile defers its store; with rows that are not 128-byte
-    multiples, its pair rule (choose_sm90_pairs) instead. The other
-    dense fp16 / bf16 launches on such rows take the pair rule's 128x256 pairs where it moves them off ping-pong
-    tiles; the 128x240 tiles serve launches that defer every tile's store (sm90_defer_launch_ok), with or without
+    multiples, its pair rule (choose_sm90_pairs) instead. The other dense fp16 / bf16 launches on such rows take
+    the pair rule's 128x256 pairs where it moves them off ping-pong tiles; the 128x240 tiles serve launches that defer every tile's store (sm90_defer_launch_ok), with or without
     an activation. base: the heuristic's config. Returns the config's name, or "" where the heuristic's stays."""
     if a.dtype not in (torch.float16, torch.bfloat16) or mode != "none" or batch != 1:
         return ""
@@ -434,12 +433,11 @@ def _fit_config(a, b, op_a, op_b, mode, batch, m, n, k, sms, forced, kwargs, bas
     # the 240-wide tiles: launches whose every tile defers its store (sm90_defer_launch_ok)
     # (any activation: the packing has them all; "_Coop_": a width that defers exact GELU too)
     defer_ok = k_major and not has_c and not epilogue and bool(_defer_note("_Coop_", a, mode, n, 1, kwargs))
-    rows_128b = _operands_rows_128b(a, b)
     # launches with an activation whose every tile defers its store (sm90_fit_act_ok)
     fit_defer_off = os.environ.get("CUTORCH_GEMM_SM90_FIT_DEFER", "").strip().lower() == "off"
     if activation not in (None, "none") and defer_ok and not fit_defer_off and forced != "coop128":
         eligible = True
-    return _C.choose_sm90_fit(m, n, k, sms, forced, rows_128b, base, eligible, defer_ok, coop_sk)
+    return _C.choose_sm90_fit(m, n, k, sms, forced, _operands_rows_128b(a, b), base, eligible, defer_ok, coop_sk)
 
 
 def _defer_note(config: str, a: torch.Tensor, mode: str, n: int, splits: int, kwargs) -> str:

@@ -31,7 +31,7 @@ for m, n, k in SHAPES:
         "dW(mn,mn)": (lambda: cg.mm(at, wr), lambda: torch.mm(at, wr), cg.explain("mm", at, wr).config),
     }
     ratios, cfgs = [], []
-    for name, (ours, theirs, cfg) in cases.items():
+    for ours, theirs, cfg in cases.values():
         times = time_interleaved({"o": ours, "t": theirs}, 7, timer=lambda f: time_ms(f, warmup_ms=10, rep_ms=30),
                                  settle_ms=SETTLE_MS)
         ratios.append(times["t"] / times["o"])

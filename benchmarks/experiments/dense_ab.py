@@ -12,8 +12,8 @@ prints the median ratio to torch.mm of each variant and its per-round range, or 
 per shape (medians only, and the config the default launch runs: the dispatch-rule sweeps of
 benchmarks/RESULTS.md, thirtieth session). EPI=gelu: the epilogue suite's launch instead, gemm with bias and
 GELU against torch._addmm_activation; EPI=gelu_erf: gemm with bias and exact (erf) GELU against torch.addmm and
-F.gelu (PyTorch has no fused exact-GELU epilogue); EPI=bias: gemm with bias against torch.addmm. A variant setting PLAIN=1
-times our plain mm on the same operands (the epilogue's cost: its ratio over the default's). DTYPE=tf32: fp32
+F.gelu (PyTorch has no fused exact-GELU epilogue); EPI=bias: gemm with bias against torch.addmm. A variant setting
+PLAIN=1 times our plain mm on the same operands (the epilogue's cost: its ratio over the default's). DTYPE=tf32: fp32
 operands with TF32 allowed on both sides; DTYPE=fp16: float16 operands (default bf16). Two builds cannot share a process (both are
 cutorch_gemm._C): to compare them, run VARS="def:" alternately with each build first on PYTHONPATH.
 """
