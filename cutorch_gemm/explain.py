@@ -472,6 +472,25 @@ def _defer_note(config: str, a: torch.Tensor, mode: str, n: int, splits: int, kw
             "tile's wgmma (the deferred store)")
 
 
+def _c_note(config: str, a: torch.Tensor, b_mn: bool, mode: str, batch: int, n: int, splits: int, kwargs) -> str:
+    """beta * C loaded by TMA (sm90_launch.cuh's c_loads, Sm90Params::tma_load_c): one dense 16-bit problem whose
+    16-bit D takes TMA stores (N a multiple of 8), C row-major with 16-byte aligned rows and base, tiles of whole
+    64-column slices; CUTORCH_GEMM_SM90_EPILOGUE unset; with an activation, not the cooperative tile with an
+    MN-major b (sm90_c_acts)."""
+    c = kwargs.get("c")
+    if c is None or float(kwargs.get("beta", 0.0)) == 0.0 or a.element_size() != 2:
+        return ""
+    if kwargs.get("activation", "none") not in (None, "none") and "_Coop_" in config and b_mn:
+        return ""
+    if kwargs.get("out_dtype") not in (None, a.dtype) or mode != "none" or batch != 1 or splits > 1 or n % 8:
+        return ""
+    if os.environ.get("CUTORCH_GEMM_SM90_EPILOGUE", "").strip() or _tile_width(config) % 64:
+        return ""
+    if c.dim() != 2 or c.stride(1) != 1 or c.stride(0) <= 0 or c.stride(0) % 8 or c.data_ptr() % 16:
+        return ""
+    return "; beta * C loaded by TMA into the store's buffers (a tile's first slices under its mainloop)"
+
+
 def _streamk_note(m: int, n: int, k: int, elem_bytes: int, sms: int) -> str:
     """The binding's stream-K plan (sm90_streamk_plan) for a dense cooperative launch."""
     cap = os.environ.get("CUTORCH_GEMM_SM90_GRID", "").strip()
@@ -616,6 +635,7 @@ def _explain_gemm(op: str, args, kwargs, skinny: bool = True) -> Explanation:
             half_note = ("; a group's last tile computes only its first 64 rows when the rest lie past the "
                          "group's end (a group's B fits L2)")
         defer_note = "" if direct_fit else _defer_note(config, a, mode, n_per, splits, kwargs)
+        defer_note += _c_note(config, a, op_b[1], mode, batch, n, splits, kwargs)
         variant_note = _variant_note(mode, op_a[1], defer_note, swiglu)
         variant_note += _stream_note(config, m_per, mode, batch, b, chunk if splits > 1 else 0, cluster_note)
         if not swiglu:

@@ -12,7 +12,8 @@ prints the median ratio to torch.mm of each variant and its per-round range, or 
 per shape (medians only, and the config the default launch runs: the dispatch-rule sweeps of
 benchmarks/RESULTS.md, thirtieth session). EPI=gelu: the epilogue suite's launch instead, gemm with bias and
 GELU against torch._addmm_activation; EPI=gelu_erf: gemm with bias and exact (erf) GELU against torch.addmm and
-F.gelu (PyTorch has no fused exact-GELU epilogue); EPI=bias: gemm with bias against torch.addmm. A variant setting
+F.gelu (PyTorch has no fused exact-GELU epilogue); EPI=bias: gemm with bias against torch.addmm; EPI=c: gemm with a
+full row-major (M, N) C and beta = 1 against torch.addmm(C, x, W.t()) (the set's third operand is C). A variant setting
 PLAIN=1 times our plain mm on the same operands (the epilogue's cost: its ratio over the default's). DTYPE=tf32: fp32
 operands with TF32 allowed on both sides; DTYPE=fp16: float16 operands (default bf16). Two builds cannot share a process (both are
 cutorch_gemm._C): to compare them, run VARS="def:" alternately with each build first on PYTHONPATH.
@@ -49,7 +50,7 @@ def main():
     rounds = int(os.environ.get("ROUNDS", "5"))
     keys = {k for v in variants for k in env_of(v)}
     epi = os.environ.get("EPI", "")
-    assert epi in ("", "gelu", "gelu_erf", "bias"), f"EPI: '', 'gelu', 'gelu_erf' or 'bias', got {epi!r}"
+    assert epi in ("", "gelu", "gelu_erf", "bias", "c"), f"EPI: '', 'gelu', 'gelu_erf', 'bias' or 'c', got {epi!r}"
     act = {"gelu": EPILOGUE_ACTIVATION, "gelu_erf": "gelu"}.get(epi, "none")
     dtype_name = os.environ.get("DTYPE", "bf16")
     dtypes = {"bf16": torch.bfloat16, "fp16": torch.float16, "tf32": torch.float32}
@@ -64,6 +65,8 @@ def main():
             for k in keys:
                 os.environ.pop(k, None)
             os.environ.update(env)
+            if epi == "c" and "PLAIN" not in env:
+                return cg.gemm(x, b, c=bias[0], beta=1.0)
             if epi and "PLAIN" not in env:
                 return cg.gemm(x, b, bias=bias[0], activation=act)
             return cg.mm(x, b)
@@ -75,7 +78,10 @@ def main():
         print("shape".ljust(16) + "torchTF".rjust(8) + "".join(f"{name_of(v):>9s}" for v in variants) + "  def config")
     for m, n, k in shapes:
         sets = _make_sets(m, n, k, dtype, bool(epi))
+        if epi == "c":  # (the bias slot holds C)
+            sets = [(x, b, torch.randn(m, n, device=x.device, dtype=dtype)) for x, b, _ in sets]
         theirs = {"": torch.mm, "bias": lambda x, b, bias: torch.addmm(bias, x, b),
+                  "c": lambda x, b, c: torch.addmm(c, x, b),
                   "gelu": lambda x, b, bias: torch._addmm_activation(bias, x, b, use_gelu=True),
                   "gelu_erf": lambda x, b, bias: torch.nn.functional.gelu(torch.addmm(bias, x, b))}[epi]
         fns = {"torch": _rotating(theirs, sets)}
@@ -91,7 +97,8 @@ def main():
         for key in keys:
             os.environ.pop(key, None)
         if table:
-            e = (cg.explain("gemm", sets[0][0], sets[0][1], bias=sets[0][2], activation=act) if epi
+            e = (cg.explain("gemm", sets[0][0], sets[0][1], c=sets[0][2], beta=1.0) if epi == "c"
+                 else cg.explain("gemm", sets[0][0], sets[0][1], bias=sets[0][2], activation=act) if epi
                  else cg.explain("mm", sets[0][0], sets[0][1]))
             print(f"{m}x{n}x{k}".ljust(16) + f"{gflop / t_torch:8.0f}"
                   + "".join(f"{ratios[v][-1]:9.3f}" for v in variants)

@@ -143,7 +143,17 @@ cudaError_t launch_sm90(const GemmArgs& args, int num_sms, cudaStream_t stream) 
   // The fused TMA path (C, or an fp32 D with an activation) needs two staging buffers
   // (cooperative config).
   const bool fused = !plain && !act_regs && d_rows && Cfg::kEpiBuffers >= 2 && (epi.empty() || epi == "fused");
-  if (!kSwiGlu && ((p.direct_epilogue && epi != "direct") || fused || act_regs)) {  // SwiGLU stores from registers
+  // beta * C loaded by TMA into the D slices' buffers (the general kernel's kCLoads, Sm90Params::tma_load_c): one
+  // dense problem (gemm's C), a 16-bit D and C of its type, row-major with 16-byte aligned rows; an activation where
+  // the kernel has it (sm90_c_acts). Otherwise C takes the fused path's element-wise loads
+  // (CUTORCH_GEMM_SM90_EPILOGUE=fused forces that path: tests), or the staged one.
+  const bool c_act_ok = args.act == Activation::kNone || sm90_c_acts<Cfg, kBMn>();
+  const bool c_loads = sm90_loads_c<Cfg, Mma, T>() && !kSwiGlu && args.c != nullptr && !args.out_f32 && c_act_ok &&
+                       d_rows && epi.empty() && s.mode == GroupMode::kBatched && args.batch == 1 &&
+                       args.k_chunk == 0 && s.c_sn == 1 && s.c_sm > 0 && (s.c_sm * 2) % 16 == 0 &&
+                       reinterpret_cast<uintptr_t>(args.c) % 16 == 0;
+  CUtensorMap tma_c{};
+  if (!kSwiGlu && ((p.direct_epilogue && epi != "direct") || fused || act_regs || c_loads)) {  // SwiGLU: registers
     if (reinterpret_cast<uintptr_t>(args.d) % 16 == 0 && (s.d_sm * out_bytes) % 16 == 0 &&
         (!p.d_3d || (s.d_sb * out_bytes) % 16 == 0)) {
       const CUtensorMapDataType d_type = args.out_f32 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32 : tma_type_of<T>();
@@ -152,6 +162,10 @@ cudaError_t launch_sm90(const GemmArgs& args, int num_sms, cudaStream_t stream) 
       p.tma_store = ok && p.direct_epilogue;
       p.tma_store_act = ok && act_regs;
       p.tma_store_fused = ok && fused;
+      if (ok && c_loads && encode_sw128(&tma_c, d_type, args.c, s.m, s.n, uint64_t(s.c_sm), 64, 64)) {
+        p.tma_load_c = 1;
+        p.tma_store_fused = 0;
+      }
     }
   }
   // Grouped M / N tile counts live on the device; each group adds at most one partial tile.
@@ -263,7 +277,7 @@ cudaError_t launch_sm90(const GemmArgs& args, int num_sms, cudaStream_t stream) 
       if (err != cudaSuccess) return err;
     }
   }
-  err = cudaLaunchKernelEx(&config, launched, tma_a, tma_b, tma_d, p);
+  err = cudaLaunchKernelEx(&config, launched, tma_a, tma_b, tma_d, tma_c, p);
   if (err != cudaSuccess) return err;
   return cudaGetLastError();
 }
@@ -409,7 +423,7 @@ cudaError_t sm90_ptr_launch(const GemmArgs& common, const void* dev_blob, int co
   cudaError_t err = ensure_dynamic_smem(reinterpret_cast<const void*>(kernel), smem);
   if (err != cudaSuccess) return err;
   const CUtensorMap unused{};
-  kernel<<<total_tiles < num_sms ? total_tiles : num_sms, Cfg::kThreads, smem, stream>>>(unused, unused, unused, p);
+  kernel<<<total_tiles < num_sms ? total_tiles : num_sms, Cfg::kThreads, smem, stream>>>(unused, unused, unused, unused, p);
   return cudaGetLastError();
 }
 

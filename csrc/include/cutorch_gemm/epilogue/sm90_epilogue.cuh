@@ -7,13 +7,16 @@
 //   sm90_store_tile_tma        D = act(alpha * acc (+ bias)) (or scaled_mm's) by TMA stores (Cfg's width)
 //   sm90_store_tma_plain       the same without an activation, bias-free launches without bias code
 //   (the deferred store's packing and slices: epilogue/sm90_deferred_store.cuh)
-//   sm90_store_tile_tma_fused  the whole fusion by TMA stores (cooperative config)
+//   sm90_store_tile_tma_c      D = act(alpha * acc + beta * C (+ bias)), C loaded and D stored by TMA (16-bit)
+//   sm90_store_tile_tma_fused  the whole fusion by TMA stores (cooperative config; C not loadable by TMA, fp32 D)
 //   sm90_store_tile_swiglu     grouped_mm's fused SwiGLU from registers (gate | up halves of the tile)
 
 #include <cuda.h>
 
 #include <type_traits>
 
+#include "cutorch_gemm/arch/sm80_ldmatrix.cuh"
+#include "cutorch_gemm/arch/sm90_mbarrier.cuh"
 #include "cutorch_gemm/arch/sm90_stmatrix.cuh"
 #include "cutorch_gemm/arch/sm90_tma.cuh"
 #include "cutorch_gemm/device/gemm_args.h"
@@ -169,6 +172,38 @@ CG_DEVICE void sm90_tma_store_slice(const uint8_t* buf, const CUtensorMap* map_d
   }
 }
 
+// beta * C by TMA (Sm90Params::tma_load_c): a warpgroup's 64-row slices of C, each loaded into the TMA-store
+// buffer its D slice will leave from, in D's 128-byte swizzle (the map's boxes are D's: 64 rows x 64 16-bit
+// columns). Thread 0 issues the loads; every thread waits on the buffer's barrier with the parity in its copy of
+// the warp's phase word (bit b: buffer b's next load; loads and waits skip the same slices, those past N, so the
+// copies agree), which lane 0 writes back as the tile's epilogue ends.
+struct Sm90CSlices {
+  const CUtensorMap* map;
+  uint64_t* bars;   // one per buffer (the storage's c_full[consumer])
+  uint32_t* phase;  // the warps' phase words (the storage's c_phase[consumer])
+  int row;          // the warpgroup's first row of C (one dense problem)
+  // (thread 0) the slice at column `col` into buffer b
+  CG_DEVICE void load(uint8_t* buf, int b, int col) const {
+    sm90::mbarrier_arrive_expect_tx(&bars[b], 64 * 128);
+    sm90::tma_load_2d(buf, map, &bars[b], col, row);
+  }
+  CG_DEVICE void wait(int b, uint32_t& phase) const {
+    sm90::mbarrier_wait(&bars[b], (phase >> b) & 1u);
+    phase ^= 1u << b;
+  }
+};
+
+// (thread 0, as a tile starts: before its mainloop, so the loads land under it) the tile's first C slices, one per
+// TMA-store buffer, once this warpgroup's stores of its last tile have read the buffers.
+template <class Cfg>
+CG_DEVICE void sm90_prefetch_c(const Sm90CSlices& cs, uint8_t (*bufs)[64 * 128], int col_base, int n) {
+  sm90::bulk_wait_group_read<0>();
+#pragma unroll
+  for (int b = 0; b < Cfg::kEpiBuffers && b < Cfg::kBlockN / 64; ++b) {
+    if (col_base + 64 * b < n) cs.load(bufs[b], b, col_base + 64 * b);
+  }
+}
+
 // Fused epilogue of one consumer warpgroup, staged through shared memory 32 columns at a time.
 // wgmma's accumulator layout gives thread (warp w, lane l) rows 16w + l/4 (+8) and column pairs
 // 8j + 2(l%4) of its 64 x 256 slice; each slice goes to smem in that layout, then the
@@ -232,12 +267,25 @@ CG_DEVICE void sm90_store_tile(const GemmArgs& g, const Problem& prob, const flo
 // epilogue ~760 instructions per warp and tile, 6% of the consumers' time at 8192x4096x4096
 // (ncu source counters; a fifth of it instruction-fetch stalls), all of it with the tensor
 // cores idle (both warpgroups run their epilogues at once).
+// kC: D = act(alpha * acc + beta * C (+ bias)), a 16-bit D, C's slices loaded by TMA into the buffers (cs; the
+// first ones by sm90_prefetch_c as the tile started): each pair of n8 blocks reads its C with one ldmatrix from
+// the addresses its stmatrix then writes D to, so C and D share the buffer and the slice needs no barrier of its
+// own. NOTE: replaced the fused path's element-wise C loads (one 2-byte load per element, each waited for):
+// 0.36-0.62x torch.addmm (benchmarks/RESULTS.md, thirty-ninth session).
 template <class Cfg, typename T, typename Out, bool kScaled = false, Activation kAct = Activation::kNone,
-          bool kColAdd = true, bool kColMul = true>
+          bool kColAdd = true, bool kColMul = true, bool kC = false>
 CG_DEVICE void sm90_store_tile_tma(const GemmArgs& g, const Problem& prob, const float (&acc)[Cfg::kBlockN / 2],
                                    uint8_t (*bufs)[64 * 128], const CUtensorMap* map_d, bool d_3d, int group,
-                                   int row_abs, int col_base, int tid_in_wg, int barrier_id) {
+                                   int row_abs, int col_base, int tid_in_wg, int barrier_id,
+                                   const Sm90CSlices* cs = nullptr) {
   constexpr bool k16 = sizeof(Out) == 2;
+  static_assert(!kC || (k16 && !kScaled), "C by TMA: 16-bit D, not scaled_mm");
+  [[maybe_unused]] const float beta = float(g.beta);
+  uint32_t c_phase = 0;
+  if constexpr (kC) {
+    __syncwarp();
+    c_phase = cs->phase[tid_in_wg / 32];
+  }
   constexpr int kCols = 128 / int(sizeof(Out));  // columns per slice
   constexpr int kJ = kCols / 8;                    // n8 accumulator blocks per slice
   const int warp = tid_in_wg / 32, lane = tid_in_wg % 32;
@@ -271,6 +319,9 @@ CG_DEVICE void sm90_store_tile_tma(const GemmArgs& g, const Problem& prob, const
   const uint16_t* bias16 = reinterpret_cast<const uint16_t*>(bias);
 #pragma unroll
   for (int chunk = 0; chunk < kChunks; ++chunk) {
+    if constexpr (kC) {
+      if (col_base + chunk * kCols >= prob.n) break;  // (no C slice was loaded; nothing to store)
+    }
     uint32_t bias_pk[kPreBias ? kJ : 1];
     if constexpr (kPreBias) {
 #pragma unroll
@@ -302,9 +353,13 @@ CG_DEVICE void sm90_store_tile_tma(const GemmArgs& g, const Problem& prob, const
     }
     uint8_t* buf = bufs[chunk % Cfg::kEpiBuffers];
     const uint32_t buf_s = sm90::smem_addr(buf) + uint32_t(sm_row * 128);
-    // The store that last read this buffer has finished reading it (bulk groups retire in order).
-    if (tid_in_wg == 0) sm90::bulk_wait_group_read<Cfg::kEpiBuffers - 1>();
-    named_barrier_sync(barrier_id, 128);
+    if constexpr (kC) {
+      cs->wait(chunk % Cfg::kEpiBuffers, c_phase);  // C is in (and the last store has read the buffer)
+    } else {
+      // The store that last read this buffer has finished reading it (bulk groups retire in order).
+      if (tid_in_wg == 0) sm90::bulk_wait_group_read<Cfg::kEpiBuffers - 1>();
+      named_barrier_sync(barrier_id, 128);
+    }
     // Four n8 blocks at a time: their per-column operands (fp32 multiplier and addend of columns
     // n, n + 1; scaled_mm's come from the slice's batch above) as one batch of loads, then their
     // shared-memory stores. NOTE: the stores may
@@ -334,21 +389,25 @@ CG_DEVICE void sm90_store_tile_tma(const GemmArgs& g, const Problem& prob, const
           }
         }
       }
-      // The value of accumulator pair (block jj, row half h), column e.
-      auto value = [&](int jj, int h, int e) {
+      // The value of accumulator pair (block jj, row half h), column e; kC: `cp` is its C pair (16-bit bits).
+      auto value = [&](int jj, int h, int e, uint32_t cp = 0u) {
         const int j = chunk * kJ + j0 + jj;
         const float m = kScaled ? row_scale[h] * mul[jj][e] : mul[jj][e];
-        return activation_fast<kAct>(fmaf(acc[4 * j + 2 * h + e], m, add[jj][e]));
+        float x = fmaf(acc[4 * j + 2 * h + e], m, add[jj][e]);
+        if constexpr (kC) x = fmaf(beta, sm90::half_bits_to_float<T>(uint16_t(cp >> (16 * e))), x);
+        return activation_fast<kAct>(x);
       };
       if constexpr (k16) {
 #pragma unroll
         for (int jj = 0; jj < kG; jj += 2) {
           const int blk = j0 + jj + sm_blk;  // this lane's n8 block in the slice
-          sm90::stmatrix_x4(buf_s + uint32_t(((blk ^ (lane % 8)) * 16)),
-                            sm90::pack_pair<Out>(value(jj, 0, 0), value(jj, 0, 1)),
-                            sm90::pack_pair<Out>(value(jj, 1, 0), value(jj, 1, 1)),
-                            sm90::pack_pair<Out>(value(jj + 1, 0, 0), value(jj + 1, 0, 1)),
-                            sm90::pack_pair<Out>(value(jj + 1, 1, 0), value(jj + 1, 1, 1)));
+          const uint32_t addr = buf_s + uint32_t(((blk ^ (lane % 8)) * 16));
+          uint32_t c4[4] = {0u, 0u, 0u, 0u};  // (kC) C's pairs in the order stmatrix takes D's
+          if constexpr (kC) sm80::ldmatrix_x4(c4, addr);
+          sm90::stmatrix_x4(addr, sm90::pack_pair<Out>(value(jj, 0, 0, c4[0]), value(jj, 0, 1, c4[0])),
+                            sm90::pack_pair<Out>(value(jj, 1, 0, c4[1]), value(jj, 1, 1, c4[1])),
+                            sm90::pack_pair<Out>(value(jj + 1, 0, 0, c4[2]), value(jj + 1, 0, 1, c4[2])),
+                            sm90::pack_pair<Out>(value(jj + 1, 1, 0, c4[3]), value(jj + 1, 1, 1, c4[3])));
         }
       } else {
 #pragma unroll
@@ -364,6 +423,18 @@ CG_DEVICE void sm90_store_tile_tma(const GemmArgs& g, const Problem& prob, const
       }
     }
     sm90_tma_store_slice(buf, map_d, d_3d, group, row_abs, col_base + chunk * kCols, prob.n, tid_in_wg, barrier_id);
+    if constexpr (kC) {
+      // The buffer's next C slice, once the store just issued has read it (thread 0 issued both).
+      const int next = col_base + (chunk + Cfg::kEpiBuffers) * kCols;
+      if (tid_in_wg == 0 && chunk + Cfg::kEpiBuffers < kChunks && next < prob.n) {
+        sm90::bulk_wait_group_read<0>();
+        cs->load(buf, chunk % Cfg::kEpiBuffers, next);
+      }
+    }
+  }
+  if constexpr (kC) {
+    __syncwarp();
+    if (tid_in_wg % 32 == 0) cs->phase[tid_in_wg / 32] = c_phase;
   }
 }
 
@@ -415,6 +486,29 @@ CG_DEVICE void sm90_store_tile_tma_act(const GemmArgs& g, const Problem& prob, c
     default: CG_SM90_TMA_ACT(Activation::kNone); break;
   }
 #undef CG_SM90_TMA_ACT
+}
+
+// sm90_store_tile_tma with C loaded by TMA (kC) and the launch's activation: one unrolled copy per activation
+// (kActs; else the one without, sm90_c_acts).
+template <class Cfg, typename T, bool kActs>
+CG_DEVICE void sm90_store_tile_tma_c(const GemmArgs& g, const Problem& prob, const float (&acc)[Cfg::kBlockN / 2],
+                                     uint8_t (*bufs)[64 * 128], const CUtensorMap* map_d, bool d_3d, int group,
+                                     int row_abs, int col_base, int tid_in_wg, int barrier_id, const Sm90CSlices& cs) {
+#define CG_SM90_TMA_C(A)                                                                                      \
+  sm90_store_tile_tma<Cfg, T, T, false, A, true, true, true>(g, prob, acc, bufs, map_d, d_3d, group, row_abs, \
+                                                             col_base, tid_in_wg, barrier_id, &cs)
+  if constexpr (!kActs) {
+    CG_SM90_TMA_C(Activation::kNone);
+  } else {
+    switch (g.act) {
+      case Activation::kRelu: CG_SM90_TMA_C(Activation::kRelu); break;
+      case Activation::kGelu: CG_SM90_TMA_C(Activation::kGelu); break;
+      case Activation::kGeluTanh: CG_SM90_TMA_C(Activation::kGeluTanh); break;
+      case Activation::kSilu: CG_SM90_TMA_C(Activation::kSilu); break;
+      default: CG_SM90_TMA_C(Activation::kNone); break;
+    }
+  }
+#undef CG_SM90_TMA_C
 }
 
 // TMA-store epilogue with the rest of the fusion (activation, beta * C): needs two 8 KB

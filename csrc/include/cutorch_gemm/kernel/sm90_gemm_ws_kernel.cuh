@@ -38,32 +38,13 @@
 
 namespace cutorch_gemm {
 
-// kSwiGlu: grouped_mm's fused SwiGLU. Output tiles are kBlockN / 2 wide; the B tile holds their
-// gate columns [n0, n0 + kBlockN / 2) and then their up columns F + [n0, ...) (F = N / 2), and
-// the epilogue writes silu(gate) * up (epilogue/sm90_epilogue.cuh).
-// kPtrArray: grouped_gemm's pointer-array launch. Problem g has its own GemmArgs and tensor maps
-// (p.ptr_problems, p.ptr_maps: global memory, not the tma_a / tma_b parameters); tiles are
-// found by the scheduler's scan over host-computed tile counts; D is written from registers
-// (direct or staged, per problem).
-// kPlainTma: the compact variant, with one epilogue compiled in (launch_sm90 picks it). Ping-pong:
-// plain launches on fixed tile grids whose D takes the TMA store, that store, and a scheduler
-// without the grouped scan or stream-K pieces. Cooperative (16-bit): dense, batched and
-// grouped-K launches with the deferred store (stream-K pieces included), that store, and a scheduler
-// without the grouped scan. Why: the general kernel inlines every epilogue path (direct, staged, fused C,
-// activations, scaled, stream-K), ~3x the code, and a launch on cold caches stalls on instruction
-// fetch (H100, ping-pong 128x128x64: 11.1 us -> 7.6 us with caches flushed; benchmarks/RESULTS.md,
-// eleventh session; H200, 1024^3: 21% of the warps' samples were instruction fetch, nineteenth).
-// kGroupEnds: the grouped-M variant of the cooperative 16-bit kernels with a K-major A (launch_sm90
-// picks it for grouped-M forwards with the deferred store): a group's last, partial tile is deferred
-// too, its slices stored from registers (sm90_store_packed_slice_direct). Every tile of such a launch
-// defers, so, like the compact kernels, it has no other epilogue compiled in. Why a variant: that path,
-// compiled into the dense kernels, cost them at fixed clocks (H100): 4096x4096x512 60.1 K -> 63.7 K
-// cycles, 8192x14336x4096 +1%, and a Qwen3-down-like grouped dW (MN-major A) 361 K -> 389 K.
+// The variant flags (kSwiGlu, kPtrArray, kPlainTma, kGroupEnds): what each is and why, kernel/sm90_kernel_storage.cuh.
 template <class Cfg, class Mma, typename T, bool kAMn, bool kBMn, bool kSwiGlu = false, bool kPtrArray = false,
           bool kPlainTma = false, bool kGroupEnds = false>
 __global__ void __launch_bounds__(Cfg::kThreads, 1)
 sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_constant__ CUtensorMap tma_b,
-                    const __grid_constant__ CUtensorMap tma_d, const Sm90Params p) {
+                    const __grid_constant__ CUtensorMap tma_d, const __grid_constant__ CUtensorMap tma_c,
+                    const Sm90Params p) {
   using E = typename Mma::Element;
   static_assert(Cfg::kBlockK * sizeof(E) == 128, "a tile row of K is one 128-byte swizzle row");
   static_assert(Mma::kInstrK * sizeof(E) == 32, "the descriptors' K step is 32 bytes (K-major)");
@@ -90,18 +71,8 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
                 "and the deferring 16-bit one (dense and batched launches); 240: the compact deferring kernel only; "
                 "64: the ping-pong ones (8-bit promoting; 16-bit plain launches)");
   constexpr int kAccRegs = Cfg::kBlockN / 2;  // a consumer's 64 x kBlockN fp32 fragment per thread
-  // The deferred store (cooperative 16-bit launches whose 16-bit D goes out by TMA without C:
-  // p.defer_store): a whole tile's D = act(alpha * acc + bias) is rounded into 64 packed registers
-  // (sm90_pack_tile_for) and stored one 64-column slice per k-block under the next tile's wgmma,
-  // so both warpgroups leave the tensor core idle only for that arithmetic, not for the stores,
-  // fences and named barriers of a 4-slice epilogue. H100, interleaved with torch.mm, on / off:
-  // 4096x4096x512 1.011 / 0.937, 4096^3 0.999 / 0.961, 8192x14336x4096 1.000 / 0.963; grouped
-  // dW (Qwen3 up, uniform) 1.295 / 1.172 against torch._grouped_mm.
-  // NOTE: it replaced the tail split (the last k-block as two m64n128 groups, the first half of the
-  // tile stored under the second): compiled beside this, ptxas serialized every wgmma (C7511), and
-  // the split never covered an MN-major A (C7511 there too, or an R2UR per wgmma).
-  // The fused SwiGLU's tiles too (kSwiGlu: 128 output columns, 32 packed registers, two slices,
-  // stored from registers as its epilogue always is).
+  // The deferred store (p.defer_store: what, why and what it measured, epilogue/sm90_deferred_store.cuh). The
+  // fused SwiGLU's tiles too (kSwiGlu: 128 output columns, 32 packed registers, two slices, from registers).
   constexpr bool kDefer = sm90_defers<Cfg, Mma>() && !kPtrArray;
   // 64-column slices of a tile row (240 columns: four, the last from column 176: sm90_slice_first_col)
   constexpr int kSlices = ((kSwiGlu ? Cfg::kBlockN / 2 : Cfg::kBlockN) + 63) / 64;
@@ -119,6 +90,8 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
   // The compact kernels run on fixed tile grids (launch_sm90); stream-K pieces come only to the
   // dense cooperative launches of the kernels that test for them below.
   constexpr bool kStreamK = !Cfg::kPingpong && !kSwiGlu && !kPtrArray && !kGroupEnds && !kFit;
+  // beta * C by TMA (Sm90Params::tma_load_c): the general 16-bit kernels with 64-column slices.
+  constexpr bool kCLoads = sm90_loads_c<Cfg, Mma, T>() && !kPlainTma && !kSwiGlu && !kPtrArray && !kGroupEnds;
   // (fixed tile grids: the compact kernels and the fit-width tiles, which run dense launches only)
   using Scheduler = Sm90TileScheduler<Cfg::kBlockM, kSwiGlu ? Cfg::kBlockN / 2 : Cfg::kBlockN, Cfg::kBlockK, kPtrArray,
                                       kPlainTma || kFit, kStreamK>;
@@ -188,6 +161,10 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
       sm90::mbarrier_init(&s.empty[i], (Cfg::kPingpong ? 4 : 4 * Cfg::kConsumers) * p.cluster);
     }
     if constexpr (Cfg::kPingpong) Sm90PingpongTurns::init(s.order);
+    if (kCLoads && p.tma_load_c) {
+      for (int i = 0; i < Cfg::kConsumers * Cfg::kEpiBuffers; ++i) sm90::mbarrier_init(&s.c_full[0][0] + i, 1);
+      for (int i = 0; i < Cfg::kConsumers * 4; ++i) (&s.c_phase[0][0])[i] = 0u;
+    }
     sm90::mbarrier_init_fence();
     if (!kPtrArray) {
       sm90::tma_prefetch_descriptor(&tma_a);
@@ -287,6 +264,15 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
       const int k_blocks = Scheduler::k_blocks(w);
       const int tail_k = w.k_len % Cfg::kBlockK;  // grouped-K: the last slice holds the next group's K
       const bool zero_tail = g.shape.mode == GroupMode::kGroupedK && tail_k != 0;
+      // (kCLoads) the warpgroup's C slices; the first ones load now, under the mainloop (not for a stream-K piece
+      // that ends in partials: it runs no epilogue)
+      auto c_slices = [&] {
+        return Sm90CSlices{&tma_c, s.c_full[consumer], s.c_phase[consumer], w.m0 + row_in_tile};
+      };
+      if constexpr (kCLoads) {
+        if (p.tma_load_c && tid_in_wg == 0 && w.sk_role != 1)
+          sm90_prefetch_c<Cfg>(c_slices(), s.epi_slot[consumer].u.out, w.n0, g.shape.n);
+      }
       // Ping-pong: this warpgroup's turn, and its stage releases after the other's
       // (collective/sm90_pingpong_turns.cuh: why both).
       if constexpr (Cfg::kPingpong) turns.begin_tile(own, !p.pp_gate_off);
@@ -649,6 +635,14 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
         }
         continue;
       }
+      if constexpr (kCLoads) {
+        if (p.tma_load_c) {  // (one dense problem: whole TMA rows)
+          sm90_store_tile_tma_c<Cfg, T, sm90_c_acts<Cfg, kBMn>()>(g, prob, acc, s.epi_slot[consumer].u.out, &tma_d,
+                                                                  p.d_3d, w.group, w.a_row + row_in_tile, w.n0,
+                                                                  tid_in_wg, 1 + consumer, c_slices());
+          continue;
+        }
+      }
       if (p.tma_store_act && tma_rows) {
         sm90_store_tile_tma_act<Cfg, T>(g, prob, acc, s.epi_slot[consumer].u.out, &tma_d, p.d_3d, w.group,
                                         w.a_row + row_in_tile, w.n0, tid_in_wg, 1 + consumer);
@@ -689,7 +683,7 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
     // Shared memory must outlive the TMA stores that read it. Their writes need no wait here:
     // nothing in this kernel reads D back, and work later in the stream sees the grid's writes
     // once the grid completes.
-    if ((p.tma_store || p.tma_store_act || p.tma_store_fused) && tid_in_wg == 0) {
+    if ((p.tma_store || p.tma_store_act || p.tma_store_fused || p.tma_load_c) && tid_in_wg == 0) {
       if (p.exit_wait_all) sm90::bulk_wait_group_all();
       else sm90::bulk_wait_group_read<0>();
     }

@@ -1,12 +1,35 @@
 #pragma once
-// What the Hopper GEMM kernel (kernel/sm90_gemm_ws_kernel.cuh) lays out in shared memory, and which configs
-// take its variants: the fit-width tiles and the deferred store (launch_sm90 asks these too).
+// What the Hopper GEMM kernel (kernel/sm90_gemm_ws_kernel.cuh) lays out in shared memory, its variant flags, and
+// which configs take its variants: the fit-width tiles, the deferred store, C by TMA (launch_sm90 asks these too).
 
 #include <cstdint>
 
 #include "cutorch_gemm/epilogue/sm90_epilogue.cuh"
 
 namespace cutorch_gemm {
+
+// The kernel's variant flags (sm90_gemm_ws_kernel's template parameters besides the config and operands):
+// kSwiGlu: grouped_mm's fused SwiGLU. Output tiles are kBlockN / 2 wide; the B tile holds their
+// gate columns [n0, n0 + kBlockN / 2) and then their up columns F + [n0, ...) (F = N / 2), and
+// the epilogue writes silu(gate) * up (epilogue/sm90_epilogue.cuh).
+// kPtrArray: grouped_gemm's pointer-array launch. Problem g has its own GemmArgs and tensor maps
+// (p.ptr_problems, p.ptr_maps: global memory, not the tma_a / tma_b parameters); tiles are
+// found by the scheduler's scan over host-computed tile counts; D is written from registers
+// (direct or staged, per problem).
+// kPlainTma: the compact variant, with one epilogue compiled in (launch_sm90 picks it). Ping-pong:
+// plain launches on fixed tile grids whose D takes the TMA store, that store, and a scheduler
+// without the grouped scan or stream-K pieces. Cooperative (16-bit): dense, batched and
+// grouped-K launches with the deferred store (stream-K pieces included), that store, and a scheduler
+// without the grouped scan. Why: the general kernel inlines every epilogue path (direct, staged, fused C,
+// activations, scaled, stream-K), ~3x the code, and a launch on cold caches stalls on instruction
+// fetch (H100, ping-pong 128x128x64: 11.1 us -> 7.6 us with caches flushed; benchmarks/RESULTS.md,
+// eleventh session; H200, 1024^3: 21% of the warps' samples were instruction fetch, nineteenth).
+// kGroupEnds: the grouped-M variant of the cooperative 16-bit kernels with a K-major A (launch_sm90
+// picks it for grouped-M forwards with the deferred store): a group's last, partial tile is deferred
+// too, its slices stored from registers (sm90_store_packed_slice_direct). Every tile of such a launch
+// defers, so, like the compact kernels, it has no other epilogue compiled in. Why a variant: that path,
+// compiled into the dense kernels, cost them at fixed clocks (H100): 4096x4096x512 60.1 K -> 63.7 K
+// cycles, 8192x14336x4096 +1%, and a Qwen3-down-like grouped dW (MN-major A) 361 K -> 389 K.
 
 template <class Cfg, typename T>
 struct Sm90SharedStorage {
@@ -28,6 +51,12 @@ struct Sm90SharedStorage {
   alignas(8) uint64_t empty[Cfg::kStages];
   // ping-pong: the consumers' turns and release gate (collective/sm90_pingpong_turns.cuh)
   alignas(8) uint64_t order[Cfg::kPingpong ? 4 : 2];
+  // Per consumer, one per TMA-store buffer: a slice of C loaded into it by TMA (Sm90Params::tma_load_c).
+  // (Inside the 1 KB round-up of the struct's size: the cooperative storage stays at the limit, not over it.)
+  alignas(8) uint64_t c_full[Cfg::kConsumers][Cfg::kEpiBuffers];
+  // ... and their parities, one word per warp (Sm90CSlices::phase): kept here between tiles, so that the mainloop
+  // holds no register for them.
+  uint32_t c_phase[Cfg::kConsumers][4];
   // The cooperative kernels' tile bias, column pairs, per consumer (staged by the compact one). NOTE: with
   // it the cooperative storage plus launch_sm90's 1 KB alignment slack is exactly the 227 KB limit.
   uint32_t bias_stage[Cfg::kPingpong ? 1 : Cfg::kConsumers][Cfg::kPingpong ? 1 : Cfg::kBlockN / 2];
@@ -57,6 +86,21 @@ constexpr bool sm90_defers() {
 template <class Cfg, class Mma>
 constexpr bool sm90_defer_only() {
   return sm90_defers<Cfg, Mma>() && Cfg::kBlockN % 64 != 0;
+}
+
+// The configs and types whose general kernels load C by TMA (Sm90Params::tma_load_c; sm90_store_tile_tma's kC):
+// 16-bit operands and D, tiles of whole 64-column slices, not the fit-width tiles (plain launches only).
+template <class Cfg, class Mma, typename T>
+constexpr bool sm90_loads_c() {
+  return sizeof(T) == 2 && !Mma::kScaled && !Mma::kPromote && Cfg::kBlockN % 64 == 0 && !sm90_is_fit<Cfg, Mma>();
+}
+
+// ... and whether those kernels take C with an activation too (sm90_store_tile_tma_c's kActs), or C alone. NOTE:
+// the cooperative ones with an MN-major B spilled 4 bytes (a tile-invariant index, one LDL per tile) with a second
+// unrolled copy of the C epilogue, whichever activation it was; one copy, any activation, did not (bf16, ptxas -v).
+template <class Cfg, bool kBMn>
+constexpr bool sm90_c_acts() {
+  return Cfg::kPingpong || !kBMn;
 }
 
 }  // namespace cutorch_gemm

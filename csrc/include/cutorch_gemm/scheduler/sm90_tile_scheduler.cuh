@@ -62,6 +62,9 @@ struct Sm90Params {
   int tma_store_act;    // D = act(alpha * acc + bias), 16-bit, by TMA stores, activation from registers
   int tma_store_fused;  // D = act(alpha * acc + beta * C + bias) by TMA stores, through an fp32 scratch
   int d_3d;             // D indexed by group / batch through its tensor map's 3rd dimension
+  // beta * C loaded by TMA (the kernel's tma_c) into the TMA-store buffers, D = act(alpha * acc + beta * C + bias)
+  // in registers (sm90_store_tile_tma's kC): one dense problem, C and D 16-bit and row-major.
+  int tma_load_c;
   // CTAs per cluster along M (1 or 2; dense, batched and grouped-K launches). With 2, the CTAs
   // of a cluster take the two tiles of one "pair tile" (tile rows 2i and 2i + 1 of one tile
   // column and K range), load their own A and one half of the shared B tile each, multicast to
