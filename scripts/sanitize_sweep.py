@@ -20,8 +20,10 @@ import torch
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def _ref(a, b, bias=None, act=None):
+def _ref(a, b, bias=None, act=None, c=None, beta=0.0):
     z = a.double() @ b.double()
+    if c is not None:
+        z = z + beta * c.double()
     if bias is not None:
         z = z + bias.double()
     if act == "gelu":
@@ -48,15 +50,18 @@ def cases(quick: bool):
     dev = "cuda"
     bf16 = torch.bfloat16
 
-    def mm(m, n, k, dtype=bf16, act=None, layout_b="k", plain=False):
+    def mm(m, n, k, dtype=bf16, act=None, layout_b="k", plain=False, c=False):
         def run():
             a = torch.randn(m, k, device=dev, dtype=dtype)
             b = torch.randn(n, k, device=dev, dtype=dtype).t() if layout_b == "k" else \
                 torch.randn(k, n, device=dev, dtype=dtype)
             # plain: no bias, no activation (the register-direct / compact TMA-store epilogues)
             bias = None if plain else torch.randn(n, device=dev, dtype=dtype)
-            out = cg.mm(a, b) if plain else cg.gemm(a, b, bias=bias, activation=act or "none")
-            return out, _ref(a, b, bias, act), 2e-2 if dtype != torch.float64 else 1e-10
+            # c: a row-major (M, N) C, beta = 0.5 (loaded by TMA where the launch can)
+            cm = torch.randn(m, n, device=dev, dtype=dtype) if c else None
+            out = cg.mm(a, b) if plain and not c else \
+                cg.gemm(a, b, bias=bias, c=cm, beta=0.5 if c else 0.0, activation=act or "none")
+            return out, _ref(a, b, bias, act, cm, 0.5), 2e-2 if dtype != torch.float64 else 1e-10
         return run
 
     def grouped(sizes, extra_rows=3, k=72, k_major=False):
@@ -215,6 +220,17 @@ def cases(quick: bool):
              mm(700, 904, 320, act="gelu")),
             ("sm90 coop112 deferring twin bias + silu 1000x1400x1000 clusters", {"CUTORCH_GEMM_SM90_CONFIG": "coop112"},
              mm(1000, 1400, 1000, act="silu"))]
+    # beta * C loaded by TMA: each general config, several tiles per CTA (the barriers' parities carried from tile to
+    # tile; N = 392 leaves the last tile column's last slices unloaded), clusters, stream-K pieces
+    for cfg in ("coop", "pingpong", "pingpong128", "pingpong64"):
+        cenv = {"CUTORCH_GEMM_SM90_CONFIG": cfg, "CUTORCH_GEMM_SM90_GRID": "3", "CUTORCH_GEMM_SM90_SPLIT_FILL": "1000"}
+        out += [(f"sm90 C by TMA {cfg} bias + silu 700x392x136 grid 3", cenv, mm(700, 392, 136, act="silu", c=True))]
+    out += [("sm90 C by TMA coop clusters fp16 300x520x200", {"CUTORCH_GEMM_SM90_CONFIG": "coop"},
+             mm(300, 520, 200, dtype=torch.float16, plain=True, c=True)),
+            ("sm90 C by TMA stream-K 1000x1000x1000 grid 5",
+             {"CUTORCH_GEMM_SM90_CONFIG": "coop", "CUTORCH_GEMM_SM90_STREAMK": "on", "CUTORCH_GEMM_SM90_GRID": "5",
+              "CUTORCH_GEMM_SM90_CLUSTER": "1", "CUTORCH_GEMM_SM90_SPLIT_FILL": "1000"},
+             mm(1000, 1000, 1000, c=True))]
     # the 8-bit 128x192 cooperative config (scaled_mm only)
     out += [("sm90 coop192 fp8 scaled_mm 200x264x96", {"CUTORCH_GEMM_SM90_CONFIG": "coop192"}, scaled(200, 264, 96))]
     # the 8-bit 64x64 ping-pong config (small M), whole and as split-K (partials + scaled sum)

@@ -44,6 +44,23 @@ def test_c_by_tma_matches_reference(config, dtype, activation, monkeypatch):
               what=f"C by TMA {config} {activation} {(m, n, k)} bias={bias is not None}")
 
 
+@pytest.mark.parametrize("config", CONFIGS)
+@pytest.mark.parametrize("activation", ["none", "gelu"])
+def test_c_by_tma_several_tiles_per_cta(config, activation, monkeypatch):
+    """A capped grid: each CTA's warpgroups run many tiles, so the C barriers' parities carry from tile to tile;
+    N = 392 and 1000 leave the last tile column's last slices past N (neither loaded nor waited for)."""
+    monkeypatch.setenv("CUTORCH_GEMM_SM90_CONFIG", config)
+    monkeypatch.setenv("CUTORCH_GEMM_SM90_GRID", "3")
+    monkeypatch.setenv("CUTORCH_GEMM_SM90_SPLIT_FILL", "1000")
+    for m, n, k in ((1000, 392, 264), (700, 1000, 136)):
+        a, b, c, bias = _c_operands(m, n, k, torch.bfloat16, bias=True)
+        assert NOTE in cg.explain("gemm", a, b, bias=bias, c=c, beta=0.5, activation=activation).reason
+        poison(m * n * 2)
+        out = cg.gemm(a, b, bias=bias, c=c, beta=0.5, activation=activation)
+        check(out, ref_gemm(a, b, bias, c, 1.0, 0.5, activation), torch.bfloat16,
+              what=f"C by TMA, grid 3, {config} {activation} {(m, n, k)}")
+
+
 @pytest.mark.parametrize("dtype", HALF_DTYPES, ids=dtype_id)
 def test_c_by_tma_agrees_with_the_fused_path(dtype, monkeypatch):
     """The same C through the element-wise fused path (CUTORCH_GEMM_SM90_EPILOGUE=fused): one rounding of the same
