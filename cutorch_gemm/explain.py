@@ -418,7 +418,8 @@ _PAIRS_NOTE = ("; operand rows are not 128-byte multiples: cooperative tiles in 
 def _fit_config(a, b, op_a, op_b, mode, batch, m, n, k, sms, forced, kwargs, base: str,
                 coop_sk: bool = False) -> str:
     """The binding's fit-width rule (cuda_common.cpp, choose_sm90_fit): one dense fp16 / bf16 problem, both
-    operands K-major, D = alpha * acc (+ bias) (no C, no activation, even N), no forced epilogue path other than
+    operands K-major, D = alpha * acc (+ bias) (+ beta * C as 4-byte aligned pairs; no activation, even N), no forced
+    epilogue path other than
     "direct", or with an activation where every tile defers its store; with rows that are not 128-byte
     multiples, its pair rule (choose_sm90_pairs) instead. The other dense fp16 / bf16 launches on such rows take
     the pair rule's 128x256 pairs where it moves them off ping-pong tiles; the 128x240 tiles serve launches that defer every tile's store (sm90_defer_launch_ok), with or without
@@ -428,8 +429,10 @@ def _fit_config(a, b, op_a, op_b, mode, batch, m, n, k, sms, forced, kwargs, bas
     activation = kwargs.get("activation", "none")
     k_major = not (op_a[1] or op_b[1])
     has_c = kwargs.get("c") is not None and float(kwargs.get("beta", 0.0)) != 0.0
+    c = kwargs.get("c")
+    c_pairs = not has_c or (c.dim() == 2 and c.stride(1) == 1 and c.stride(0) % 2 == 0 and c.data_ptr() % 4 == 0)
     epilogue = os.environ.get("CUTORCH_GEMM_SM90_EPILOGUE", "").strip().lower()
-    eligible = k_major and activation in (None, "none") and not n % 2 and not has_c and epilogue in ("", "direct")
+    eligible = k_major and activation in (None, "none") and not n % 2 and c_pairs and epilogue in ("", "direct")
     # the 240-wide tiles: launches whose every tile defers its store (sm90_defer_launch_ok)
     # (any activation: the packing has them all; "_Coop_": a width that defers exact GELU too)
     defer_ok = k_major and not has_c and not epilogue and bool(_defer_note("_Coop_", a, mode, n, 1, kwargs))
@@ -472,7 +475,8 @@ def _defer_note(config: str, a: torch.Tensor, mode: str, n: int, splits: int, kw
             "tile's wgmma (the deferred store)")
 
 
-def _c_note(config: str, a: torch.Tensor, b_mn: bool, mode: str, batch: int, n: int, splits: int, kwargs) -> str:
+def _c_note(config: str, a: torch.Tensor, b_mn: bool, mode: str, batch: int, n: int, splits: int, kwargs,
+            direct_fit: bool = False) -> str:
     """beta * C loaded by TMA (sm90_launch.cuh's c_loads, Sm90Params::tma_load_c): one dense 16-bit problem whose
     16-bit D takes TMA stores (N a multiple of 8), C row-major with 16-byte aligned rows and base, tiles of whole
     64-column slices; CUTORCH_GEMM_SM90_EPILOGUE unset; with an activation, not the cooperative tile with an
@@ -480,6 +484,8 @@ def _c_note(config: str, a: torch.Tensor, b_mn: bool, mode: str, batch: int, n: 
     c = kwargs.get("c")
     if c is None or float(kwargs.get("beta", 0.0)) == 0.0 or a.element_size() != 2:
         return ""
+    if direct_fit:  # (sm90_direct_c)
+        return "; beta * C read as column pairs into registers (the fit-width tile stores D from there)"
     if kwargs.get("activation", "none") not in (None, "none") and "_Coop_" in config and b_mn:
         return ""
     if kwargs.get("out_dtype") not in (None, a.dtype) or mode != "none" or batch != 1 or splits > 1 or n % 8:
@@ -635,7 +641,7 @@ def _explain_gemm(op: str, args, kwargs, skinny: bool = True) -> Explanation:
             half_note = ("; a group's last tile computes only its first 64 rows when the rest lie past the "
                          "group's end (a group's B fits L2)")
         defer_note = "" if direct_fit else _defer_note(config, a, mode, n_per, splits, kwargs)
-        defer_note += _c_note(config, a, op_b[1], mode, batch, n, splits, kwargs)
+        defer_note += _c_note(config, a, op_b[1], mode, batch, n, splits, kwargs, direct_fit)
         variant_note = _variant_note(mode, op_a[1], defer_note, swiglu)
         variant_note += _stream_note(config, m_per, mode, batch, b, chunk if splits > 1 else 0, cluster_note)
         if not swiglu:

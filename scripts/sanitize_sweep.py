@@ -231,6 +231,11 @@ def cases(quick: bool):
              {"CUTORCH_GEMM_SM90_CONFIG": "coop", "CUTORCH_GEMM_SM90_STREAMK": "on", "CUTORCH_GEMM_SM90_GRID": "5",
               "CUTORCH_GEMM_SM90_CLUSTER": "1", "CUTORCH_GEMM_SM90_SPLIT_FILL": "1000"},
              mm(1000, 1000, 1000, c=True))]
+    # beta * C read as column pairs by the fit-width tiles (edge tiles, several tiles per CTA)
+    out += [("sm90 C fit144 700x904x320 grid 3", {"CUTORCH_GEMM_SM90_CONFIG": "coop144", "CUTORCH_GEMM_SM90_GRID": "3"},
+             mm(700, 904, 320, c=True)),
+            ("sm90 C fit80 fp16 129x298x40", {"CUTORCH_GEMM_SM90_CONFIG": "coop80"},
+             mm(129, 298, 40, dtype=torch.float16, plain=True, c=True))]
     # the 8-bit 128x192 cooperative config (scaled_mm only)
     out += [("sm90 coop192 fp8 scaled_mm 200x264x96", {"CUTORCH_GEMM_SM90_CONFIG": "coop192"}, scaled(200, 264, 96))]
     # the 8-bit 64x64 ping-pong config (small M), whole and as split-K (partials + scaled sum)

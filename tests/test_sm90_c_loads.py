@@ -1,9 +1,11 @@
-"""beta * C loaded by TMA in the Hopper kernels (sm90 only; sm90_store_tile_tma's kC): one dense 16-bit problem
+"""beta * C in the Hopper kernels (sm90 only). Loaded by TMA (sm90_store_tile_tma's kC): one dense 16-bit problem
 whose C is row-major with 16-byte aligned rows reads C slice by slice into the TMA-store buffers and adds it in
 registers. Every general config (cooperative, ping-pong 64x256 / 64x128 / 64x64), every activation, with and
 without bias, edge tiles in M and N (a tile's last 64-column slices past N), stream-K pieces, 2x1 clusters; C
 views the path must decline (padded rows that are not 16-byte multiples, a misaligned base, column-major,
-broadcast rows) still agree with the float64 reference through the other paths. Skipped elsewhere."""
+broadcast rows) still agree with the float64 reference through the other paths. Read as column pairs into
+registers (sm90_direct_c): the fit-width tiles, which store D from there, forced and by the rule. Skipped
+elsewhere."""
 from __future__ import annotations
 
 import pytest
@@ -158,3 +160,46 @@ def test_c_with_an_mn_major_b(config, monkeypatch):
         poison(m * n * 2)
         out = cg.gemm(a, b, c=c, beta=1.0, activation=activation)
         check(out, ref_gemm(a, b, None, c, 1.0, 1.0, activation), torch.bfloat16, what=f"b MN-major {activation}")
+
+
+FIT_WIDTHS = [80, 112, 144, 160, 224]
+DIRECT = "beta * C read as column pairs"
+
+
+@pytest.mark.parametrize("width", FIT_WIDTHS)
+@pytest.mark.parametrize("dtype", HALF_DTYPES, ids=dtype_id)
+def test_c_in_the_fit_width_tiles(width, dtype, monkeypatch):
+    """Edge tiles in M and N (N = 298, 1502: the last tile column partial), K under one k-block, several tiles per
+    CTA, bias (every other shape), alpha and beta, a 16-bit and an fp32 D, 2x1 clusters (K = 1000)."""
+    monkeypatch.setenv("CUTORCH_GEMM_SM90_CONFIG", f"coop{width}")
+    for i, (m, n, k) in enumerate([(129, 298, 40), (1000, 1502, 776), (2304, 3000, 200), (1000, 1400, 1000)]):
+        a, b, c, bias = _c_operands(m, n, k, dtype, bias=i % 2 == 1)
+        for out_dtype in (None, torch.float32):
+            kw = dict(bias=bias, c=c, alpha=0.5, beta=-1.5, out_dtype=out_dtype)
+            e = cg.explain("gemm", a, b, **kw)
+            assert f"_128x{width}x64_Coop" in e.config and DIRECT in e.reason, str(e)
+            poison(m * n * 4)
+            check(cg.gemm(a, b, **kw), ref_gemm(a, b, bias, c, 0.5, -1.5), dtype, out_dtype,
+                  what=f"fit {width} C {(m, n, k)} out={out_dtype}")
+
+
+@pytest.mark.parametrize("mnk", [(1536, 1536, 4096), (1024, 2560, 4096), (512, 2560, 2560)],
+                         ids=lambda s: "x".join(map(str, s)))
+def test_c_takes_the_fit_rule(mnk):
+    """Mid-size addmm-like launches take the fit widths as plain ones do (the same rule), C from registers; a C with
+    a padded row stride too; one whose rows are not 4-byte aligned pairs keeps the other configs."""
+    m, n, k = mnk
+    a, b, c, _ = _c_operands(m, n, k, torch.bfloat16, bias=False)
+    plain = cg.explain("mm", a, b).config
+    e = cg.explain("gemm", a, b, c=c, beta=1.0)
+    assert e.config == plain and "_Coop_" in plain and DIRECT in e.reason, f"{plain}: {e}"
+    poison(m * n * 2)
+    check(cg.gemm(a, b, c=c, beta=1.0), ref_gemm(a, b, None, c, 1.0, 1.0), torch.bfloat16, what=f"fit rule C {mnk}")
+    padded = torch.randn(m, n + 2, device="cuda", dtype=torch.bfloat16)[:, :n]
+    assert DIRECT in cg.explain("gemm", a, b, c=padded, beta=1.0).reason
+    check(cg.gemm(a, b, c=padded, beta=1.0), ref_gemm(a, b, None, padded, 1.0, 1.0), torch.bfloat16,
+          what=f"fit rule padded C {mnk}")
+    odd = torch.randn(m, n + 1, device="cuda", dtype=torch.bfloat16)[:, :n]
+    e = cg.explain("gemm", a, b, c=odd, beta=1.0)
+    assert DIRECT not in e.reason and e.config != plain, str(e)
+    check(cg.gemm(a, b, c=odd, beta=1.0), ref_gemm(a, b, None, odd, 1.0, 1.0), torch.bfloat16, what=f"odd C {mnk}")

@@ -3,7 +3,8 @@ choose_sm90_fit): every width through mm / gemm / linear-style operands against 
 with edge tiles in M and N, K shorter than a k-block and not a multiple of it, bias, alpha and an fp32
 D; explain must name the width that ran. The rule: where it applies on this GPU it runs (plain launches,
 and those with an activation whose every tile defers its store), and launches it does not cover (an
-MN-major operand, an fp32 D with an activation, C, odd N, a forced epilogue path) keep the other configs.
+MN-major operand, an fp32 D with an activation, C whose rows are not 4-byte aligned pairs, odd N, a forced
+epilogue path) keep the other configs. (C that is: tests/test_sm90_c_loads.py.)
 Skipped without an sm_90 GPU."""
 from __future__ import annotations
 
@@ -135,7 +136,8 @@ def test_sm90_pair_rule_launches(mnk, dtype):
 def test_sm90_pair_rule_other_launches(case, monkeypatch):
     """Launches on rows that are not 128-byte multiples (K = 1000) in place of the heuristic's ping-pong tiles over
     more than one round (2000x3000x1000: 64x256, 384 tiles): those the fit tiles do not take, 128x256 pairs; bias +
-    an activation the packing has (every tile defers its store), the plain launch's 128x192 pairs."""
+    an activation the packing has (every tile defers its store) and C (the fit rule's launches), the plain launch's
+    128x192 pairs."""
     m, n, k = 2000, 3000, 1000
     a, b = _operands(m, n, k, torch.bfloat16)
     kwargs = {}
@@ -153,8 +155,9 @@ def test_sm90_pair_rule_other_launches(case, monkeypatch):
         monkeypatch.setenv("CUTORCH_GEMM_SM90_EPILOGUE", "staged")
     e = cg.explain("gemm", a, b, **kwargs)
     if torch.cuda.get_device_properties(0).multi_processor_count == 132:
-        # (bias + an activation the packing has defers every tile: the 192-wide pairs, as the plain launch)
-        wide = "Sm90_128x192x64_Coop_S5" if case in ("gelu_tanh", "relu_bias") else "Sm90_128x256x64_Coop_S4"
+        # (bias + an activation the packing has defers every tile, and C the fit rule takes: the 192-wide pairs, as
+        # the plain launch)
+        wide = "Sm90_128x192x64_Coop_S5" if case in ("gelu_tanh", "relu_bias", "c") else "Sm90_128x256x64_Coop_S4"
         assert e.config == wide and "2x1 clusters" in e.reason, str(e)
         assert "not 128-byte multiples" in e.reason, str(e)
     poison(m * n * 4)
@@ -221,7 +224,7 @@ def test_sm90_pair240_capped_grid(monkeypatch):
     check(cg.gemm(a, b, bias=bias), ref_gemm(a, b, bias=bias), torch.bfloat16, what="pair240 capped grid")
 
 
-@pytest.mark.parametrize("case", ["mn_major_b", "gelu_fp32_d", "relu_fit_defer_off", "c", "odd_n", "staged"])
+@pytest.mark.parametrize("case", ["mn_major_b", "gelu_fp32_d", "relu_fit_defer_off", "c_odd_rows", "odd_n", "staged"])
 def test_sm90_fit_not_taken(case, monkeypatch):
     """Launches outside the fit tiles' reach keep another config, even when forced: an activation into an fp32 D
     (no deferred store), an activation with the deferring twins switched off."""
@@ -237,8 +240,8 @@ def test_sm90_fit_not_taken(case, monkeypatch):
     if case == "relu_fit_defer_off":
         kwargs = {"activation": "relu"}
         monkeypatch.setenv("CUTORCH_GEMM_SM90_FIT_DEFER", "off")
-    if case == "c":
-        kwargs = {"c": torch.randn(m, n, device="cuda", dtype=torch.bfloat16), "beta": 1.0}
+    if case == "c_odd_rows":  # (rows n + 1 elements apart: no aligned pairs)
+        kwargs = {"c": torch.randn(m, n + 1, device="cuda", dtype=torch.bfloat16)[:, :n], "beta": 1.0}
     if case == "staged":
         monkeypatch.setenv("CUTORCH_GEMM_SM90_EPILOGUE", "staged")
     e = cg.explain("gemm", a, b, **kwargs)

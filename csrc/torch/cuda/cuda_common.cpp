@@ -261,7 +261,7 @@ void run_gemm(const GemmArgs& g, const at::Tensor& a, const at::Tensor& b) {
                                                     env_lower("CUTORCH_GEMM_SM90_STREAMK"), tf32 ? 32 : 64);
     const std::string forced_config = env_lower("CUTORCH_GEMM_SM90_CONFIG");
     Sm90ConfigId config = choose_sm90_config(e.m, e.n, g.shape.k, e.problems, d.sms, forced_config, narrow, coop_sk);
-    // Fit-width cooperative tiles (choose_sm90_fit) for plain launches whose D the direct epilogue stores
+    // Fit-width cooperative tiles (choose_sm90_fit) for plain launches (+ beta * C) whose D the direct epilogue stores
     // (not while a test forces another epilogue path), and for launches with an activation whose every tile
     // defers its store (sm90_fit_act_ok). explain() mirrors this.
     const std::string forced_epi = env_lower("CUTORCH_GEMM_SM90_EPILOGUE");

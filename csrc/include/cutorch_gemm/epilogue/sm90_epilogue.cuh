@@ -43,14 +43,81 @@ CG_DEVICE void store_pair(Out* p, float v0, float v1) {
   }
 }
 
-// Direct epilogue for D = alpha * acc (+ bias): no C, no activation, row-major D with even row
+// One thread's 2 x 2 block of a row-major D from registers: v = {(r0, n), (r0, n + 1),
+// (r0 + 8, n), (r0 + 8, n + 1)}. A pair store per row when `pairs` (aligned: the host's
+// Sm90Params::direct_epilogue), else element by element; in0 / in1 / has1 clip the rows and the
+// second column.
+template <typename Out>
+CG_DEVICE void store_quad(Out* row0, Out* row1, int n, bool in0, bool in1, bool has1, bool pairs,
+                          const float (&v)[4]) {
+  if (pairs && has1) {
+    if (in0) store_pair<Out>(row0 + n, v[0], v[1]);
+    if (in1) store_pair<Out>(row1 + n, v[2], v[3]);
+    return;
+  }
+  if (in0) row0[n] = from_acc<Out>(v[0]);
+  if (in1) row1[n] = from_acc<Out>(v[2]);
+  if (in0 && has1) row0[n + 1] = from_acc<Out>(v[1]);
+  if (in1 && has1) row1[n + 1] = from_acc<Out>(v[3]);
+}
+
+// sm90_store_tile_direct with beta * C (one dense problem; C's rows and base 4-byte aligned, launch_sm90): each
+// thread's C pairs, eight n8 blocks at a time, loaded in one batch before their stores (D's stores could alias C as
+// far as the compiler knows, so it would not hoist a load above an earlier store: one round trip per pair). `whole`:
+// the tile lies inside the problem (no checks).
+template <typename T, typename Out, int kRegs>
+CG_DEVICE void sm90_direct_c(const GemmArgs& g, const Problem& prob, const float (&acc)[kRegs], int r0, int c0,
+                             Out* row0, Out* row1, bool whole) {
+  constexpr int kJ = kRegs / 4;
+  constexpr int kBatch = 8;
+  const float alpha = float(g.alpha), beta = float(g.beta);
+  const T* bias = g.bias ? static_cast<const T*>(g.bias) + prob.bias_off : nullptr;
+  const uint16_t* c0row = static_cast<const uint16_t*>(g.c) + index_t(r0) * g.shape.c_sm;
+  const uint16_t* c1row = c0row + 8 * g.shape.c_sm;
+  const bool in0 = whole || r0 < prob.m, in1 = whole || r0 + 8 < prob.m;
+#pragma unroll
+  for (int j0 = 0; j0 < kJ; j0 += kBatch) {
+    uint32_t cp[kBatch][2];
+#pragma unroll
+    for (int jj = 0; jj < kBatch && j0 + jj < kJ; ++jj) {
+      const int n = c0 + 8 * (j0 + jj);
+      const bool pair = whole || n + 1 < prob.n, one = whole || n < prob.n;
+      const bool in[2] = {in0, in1};
+      const uint16_t* rows[2] = {c0row, c1row};
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        cp[jj][h] = 0u;
+        if (in[h] && pair) cp[jj][h] = __ldg(reinterpret_cast<const unsigned int*>(rows[h] + n));
+        else if (in[h] && one) cp[jj][h] = __ldg(rows[h] + n);
+      }
+    }
+#pragma unroll
+    for (int jj = 0; jj < kBatch && j0 + jj < kJ; ++jj) {
+      const int j = j0 + jj, n = c0 + 8 * j;
+      if (!whole && n >= prob.n) continue;
+      const bool has1 = whole || n + 1 < prob.n;
+      const float b0 = bias ? to_acc<float>(bias[n]) : 0.0f;
+      const float b1 = bias && has1 ? to_acc<float>(bias[n + 1]) : 0.0f;
+      auto cv = [&](int h, int e) { return sm90::half_bits_to_float<T>(uint16_t(cp[jj][h] >> (16 * e))); };
+      const float v[4] = {fmaf(beta, cv(0, 0), fmaf(acc[4 * j], alpha, b0)),
+                          fmaf(beta, cv(0, 1), fmaf(acc[4 * j + 1], alpha, b1)),
+                          fmaf(beta, cv(1, 0), fmaf(acc[4 * j + 2], alpha, b0)),
+                          fmaf(beta, cv(1, 1), fmaf(acc[4 * j + 3], alpha, b1))};
+      store_quad<Out>(row0, row1, n, in0, in1, has1, true, v);
+    }
+  }
+}
+
+// Direct epilogue for D = alpha * acc (+ bias) (+ beta * C: kC): no activation, row-major D with even row
 // stride (the host checks; Sm90Params::direct_epilogue). Each thread stores its accumulator
 // pairs (wgmma layout: rows 16w + l/4 (+8), columns 8j + 2(l%4) (+1)) straight from registers:
 // about two instructions per pair instead of the staged path's functor per element. Fully
 // inside tiles skip every bounds check.
 // NOTE: the unrolled body is small because it has no activation code (the staged path exists
 // because 128 unrolled activations overflowed the instruction cache).
-template <typename T, typename Out, int kRegs>
+// kC (the fit-width tiles, one dense problem): g.c, when set, adds beta * C, read as 4-byte column pairs
+// (sm90_direct_c; launch_sm90 checks their alignment).
+template <typename T, typename Out, int kRegs, bool kC = false>
 CG_DEVICE void sm90_store_tile_direct(const GemmArgs& g, const Problem& prob, const float (&acc)[kRegs], int row_base,
                                       int col_base, int tid_in_wg) {
   const int warp = tid_in_wg / 32, lane = tid_in_wg % 32;
@@ -63,6 +130,13 @@ CG_DEVICE void sm90_store_tile_direct(const GemmArgs& g, const Problem& prob, co
   Out* row0 = d + index_t(r0) * sm;
   Out* row1 = row0 + 8 * sm;
   constexpr int kJ = kRegs / 4;  // n8 blocks: 32 (64 x 256 fragment) or 16 (64 x 128)
+  if constexpr (kC) {
+    if (g.c != nullptr) {
+      const bool whole = row_base + 64 <= prob.m && col_base + 8 * kJ <= prob.n;
+      sm90_direct_c<T, Out, kRegs>(g, prob, acc, r0, c0, row0, row1, whole);
+      return;
+    }
+  }
   if (row_base + 64 <= prob.m && col_base + 8 * kJ <= prob.n) {
 #pragma unroll
     for (int j = 0; j < kJ; ++j) {
@@ -94,24 +168,6 @@ CG_DEVICE void sm90_store_tile_direct(const GemmArgs& g, const Problem& prob, co
       if (in1) row1[n] = from_acc<Out>(v[2]);
     }
   }
-}
-
-// One thread's 2 x 2 block of a row-major D from registers: v = {(r0, n), (r0, n + 1),
-// (r0 + 8, n), (r0 + 8, n + 1)}. A pair store per row when `pairs` (aligned: the host's
-// Sm90Params::direct_epilogue), else element by element; in0 / in1 / has1 clip the rows and the
-// second column.
-template <typename Out>
-CG_DEVICE void store_quad(Out* row0, Out* row1, int n, bool in0, bool in1, bool has1, bool pairs,
-                          const float (&v)[4]) {
-  if (pairs && has1) {
-    if (in0) store_pair<Out>(row0 + n, v[0], v[1]);
-    if (in1) store_pair<Out>(row1 + n, v[2], v[3]);
-    return;
-  }
-  if (in0) row0[n] = from_acc<Out>(v[0]);
-  if (in1) row1[n] = from_acc<Out>(v[2]);
-  if (in0 && has1) row0[n + 1] = from_acc<Out>(v[1]);
-  if (in1 && has1) row1[n + 1] = from_acc<Out>(v[3]);
 }
 
 // scaled_mm's factors: sa of row m, sb of column n (per-row / per-column or one for all).

@@ -523,8 +523,9 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
       if constexpr (Cfg::kPingpong) turns.open_gate(tid_in_wg);
       if constexpr (kFit) {  // (launch_sm90 refuses these configs without the direct epilogue)
         const Problem prob = resolve_problem(g.shape, w.group);
-        if (g.out_f32) sm90_store_tile_direct<T, float>(g, prob, acc, w.m0 + row_in_tile, w.n0, tid_in_wg);
-        else sm90_store_tile_direct<T, T>(g, prob, acc, w.m0 + row_in_tile, w.n0, tid_in_wg);
+        const int row = w.m0 + row_in_tile;  // (+ beta * C: sm90_direct_c)
+        if (g.out_f32) sm90_store_tile_direct<T, float, kAccRegs, true>(g, prob, acc, row, w.n0, tid_in_wg);
+        else sm90_store_tile_direct<T, T, kAccRegs, true>(g, prob, acc, row, w.n0, tid_in_wg);
         continue;
       } else {  // (every other config: not indented; the block ends at the tile loop's end)
       if constexpr (kStreamK) {  // stream-K pieces (dense launches)
