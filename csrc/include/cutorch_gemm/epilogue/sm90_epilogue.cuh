@@ -1,13 +1,13 @@
 #pragma once
 // Epilogues of the Hopper kernel (kernel/sm90_gemm_ws_kernel.cuh), one consumer warpgroup's
 // 64 x 256 fp32 accumulators (wgmma layout; 64 x 128 for the narrow config, where noted) each:
-//   sm90_store_tile_direct     D = alpha * acc (+ bias) from registers (either width)
+//   sm90_store_tile_direct     D = alpha * acc (+ bias) from registers (either width; + beta * C: sm90_direct_c)
 //   sm90_store_tile_scaled     scaled_mm's D = sa * sb * acc + bias from registers, any D
 //   sm90_store_tile            the whole fusion, staged through shared memory 32 columns at a time (either width)
 //   sm90_store_tile_tma        D = act(alpha * acc (+ bias)) (or scaled_mm's) by TMA stores (Cfg's width)
+//                              (kC: + beta * C, C loaded by TMA too, 16-bit D; sm90_store_tile_tma_act picks the copy)
 //   sm90_store_tma_plain       the same without an activation, bias-free launches without bias code
 //   (the deferred store's packing and slices: epilogue/sm90_deferred_store.cuh)
-//   sm90_store_tile_tma_c      D = act(alpha * acc + beta * C (+ bias)), C loaded and D stored by TMA (16-bit)
 //   sm90_store_tile_tma_fused  the whole fusion by TMA stores (cooperative config; C not loadable by TMA, fp32 D)
 //   sm90_store_tile_swiglu     grouped_mm's fused SwiGLU from registers (gate | up halves of the tile)
 
@@ -326,8 +326,9 @@ CG_DEVICE void sm90_store_tile(const GemmArgs& g, const Problem& prob, const flo
 // kC: D = act(alpha * acc + beta * C (+ bias)), a 16-bit D, C's slices loaded by TMA into the buffers (cs; the
 // first ones by sm90_prefetch_c as the tile started): each pair of n8 blocks reads its C with one ldmatrix from
 // the addresses its stmatrix then writes D to, so C and D share the buffer and the slice needs no barrier of its
-// own. NOTE: replaced the fused path's element-wise C loads (one 2-byte load per element, each waited for):
-// 0.36-0.62x torch.addmm (benchmarks/RESULTS.md, thirty-ninth session).
+// own. NOTE: replaced the fused path's element-wise C loads (one 2-byte load per element, each waited for) for these
+// launches: ten shapes against torch.addmm, geomean 0.515 -> 0.921x, 4096^3 0.60 -> 1.03x (H200; benchmarks/RESULTS.md,
+// fortieth session).
 template <class Cfg, typename T, typename Out, bool kScaled = false, Activation kAct = Activation::kNone,
           bool kColAdd = true, bool kColMul = true, bool kC = false>
 CG_DEVICE void sm90_store_tile_tma(const GemmArgs& g, const Problem& prob, const float (&acc)[Cfg::kBlockN / 2],
@@ -525,46 +526,29 @@ CG_DEVICE void sm90_store_tma_whole(const GemmArgs& g, const Problem& prob, cons
 }
 
 // sm90_store_tile_tma with the launch's activation (16-bit D: the TMA store of the bias +
-// activation epilogue, Sm90Params::tma_store_act): one unrolled copy per activation, so the
-// tile's elements never go through a runtime switch.
-template <class Cfg, typename T>
+// activation epilogue, Sm90Params::tma_store_act; kC: with C loaded by TMA, Sm90Params::tma_load_c): one unrolled
+// copy per activation, so the tile's elements never go through a runtime switch (kActs; else only the copy without
+// one, sm90_c_acts).
+template <class Cfg, typename T, bool kC = false, bool kActs = true>
 CG_DEVICE void sm90_store_tile_tma_act(const GemmArgs& g, const Problem& prob, const float (&acc)[Cfg::kBlockN / 2],
                                        uint8_t (*bufs)[64 * 128], const CUtensorMap* map_d, bool d_3d, int group,
-                                       int row_abs, int col_base, int tid_in_wg, int barrier_id) {
-#define CG_SM90_TMA_ACT(A)                                                                                        \
-  sm90_store_tile_tma<Cfg, T, T, false, A>(g, prob, acc, bufs, map_d, d_3d, group, row_abs, col_base, tid_in_wg, \
-                                           barrier_id)
-  switch (g.act) {
-    case Activation::kRelu: CG_SM90_TMA_ACT(Activation::kRelu); break;
-    case Activation::kGelu: CG_SM90_TMA_ACT(Activation::kGelu); break;
-    case Activation::kGeluTanh: CG_SM90_TMA_ACT(Activation::kGeluTanh); break;
-    case Activation::kSilu: CG_SM90_TMA_ACT(Activation::kSilu); break;
-    default: CG_SM90_TMA_ACT(Activation::kNone); break;
-  }
-#undef CG_SM90_TMA_ACT
-}
-
-// sm90_store_tile_tma with C loaded by TMA (kC) and the launch's activation: one unrolled copy per activation
-// (kActs; else the one without, sm90_c_acts).
-template <class Cfg, typename T, bool kActs>
-CG_DEVICE void sm90_store_tile_tma_c(const GemmArgs& g, const Problem& prob, const float (&acc)[Cfg::kBlockN / 2],
-                                     uint8_t (*bufs)[64 * 128], const CUtensorMap* map_d, bool d_3d, int group,
-                                     int row_abs, int col_base, int tid_in_wg, int barrier_id, const Sm90CSlices& cs) {
-#define CG_SM90_TMA_C(A)                                                                                      \
-  sm90_store_tile_tma<Cfg, T, T, false, A, true, true, true>(g, prob, acc, bufs, map_d, d_3d, group, row_abs, \
-                                                             col_base, tid_in_wg, barrier_id, &cs)
+                                       int row_abs, int col_base, int tid_in_wg, int barrier_id,
+                                       const Sm90CSlices* cs = nullptr) {
+#define CG_SM90_TMA_ACT(A)                                                                                  \
+  sm90_store_tile_tma<Cfg, T, T, false, A, true, true, kC>(g, prob, acc, bufs, map_d, d_3d, group, row_abs, \
+                                                           col_base, tid_in_wg, barrier_id, cs)
   if constexpr (!kActs) {
-    CG_SM90_TMA_C(Activation::kNone);
+    CG_SM90_TMA_ACT(Activation::kNone);
   } else {
     switch (g.act) {
-      case Activation::kRelu: CG_SM90_TMA_C(Activation::kRelu); break;
-      case Activation::kGelu: CG_SM90_TMA_C(Activation::kGelu); break;
-      case Activation::kGeluTanh: CG_SM90_TMA_C(Activation::kGeluTanh); break;
-      case Activation::kSilu: CG_SM90_TMA_C(Activation::kSilu); break;
-      default: CG_SM90_TMA_C(Activation::kNone); break;
+      case Activation::kRelu: CG_SM90_TMA_ACT(Activation::kRelu); break;
+      case Activation::kGelu: CG_SM90_TMA_ACT(Activation::kGelu); break;
+      case Activation::kGeluTanh: CG_SM90_TMA_ACT(Activation::kGeluTanh); break;
+      case Activation::kSilu: CG_SM90_TMA_ACT(Activation::kSilu); break;
+      default: CG_SM90_TMA_ACT(Activation::kNone); break;
     }
   }
-#undef CG_SM90_TMA_C
+#undef CG_SM90_TMA_ACT
 }
 
 // TMA-store epilogue with the rest of the fusion (activation, beta * C): needs two 8 KB

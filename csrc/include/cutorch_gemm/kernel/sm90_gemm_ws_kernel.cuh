@@ -638,9 +638,11 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
       }
       if constexpr (kCLoads) {
         if (p.tma_load_c) {  // (one dense problem: whole TMA rows)
-          sm90_store_tile_tma_c<Cfg, T, sm90_c_acts<Cfg, kBMn>()>(g, prob, acc, s.epi_slot[consumer].u.out, &tma_d,
-                                                                  p.d_3d, w.group, w.a_row + row_in_tile, w.n0,
-                                                                  tid_in_wg, 1 + consumer, c_slices());
+          const Sm90CSlices cs = c_slices();
+          constexpr bool kActs = sm90_c_acts<Cfg, kBMn>();
+          sm90_store_tile_tma_act<Cfg, T, true, kActs>(g, prob, acc, s.epi_slot[consumer].u.out, &tma_d, p.d_3d,
+                                                       w.group, w.a_row + row_in_tile, w.n0, tid_in_wg, 1 + consumer,
+                                                       &cs);
           continue;
         }
       }

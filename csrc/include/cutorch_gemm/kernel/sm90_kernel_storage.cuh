@@ -95,7 +95,7 @@ constexpr bool sm90_loads_c() {
   return sizeof(T) == 2 && !Mma::kScaled && !Mma::kPromote && Cfg::kBlockN % 64 == 0 && !sm90_is_fit<Cfg, Mma>();
 }
 
-// ... and whether those kernels take C with an activation too (sm90_store_tile_tma_c's kActs), or C alone. NOTE:
+// ... and whether those kernels take C with an activation too (sm90_store_tile_tma_act's kActs), or C alone. NOTE:
 // the cooperative ones with an MN-major B spilled 4 bytes (a tile-invariant index, one LDL per tile) with a second
 // unrolled copy of the C epilogue, whichever activation it was; one copy, any activation, did not (bf16, ptxas -v).
 template <class Cfg, bool kBMn>
