@@ -55,16 +55,21 @@ cudaError_t sm90_ptr_fill(void* host_blob, const GemmArgs* problems, int count, 
 cudaError_t sm90_ptr_run(const GemmArgs& common, const void* dev_blob, int count, int total_tiles,
                          Sm90ConfigId config, bool b_mn, int num_sms, cudaStream_t stream);
 
+// C (if any) readable as 4-byte aligned column pairs, row-major: what the fit-width tiles' sm90_direct_c loads.
+inline bool sm90_c_pairs(const GemmArgs& g) {
+  const ProblemShape& s = g.shape;
+  return g.c == nullptr || (s.c_sn == 1 && s.c_sm % 2 == 0 && reinterpret_cast<uintptr_t>(g.c) % 4 == 0);
+}
+
 // Whether one launch can take a fit-width config (choose_sm90_fit): one dense fp16 / bf16 problem, both
 // operands K-major, D = alpha * acc (+ bias) (+ beta * C) stored from registers (no activation; row-major D, its
 // pairs aligned: the kernel's direct epilogue, which launch_sm90 checks again; C read as 4-byte aligned pairs).
 inline bool sm90_fit_launch_ok(const GemmArgs& g, bool a_mn, bool b_mn) {
   const ProblemShape& s = g.shape;
   const size_t pair = g.out_f32 ? 8 : 4;
-  const bool c_pairs = g.c == nullptr || (s.c_sn == 1 && s.c_sm % 2 == 0 && reinterpret_cast<uintptr_t>(g.c) % 4 == 0);
   return (g.dtype == DType::kFloat16 || g.dtype == DType::kBFloat16) && !a_mn && !b_mn &&
-         s.mode == GroupMode::kBatched && g.batch == 1 && g.k_chunk == 0 && g.act == Activation::kNone && c_pairs &&
-         s.d_sn == 1 && s.d_sm % 2 == 0 && reinterpret_cast<uintptr_t>(g.d) % pair == 0;
+         s.mode == GroupMode::kBatched && g.batch == 1 && g.k_chunk == 0 && g.act == Activation::kNone &&
+         sm90_c_pairs(g) && s.d_sn == 1 && s.d_sm % 2 == 0 && reinterpret_cast<uintptr_t>(g.d) % pair == 0;
 }
 
 // Whether one launch defers its store in every tile, as the 240-wide tiles need (choose_sm90_fit's defer_ok): one

@@ -126,9 +126,9 @@ cudaError_t launch_sm90(const GemmArgs& args, int num_sms, cudaStream_t stream) 
   const std::string epi = forced_epi ? forced_epi : "";
   const bool plain = args.act == Activation::kNone && args.c == nullptr;  // always, for scaled launches
   const bool d_rows = s.d_sn == 1 && s.mode != GroupMode::kGroupedN;  // row-major, no per-group column shift
-  // The fit-width tiles add beta * C from registers too (sm90_direct_c), its pairs 4-byte aligned (sm90_fit_launch_ok).
-  const bool fit_c = sm90_is_fit<Cfg, Mma>() && args.act == Activation::kNone && args.c != nullptr && s.c_sn == 1 &&
-                     s.c_sm % 2 == 0 && reinterpret_cast<uintptr_t>(args.c) % 4 == 0;
+  // The fit-width tiles add beta * C from registers too (sm90_direct_c), its pairs 4-byte aligned.
+  const bool fit_c =
+      sm90_is_fit<Cfg, Mma>() && args.act == Activation::kNone && args.c != nullptr && sm90_c_pairs(args);
   p.direct_epilogue = (plain || fit_c) && d_rows && s.d_sm % 2 == 0 && s.d_sb % 2 == 0 &&
                       reinterpret_cast<uintptr_t>(args.d) % pair_bytes == 0 && epi != "staged";
   // The fit-width configs store only from registers (the kernel's kFit; sm90_fit_launch_ok chose them).

@@ -89,7 +89,8 @@ constexpr bool sm90_defer_only() {
 }
 
 // The configs and types whose general kernels load C by TMA (Sm90Params::tma_load_c; sm90_store_tile_tma's kC):
-// 16-bit operands and D, tiles of whole 64-column slices, not the fit-width tiles (plain launches only).
+// 16-bit operands and D, tiles of whole 64-column slices, not the fit-width tiles (which read C as column pairs into
+// registers: sm90_direct_c).
 template <class Cfg, class Mma, typename T>
 constexpr bool sm90_loads_c() {
   return sizeof(T) == 2 && !Mma::kScaled && !Mma::kPromote && Cfg::kBlockN % 64 == 0 && !sm90_is_fit<Cfg, Mma>();
