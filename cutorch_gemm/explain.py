@@ -373,9 +373,12 @@ def _tile_width(config: str) -> int:
 
 
 def _cluster_note(config: str, fixed_grid: bool, swiglu: bool, m: int, a: torch.Tensor, b: torch.Tensor,
-                  dense16: bool = False, n: int = 0, k: int = 0, sms: int = 0) -> str:
+                  dense16: bool = False, n: int = 0, k: int = 0, sms: int = 0, b_mn: bool = False) -> str:
     """The launch's cluster, as the binding's rule (choose_sm90_cluster) picks it (dense16: one
-    dense 16-bit problem of n columns and depth k, for the short-K rule)."""
+    dense 16-bit problem of n columns and depth k, for the short-K rule). An MN-major B (b_mn) takes none where
+    half a tile is not whole 64-column boxes (launch_sm90)."""
+    if b_mn and (_tile_width(config) // 2) % 64:
+        return ""
     coop = "_Coop_" in config
     tiles_m = -(-m // (128 if coop else 64))
     forced = os.environ.get("CUTORCH_GEMM_SM90_CLUSTER", "").strip()
@@ -418,7 +421,8 @@ _PAIRS_NOTE = ("; operand rows are not 128-byte multiples: cooperative tiles in 
 def _fit_config(a, b, op_a, op_b, mode, batch, m, n, k, sms, forced, kwargs, base: str,
                 coop_sk: bool = False) -> str:
     """The binding's fit-width rule (cuda_common.cpp, choose_sm90_fit): one dense fp16 / bf16 problem, both
-    operands K-major, D = alpha * acc (+ bias) (+ beta * C as 4-byte aligned pairs; no activation, even N), no forced
+    operands K-major, B MN-major or both MN-major (an MN-major B on 128-byte-multiple rows only: sm90_fit_launch_ok),
+    D = alpha * acc (+ bias) (+ beta * C as 4-byte aligned pairs; no activation, even N), no forced
     epilogue path other than
     "direct", or with an activation where every tile defers its store; with rows that are not 128-byte
     multiples, its pair rule (choose_sm90_pairs) instead. The other dense fp16 / bf16 launches on such rows take
@@ -428,11 +432,13 @@ def _fit_config(a, b, op_a, op_b, mode, batch, m, n, k, sms, forced, kwargs, bas
         return ""
     activation = kwargs.get("activation", "none")
     k_major = not (op_a[1] or op_b[1])
+    rows_128b = _operands_rows_128b(a, b)
+    layout_ok = rows_128b if op_b[1] else not op_a[1]
     has_c = kwargs.get("c") is not None and float(kwargs.get("beta", 0.0)) != 0.0
     c = kwargs.get("c")
     c_pairs = not has_c or (c.dim() == 2 and c.stride(1) == 1 and c.stride(0) % 2 == 0 and c.data_ptr() % 4 == 0)
     epilogue = os.environ.get("CUTORCH_GEMM_SM90_EPILOGUE", "").strip().lower()
-    eligible = k_major and activation in (None, "none") and not n % 2 and c_pairs and epilogue in ("", "direct")
+    eligible = layout_ok and activation in (None, "none") and not n % 2 and c_pairs and epilogue in ("", "direct")
     # the 240-wide tiles: launches whose every tile defers its store (sm90_defer_launch_ok)
     # (any activation: the packing has them all; "_Coop_": a width that defers exact GELU too)
     defer_ok = k_major and not has_c and not epilogue and bool(_defer_note("_Coop_", a, mode, n, 1, kwargs))
@@ -440,7 +446,7 @@ def _fit_config(a, b, op_a, op_b, mode, batch, m, n, k, sms, forced, kwargs, bas
     fit_defer_off = os.environ.get("CUTORCH_GEMM_SM90_FIT_DEFER", "").strip().lower() == "off"
     if activation not in (None, "none") and defer_ok and not fit_defer_off and forced != "coop128":
         eligible = True
-    return _C.choose_sm90_fit(m, n, k, sms, forced, _operands_rows_128b(a, b), base, eligible, defer_ok, coop_sk)
+    return _C.choose_sm90_fit(m, n, k, sms, forced, rows_128b, base, eligible, defer_ok, coop_sk, bool(op_b[1]))
 
 
 def _defer_note(config: str, a: torch.Tensor, mode: str, n: int, splits: int, kwargs) -> str:
@@ -629,7 +635,7 @@ def _explain_gemm(op: str, args, kwargs, skinny: bool = True) -> Explanation:
                       "partials summed in split order with the epilogue" if splits > 1 else "")
         dense16 = mode == "none" and batch == 1 and splits == 1 and a.element_size() == 2
         cluster_note = _cluster_note(config, mode in ("none", "k"), swiglu, m_per, a, b, dense16, n, k,
-                                     prop.multi_processor_count)
+                                     prop.multi_processor_count, op_b[1])
         streamk_note = ""
         if mode == "none" and batch == 1 and splits == 1 and "_Coop_" in config and not cluster_note and not fit:
             streamk_note = _streamk_note(m, n, k, a.element_size(), prop.multi_processor_count)

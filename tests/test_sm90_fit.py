@@ -1,9 +1,10 @@
 """The fit-width cooperative tiles (Sm90_128xNx64_Coop, N = 80 ... 224; device/sm90_configs.h,
 choose_sm90_fit): every width through mm / gemm / linear-style operands against the float64 reference,
 with edge tiles in M and N, K shorter than a k-block and not a multiple of it, bias, alpha and an fp32
-D; explain must name the width that ran. The rule: where it applies on this GPU it runs (plain launches,
-and those with an activation whose every tile defers its store), and launches it does not cover (an
-MN-major operand, an fp32 D with an activation, C whose rows are not 4-byte aligned pairs, odd N, a forced
+D; explain must name the width that ran; the same with an MN-major B and with both operands MN-major (the
+backward's forms). The rule: where it applies on this GPU it runs (plain launches, and those with an activation whose
+every tile defers its store), and launches it does not cover (an MN-major A with a K-major B, an MN-major B on rows
+that are not 128-byte multiples, an fp32 D with an activation, C whose rows are not 4-byte aligned pairs, odd N, a forced
 epilogue path) keep the other configs. (C that is: tests/test_sm90_c_loads.py.)
 Skipped without an sm_90 GPU."""
 from __future__ import annotations
@@ -67,6 +68,61 @@ def test_sm90_fit_widths(width, mnk, dtype, monkeypatch):
     poison(m * n * 4)
     check(cg.gemm(a, b, bias=bias, alpha=0.5), ref_gemm(a, b, bias=bias, alpha=0.5), dtype,
           what=f"fit {width} gemm 16-bit D {mnk}")
+
+
+# MN-major B (dX = dY W: B row-major (K, N)) and both operands MN-major (dW = dY^T X: A M-contiguous), each width; B in
+# whole 64-column boxes where the width is not a multiple of 64 (Sm90MnB: past the tile, or past N, where 320 with 144
+# leaves a box wholly outside);
+# rows of 128-byte multiples (the layouts' condition): N, and M (both MN-major) or K (a K-major A: rounded up to 64
+# here) multiples of 64.
+MN_SHAPES = [(192, 320, 40), (1536, 1536, 1024), (1024, 1472, 776), (2304, 3008, 200)]
+
+
+def _mn_operands(m, n, k, dtype, layout):
+    a = torch.randn(m, k, device="cuda", dtype=dtype)
+    if layout == "both_mn":
+        a = torch.randn(k, m, device="cuda", dtype=dtype).t()  # M-contiguous
+    return a, torch.randn(k, n, device="cuda", dtype=dtype)  # N-contiguous
+
+
+@pytest.mark.parametrize("layout", ["b_mn", "both_mn"])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=["bf16", "fp16"])
+@pytest.mark.parametrize("width", WIDTHS)
+@pytest.mark.parametrize("mnk", MN_SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_sm90_fit_widths_mn_major(width, mnk, dtype, layout, monkeypatch):
+    monkeypatch.setenv("CUTORCH_GEMM_SM90_CONFIG", f"coop{width}")
+    m, n, k = mnk
+    k = k if layout == "both_mn" else -(-k // 64) * 64
+    a, b = _mn_operands(m, n, k, dtype, layout)
+    e = cg.explain("mm", a, b)
+    assert e.kernel == "sm90" and f"_128x{width}x64_Coop" in e.config and "clusters" not in e.reason, str(e)
+    assert ("deferred store" in e.reason) == (width != 128), str(e)
+    bias = _check_mm_and_bias(a, b, dtype, f"fit {width} {layout} {mnk}")
+    poison(m * n * 4)
+    out = cg.gemm(a, b, bias=bias, out_dtype=torch.float32)
+    check(out, ref_gemm(a, b, bias=bias), dtype, torch.float32, what=f"fit {width} {layout} fp32 D {mnk}")
+    c = torch.randn(m, n, device="cuda", dtype=dtype)
+    poison(m * n * 4)
+    check(cg.gemm(a, b, c=c, beta=0.5), ref_gemm(a, b, c=c, beta=0.5), dtype, what=f"fit {width} {layout} C {mnk}")
+
+
+@pytest.mark.parametrize("layout", ["b_mn", "both_mn"])
+def test_sm90_fit_rule_mn_major(layout):
+    """The training backward's forms of mid-size shapes take the rule's widths from 160 up (mn_b), the others keep
+    the heuristic's config."""
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    for m, n, k in [(1536, 1536, 4096), (1024, 2560, 4096), (2048, 1280, 1024), (512, 2560, 2560),
+                    (3072, 3072, 4096)]:
+        fit = _C.choose_sm90_fit(m, n, k, sms, mn_b=True)
+        a, b = _mn_operands(m, n, k, torch.bfloat16, layout)
+        e = cg.explain("mm", a, b)
+        assert (e.config == fit and "fit-width" in e.reason) if fit else "fit-width" not in e.reason, str(e)
+        if sms == 132:
+            # (1536x1536: 160 fills 87% of the round; 512x2560: only 80 fills it)
+            assert bool(fit) == ((m, n) not in ((1536, 1536), (512, 2560))), f"rule on 132 SMs: {m}x{n}x{k}: {fit!r}"
+        out = cg.mm(a, b)
+        check(out, ref_gemm(a, b), torch.bfloat16, what=f"rule {layout} {m}x{n}x{k}")
+        assert torch.equal(out, cg.mm(a, b)), "the same bits on a second run"
 
 
 @pytest.mark.parametrize("width", [80, 144, 224])
@@ -224,16 +280,20 @@ def test_sm90_pair240_capped_grid(monkeypatch):
     check(cg.gemm(a, b, bias=bias), ref_gemm(a, b, bias=bias), torch.bfloat16, what="pair240 capped grid")
 
 
-@pytest.mark.parametrize("case", ["mn_major_b", "gelu_fp32_d", "relu_fit_defer_off", "c_odd_rows", "odd_n", "staged"])
+@pytest.mark.parametrize("case", ["mn_major_a", "mn_major_b_odd_rows", "gelu_fp32_d", "relu_fit_defer_off",
+                                  "c_odd_rows", "odd_n", "staged"])
 def test_sm90_fit_not_taken(case, monkeypatch):
-    """Launches outside the fit tiles' reach keep another config, even when forced: an activation into an fp32 D
-    (no deferred store), an activation with the deferring twins switched off."""
+    """Launches outside the fit tiles' reach keep another config, even when forced: an MN-major A with a K-major B
+    (no such fit kernels), an MN-major B on rows that are not 128-byte multiples, an activation into an fp32 D (no
+    deferred store), an activation with the deferring twins switched off."""
     monkeypatch.setenv("CUTORCH_GEMM_SM90_CONFIG", "fit")
     m, n, k = 1536, 1537 if case == "odd_n" else 1536, 1024
     a, b = _operands(m, n, k, torch.bfloat16)
     kwargs = {}
-    if case == "mn_major_b":
-        b = b.contiguous()
+    if case == "mn_major_a":
+        a = a.t().contiguous().t()
+    if case == "mn_major_b_odd_rows":  # (rows of n + 8 elements: 3088 bytes)
+        b = torch.randn(k, n + 8, device="cuda", dtype=torch.bfloat16)[:, :n]
     if case == "gelu_fp32_d":
         kwargs = {"activation": "gelu", "bias": torch.randn(n, device="cuda", dtype=torch.bfloat16),
                   "out_dtype": torch.float32}

@@ -55,6 +55,23 @@ def test_sm90_fit_rule(m, n, k, expected):
     assert _C.choose_sm90_fit(m, n, k, 132, "fit").startswith("Sm90_128x")
 
 
+@pytest.mark.parametrize("m,n,k,expected", [
+    (1024, 2560, 4096, 160),   # measured 0.724 -> 0.947 (b MN-major)
+    (2048, 1280, 4096, 160),
+    (3072, 3072, 4096, 192),
+    (1536, 1536, 4096, 0),     # 144 (0.769 -> 0.722); 160 fills 87% of a round, under kFitMin
+    (768, 3072, 4096, 0),
+    (1024, 1536, 8960, 0),     # 96 (0.860 -> 0.732)
+    (512, 2560, 2560, 0),      # 80
+])
+def test_sm90_fit_rule_mn_b(m, n, k, expected):
+    """An MN-major B (the backward's dX and dW forms) takes only widths from kFitMnMin (160) up; forced widths act
+    anywhere."""
+    name = _C.choose_sm90_fit(m, n, k, 132, mn_b=True)
+    assert name == (f"Sm90_128x{expected}x64_Coop_S{STAGES[expected]}" if expected else ""), name
+    assert _C.choose_sm90_fit(m, n, k, 132, "coop144", mn_b=True) == "Sm90_128x144x64_Coop_S6"
+
+
 COOP, PP256, PP128 = "Sm90_128x256x64_Coop_S4", "Sm90_64x256x64_Pingpong_S5", "Sm90_64x128x64_Pingpong_S8"
 
 

@@ -15,7 +15,9 @@ GELU against torch._addmm_activation; EPI=gelu_erf: gemm with bias and exact (er
 F.gelu (PyTorch has no fused exact-GELU epilogue); EPI=bias: gemm with bias against torch.addmm; EPI=c: gemm with a
 full row-major (M, N) C and beta = 1 against torch.addmm(C, x, W.t()) (the set's third operand is C). A variant setting
 PLAIN=1 times our plain mm on the same operands (the epilogue's cost: its ratio over the default's). DTYPE=tf32: fp32
-operands with TF32 allowed on both sides; DTYPE=fp16: float16 operands (default bf16). Two builds cannot share a process (both are
+operands with TF32 allowed on both sides; DTYPE=fp16: float16 operands (default bf16). LAYOUT=nn: b MN-major (a
+row-major (K, N) weight: the dX = dY W form); LAYOUT=tn: both operands MN-major (the dW = dY^T X form); default nt
+(nn.Linear's forward). Two builds cannot share a process (both are
 cutorch_gemm._C): to compare them, run VARS="def:" alternately with each build first on PYTHONPATH.
 """
 import os
@@ -52,6 +54,8 @@ def main():
     epi = os.environ.get("EPI", "")
     assert epi in ("", "gelu", "gelu_erf", "bias", "c"), f"EPI: '', 'gelu', 'gelu_erf', 'bias' or 'c', got {epi!r}"
     act = {"gelu": EPILOGUE_ACTIVATION, "gelu_erf": "gelu"}.get(epi, "none")
+    layout = os.environ.get("LAYOUT", "nt")
+    assert layout in ("nt", "nn", "tn"), f"LAYOUT: 'nt', 'nn' or 'tn', got {layout!r}"
     dtype_name = os.environ.get("DTYPE", "bf16")
     dtypes = {"bf16": torch.bfloat16, "fp16": torch.float16, "tf32": torch.float32}
     assert dtype_name in dtypes, f"DTYPE: one of {sorted(dtypes)}, got {dtype_name!r}"
@@ -78,6 +82,8 @@ def main():
         print("shape".ljust(16) + "torchTF".rjust(8) + "".join(f"{name_of(v):>9s}" for v in variants) + "  def config")
     for m, n, k in shapes:
         sets = _make_sets(m, n, k, dtype, bool(epi))
+        if layout != "nt":  # (the same values in the training backward's layouts, fresh storage)
+            sets = [(x.t().contiguous().t() if layout == "tn" else x, w.contiguous(), *rest) for x, w, *rest in sets]
         if epi == "c":  # (the bias slot holds C)
             sets = [(x, b, torch.randn(m, n, device=x.device, dtype=dtype)) for x, b, _ in sets]
         theirs = {"": torch.mm, "bias": lambda x, b, bias: torch.addmm(bias, x, b),

@@ -28,38 +28,39 @@ cudaError_t sm90_f8fast_bf16_pingpong(const GemmArgs&, Fp8Kind, Fp8Kind, int, cu
 cudaError_t sm90_f8fast_f16_coop(const GemmArgs&, Fp8Kind, Fp8Kind, int, cudaStream_t);
 cudaError_t sm90_f8fast_f16_pingpong(const GemmArgs&, Fp8Kind, Fp8Kind, int, cudaStream_t);
 
-cudaError_t sm90_f16_fit80(const GemmArgs&, int, cudaStream_t);
-cudaError_t sm90_f16_fit96(const GemmArgs&, int, cudaStream_t);
-cudaError_t sm90_f16_fit112(const GemmArgs&, int, cudaStream_t);
-cudaError_t sm90_f16_fit128(const GemmArgs&, int, cudaStream_t);
-cudaError_t sm90_f16_fit144(const GemmArgs&, int, cudaStream_t);
-cudaError_t sm90_f16_fit160(const GemmArgs&, int, cudaStream_t);
-cudaError_t sm90_f16_fit176(const GemmArgs&, int, cudaStream_t);
-cudaError_t sm90_f16_fit192(const GemmArgs&, int, cudaStream_t);
-cudaError_t sm90_f16_fit208(const GemmArgs&, int, cudaStream_t);
-cudaError_t sm90_f16_fit224(const GemmArgs&, int, cudaStream_t);
-cudaError_t sm90_bf16_fit80(const GemmArgs&, int, cudaStream_t);
-cudaError_t sm90_bf16_fit96(const GemmArgs&, int, cudaStream_t);
-cudaError_t sm90_bf16_fit112(const GemmArgs&, int, cudaStream_t);
-cudaError_t sm90_bf16_fit128(const GemmArgs&, int, cudaStream_t);
-cudaError_t sm90_bf16_fit144(const GemmArgs&, int, cudaStream_t);
-cudaError_t sm90_bf16_fit160(const GemmArgs&, int, cudaStream_t);
-cudaError_t sm90_bf16_fit176(const GemmArgs&, int, cudaStream_t);
-cudaError_t sm90_bf16_fit192(const GemmArgs&, int, cudaStream_t);
-cudaError_t sm90_bf16_fit208(const GemmArgs&, int, cudaStream_t);
-cudaError_t sm90_bf16_fit224(const GemmArgs&, int, cudaStream_t);
+cudaError_t sm90_f16_fit80(const GemmArgs&, bool, bool, int, cudaStream_t);
+cudaError_t sm90_f16_fit96(const GemmArgs&, bool, bool, int, cudaStream_t);
+cudaError_t sm90_f16_fit112(const GemmArgs&, bool, bool, int, cudaStream_t);
+cudaError_t sm90_f16_fit128(const GemmArgs&, bool, bool, int, cudaStream_t);
+cudaError_t sm90_f16_fit144(const GemmArgs&, bool, bool, int, cudaStream_t);
+cudaError_t sm90_f16_fit160(const GemmArgs&, bool, bool, int, cudaStream_t);
+cudaError_t sm90_f16_fit176(const GemmArgs&, bool, bool, int, cudaStream_t);
+cudaError_t sm90_f16_fit192(const GemmArgs&, bool, bool, int, cudaStream_t);
+cudaError_t sm90_f16_fit208(const GemmArgs&, bool, bool, int, cudaStream_t);
+cudaError_t sm90_f16_fit224(const GemmArgs&, bool, bool, int, cudaStream_t);
+cudaError_t sm90_bf16_fit80(const GemmArgs&, bool, bool, int, cudaStream_t);
+cudaError_t sm90_bf16_fit96(const GemmArgs&, bool, bool, int, cudaStream_t);
+cudaError_t sm90_bf16_fit112(const GemmArgs&, bool, bool, int, cudaStream_t);
+cudaError_t sm90_bf16_fit128(const GemmArgs&, bool, bool, int, cudaStream_t);
+cudaError_t sm90_bf16_fit144(const GemmArgs&, bool, bool, int, cudaStream_t);
+cudaError_t sm90_bf16_fit160(const GemmArgs&, bool, bool, int, cudaStream_t);
+cudaError_t sm90_bf16_fit176(const GemmArgs&, bool, bool, int, cudaStream_t);
+cudaError_t sm90_bf16_fit192(const GemmArgs&, bool, bool, int, cudaStream_t);
+cudaError_t sm90_bf16_fit208(const GemmArgs&, bool, bool, int, cudaStream_t);
+cudaError_t sm90_bf16_fit224(const GemmArgs&, bool, bool, int, cudaStream_t);
 cudaError_t sm90_f16_coop240(const GemmArgs&, int, cudaStream_t);
 cudaError_t sm90_bf16_coop240(const GemmArgs&, int, cudaStream_t);
 
 using Sm90Entry = cudaError_t (*)(const GemmArgs&, bool, bool, int, cudaStream_t);
-using Sm90FitEntry = cudaError_t (*)(const GemmArgs&, int, cudaStream_t);
+using Sm90FitEntry = cudaError_t (*)(const GemmArgs&, bool, bool, int, cudaStream_t);
 
-// The fit-width configs of one 16-bit type, by width (80, 96, ..., 224); both operands K-major.
+// The fit-width configs of one 16-bit type, by width (80, 96, ..., 224); both operands K-major, B MN-major or both
+// MN-major (launch_sm90_fit).
 static cudaError_t run_fit(const Sm90FitEntry (&entries)[kSm90FitWidths], const GemmArgs& args, Sm90ConfigId config,
                            bool a_mn, bool b_mn, int num_sms, cudaStream_t stream) {
   const int w = sm90_fit_width(config);
-  if (w == 0 || a_mn || b_mn) return cudaErrorInvalidValue;  // (choose_sm90_fit, sm90_fit_launch_ok)
-  return entries[(w - 80) / 16](args, num_sms, stream);
+  if (w == 0 || (a_mn && !b_mn)) return cudaErrorInvalidValue;  // (choose_sm90_fit, sm90_fit_launch_ok)
+  return entries[(w - 80) / 16](args, a_mn, b_mn, num_sms, stream);
 }
 
 // The entry of `config` among one type's instantiations (`narrow` / `narrow64`: its 64x128 / 64x64

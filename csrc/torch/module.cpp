@@ -211,25 +211,28 @@ PYBIND11_MODULE(_C, m) {
         pybind11::arg("forced"), pybind11::arg("elem_bytes") = 2, pybind11::arg("narrow") = false,
         pybind11::arg("fast_accum") = false, pybind11::arg("coop_streamk") = false);
   m.def("choose_sm90_fit", [](int64_t m_, int64_t n, int64_t k, int num_sms, const std::string& forced,
-                              bool rows_128b, const std::string& base, bool fit_ok, bool defer_ok, bool coop_sk) {
+                              bool rows_128b, const std::string& base, bool fit_ok, bool defer_ok, bool coop_sk,
+                              bool mn_b) {
     Sm90ConfigId from = Sm90ConfigId::kPingpong64x256;
     for (Sm90ConfigId id : {Sm90ConfigId::kCoop128x256, Sm90ConfigId::kPingpong64x256, Sm90ConfigId::kPingpong64x128,
                             Sm90ConfigId::kPingpong64x64}) {
       if (base == sm90_config_name(id)) from = id;
     }
     const Sm90ConfigId id = choose_sm90_fit(from, int(m_), int(n), int(k), num_sms, forced, rows_128b, fit_ok, defer_ok,
-                                            coop_sk);
+                                            coop_sk, mn_b);
     return std::string(id != from ? sm90_config_name(id) : "");
   }, "The fit-width rule's config for one dense fp16 / bf16 problem whose launch allows it (both operands K-major, "
-     "a plain epilogue), or '' (the heuristic's config stays); forced: CUTORCH_GEMM_SM90_CONFIG; rows_128b: both "
+     "B MN-major or both MN-major; a plain epilogue), or '' (the heuristic's config stays); forced: CUTORCH_GEMM_SM90_CONFIG; rows_128b: both "
      "operands' TMA rows are 128-byte multiples (else choose_sm90_pairs: 2x1 clusters of 128x256, 128x240 or "
      "128x192 tiles for a ping-pong base of more than one round, or in place of 128x256); base: the heuristic's "
      "16-bit config (its name; default the 64x256 ping-pong one); fit_ok: the launch can take the fit tiles (else "
      "only the pair rule's 128x256 pairs); defer_ok: it also defers its store in every tile (the 240-wide tiles); "
-     "coop_sk: the 128x256 tiles would take stream-K (sm90_coop_streamk: the 240-wide tiles are not taken then).",
+     "coop_sk: the 128x256 tiles would take stream-K (sm90_coop_streamk: the 240-wide tiles are not taken then); "
+     "mn_b: B is MN-major (widths from kFitMnMin up).",
         pybind11::arg("m"), pybind11::arg("n"), pybind11::arg("k"), pybind11::arg("num_sms"),
         pybind11::arg("forced") = "", pybind11::arg("rows_128b") = true, pybind11::arg("base") = "",
-        pybind11::arg("fit_ok") = true, pybind11::arg("defer_ok") = false, pybind11::arg("coop_sk") = false);
+        pybind11::arg("fit_ok") = true, pybind11::arg("defer_ok") = false, pybind11::arg("coop_sk") = false,
+        pybind11::arg("mn_b") = false);
   m.def("sm90_mid_size_rule", [](int64_t m_, int64_t n, int64_t k, int num_sms) {
     switch (sm90_mid_size_rule(int(m_), int(n), int(k), num_sms)) {
       case Sm90MidRule::kCoopDeepK: return std::string("coop_deep_k");

@@ -275,7 +275,7 @@ void run_gemm(const GemmArgs& g, const at::Tensor& a, const at::Tensor& b) {
           (sm90_fit_launch_ok(g, oa.mn_major, ob.mn_major) && (forced_epi.empty() || forced_epi == "direct")) ||
           sm90_fit_act_ok(g, defer_ok, env_lower("CUTORCH_GEMM_SM90_FIT_DEFER") == "off", forced_config);
       config = choose_sm90_fit(config, int(g.shape.m), int(g.shape.n), int(g.shape.k), d.sms, forced_config,
-                               rows_128b, fit_ok, defer_ok, coop_sk);
+                               rows_128b, fit_ok, defer_ok, coop_sk, ob.mn_major);
     }
     // Split-K for one dense problem whose tiles leave SMs idle (explain() mirrors this rule).
     const Sm90Split split = g.shape.mode == GroupMode::kBatched && g.batch == 1

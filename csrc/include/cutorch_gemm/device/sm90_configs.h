@@ -28,6 +28,8 @@ struct Sm90_128x256x64_Coop_S4 {
   static constexpr int kProducerWarps = 2;
   // D from registers only (the fit-width tiles, whose 64-column TMA boxes would cross into the next tile).
   static constexpr bool kDirectStore = false;
+  // An MN-major B read in whole 64-column boxes, past the tile's width (Sm90MnB, below).
+  static constexpr bool kPadB = false;
   static_assert(kBlockM == 64 * kConsumers, "each consumer warpgroup owns 64 rows");
   static_assert(kProducerRegs * 128 + kConsumerRegs * 128 * kConsumers <= 65536, "register file");
 };
@@ -49,6 +51,7 @@ struct Sm90_64x256x64_Pingpong_S5 {
   static constexpr int kConsumerRegs = 232;
   static constexpr int kProducerWarps = 2;
   static constexpr bool kDirectStore = false;
+  static constexpr bool kPadB = false;
   static_assert(kProducerRegs * 128 + kConsumerRegs * 128 * kConsumers <= 65536, "register file");
 };
 
@@ -148,6 +151,26 @@ CG_SM90_FIT_CONFIG(224, 4)
 template <class Fit>
 struct Sm90Deferring : Fit {
   static constexpr bool kDirectStore = false;
+};
+
+// A fit width that is not a multiple of 64 with an MN-major B (training's dX = dY W and dW = dY^T X forms). An
+// N-contiguous B row reaches wgmma's MN-major descriptor in 64-column blocks with the 128-byte swizzle, so such a
+// width loads its last box whole: 144 loads 192 columns, the last 48 the next tile's (or zeros past N), which no
+// wgmma reads. Fewer stages fit beside the epilogue slots where the stage grew (the storage's static_assert in
+// launch_sm90 checks the 227 KB): 80 - 112 six, 144 - 176 five, 208, 224 four. Tried, not kept: 32-column boxes
+// with the 64-byte swizzle (144 loads 160, 160 no more than its width), slower at every width (H200, 5 interleaved
+// rounds, ratio to torch.mm, b MN-major, 1536x1536x4096 forced, 64- / 32-column boxes: 160 0.794 / 0.778, 176 0.878 /
+// 0.687, 208 0.772 / 0.709; 144 0.706 / 0.682, where the K-major forward's 144 ran 0.945-0.963: choose_sm90_fit's
+// mn_b rule).
+constexpr int sm90_mn_b_stages(int block_n, int stages) {
+  const int stage_kb = 16 + (block_n + 63) / 64 * 8;  // A: 128 x 64, B: 64-column boxes of 64 K rows (16-bit)
+  return stages < 206 / stage_kb ? stages : 206 / stage_kb;
+}
+template <class Fit>
+struct Sm90MnB : Fit {
+  static_assert(Fit::kBlockN % 64 != 0, "widths of whole 64-column blocks need no padding");
+  static constexpr bool kPadB = true;
+  static constexpr int kStages = sm90_mn_b_stages(Fit::kBlockN, Fit::kStages);
 };
 
 // The 192-wide one is three 64-column TMA boxes: it takes the 128x256 tile's deferred store (the tile's D

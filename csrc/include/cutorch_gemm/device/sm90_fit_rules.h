@@ -55,6 +55,13 @@ constexpr int kFitRounds = 2;
 // eight 0.953 / 0.979). At K = 8192 the 128x256 tiles with stream-K kept the lead (2560x3584x8192 1.028 / 0.995,
 // 6912x2560x8192 1.053 / 1.016, 4352x2048x8192 1.045 / 0.959; ping-pong bases tied).
 constexpr int kFitRoundsWide = 3, kFitWideMin = 112, kFitRoundsShallow = 5, kFitShallowK = 4096;
+// An MN-major B (mn_b: the backward's dX and dW forms) takes widths from kFitMnMin up. Below, its padded 64-column
+// boxes (Sm90MnB) cost more than the fill gains. H200, 5 interleaved rounds, ratio to torch.mm, b MN-major, the
+// configs before (CUTORCH_GEMM_SM90_CONFIG=nofit) / the fit width: 1024x2560x4096 (160) 0.724 / 0.947, 2048x1280x4096
+// (160) 0.693 / 0.850, 3072x3072x4096 (192) 0.909 / 0.962; but 1536x1536x4096 (144) 0.769 / 0.722, 768x3072x4096
+// (144) 0.752 / 0.746, 1024x1536x8960 (96) 0.860 / 0.732 (both operands MN-major alike). Forced at 1536x1536x4096:
+// 144 0.706, 160 0.794, 176 0.878, 192 0.850, 208 0.772 (the K-major forward's: 0.945, 0.888, 0.850, 0.807, 0.752).
+constexpr int kFitMnMin = 160;
 inline double sm90_tile_score(long long m, long long n, int block_m, int block_n, int num_sms) {
   const long long tiles = ((m + block_m - 1) / block_m) * ((n + block_n - 1) / block_n);
   const long long rounds = (tiles + num_sms - 1) / num_sms;
@@ -153,10 +160,10 @@ inline Sm90ConfigId choose_sm90_wide(Sm90ConfigId base, int m, int n, int k, int
 // defer_ok: it defers its store in every tile (sm90_defer_launch_ok: both operands K-major, no C, a 16-bit D by
 // TMA, plain or bias + an activation the packing has; the 240-wide tiles need that: pairs on unaligned rows,
 // choose_sm90_wide on aligned ones). "coop240" (forced) takes them wherever defer_ok. coop_sk: the 128x256 tiles
-// would take stream-K (sm90_coop_streamk; choose_sm90_wide keeps them then).
+// would take stream-K (sm90_coop_streamk; choose_sm90_wide keeps them then). mn_b: B is MN-major (kFitMnMin).
 inline Sm90ConfigId choose_sm90_fit(Sm90ConfigId base, int m, int n, int k, int num_sms, const std::string& forced,
                                     bool rows_128b = true, bool fit_ok = true, bool defer_ok = false,
-                                    bool coop_sk = false) {
+                                    bool coop_sk = false, bool mn_b = false) {
   if (num_sms <= 0 || m <= 0 || n <= 0 || k <= 0) return base;
   if (forced == "coop240") return defer_ok ? Sm90ConfigId::kCoop240 : base;
   if (!fit_ok) {
@@ -175,7 +182,7 @@ inline Sm90ConfigId choose_sm90_fit(Sm90ConfigId base, int m, int n, int k, int 
     // (not 128: two 64x128 ping-pong tiles cover a 128x128 one and fill the rounds as well, with the epilogue
     // overlapped; forced, H200: 1024x2048x2048 0.950 / 0.881, 2048x1024x4096 0.920 / 0.914, 512x4096x4096
     // 0.870 / 0.900)
-    if (80 + 16 * i == 128) continue;
+    if (80 + 16 * i == 128 || (mn_b && 80 + 16 * i < kFitMnMin)) continue;
     const double sc = sm90_tile_score(m, n, 128, 80 + 16 * i, num_sms);
     if (sc >= best_score) {
       best = i;

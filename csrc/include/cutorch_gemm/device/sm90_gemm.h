@@ -62,12 +62,16 @@ inline bool sm90_c_pairs(const GemmArgs& g) {
 }
 
 // Whether one launch can take a fit-width config (choose_sm90_fit): one dense fp16 / bf16 problem, both
-// operands K-major, D = alpha * acc (+ bias) (+ beta * C) stored from registers (no activation; row-major D, its
-// pairs aligned: the kernel's direct epilogue, which launch_sm90 checks again; C read as 4-byte aligned pairs).
+// operands K-major, B MN-major or both MN-major (the layouts launch_sm90_fit has), D = alpha * acc (+ bias)
+// (+ beta * C) stored from registers (no activation; row-major D, its pairs aligned: the kernel's direct epilogue,
+// which launch_sm90 checks again; C read as 4-byte aligned pairs). An MN-major B only on rows that are 128-byte
+// multiples: elsewhere the pair rule's 2x1 clusters, which its 64-column boxes do not split into for the 192-wide
+// tile (launch_sm90), so it keeps the rules it had (choose_sm90_pairs without the 192-wide pairs).
 inline bool sm90_fit_launch_ok(const GemmArgs& g, bool a_mn, bool b_mn) {
   const ProblemShape& s = g.shape;
   const size_t pair = g.out_f32 ? 8 : 4;
-  return (g.dtype == DType::kFloat16 || g.dtype == DType::kBFloat16) && !a_mn && !b_mn &&
+  const bool layout_ok = b_mn ? sm90_operands_rows_128b(s, 2) : !a_mn;
+  return (g.dtype == DType::kFloat16 || g.dtype == DType::kBFloat16) && layout_ok &&
          s.mode == GroupMode::kBatched && g.batch == 1 && g.k_chunk == 0 && g.act == Activation::kNone &&
          sm90_c_pairs(g) && s.d_sn == 1 && s.d_sm % 2 == 0 && reinterpret_cast<uintptr_t>(g.d) % pair == 0;
 }

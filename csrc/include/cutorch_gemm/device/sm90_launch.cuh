@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 #include <string>
+#include <type_traits>
 
 #include "cutorch_gemm/device/sm90_gemm.h"
 #include "cutorch_gemm/device/sm90_tma_desc.h"
@@ -86,8 +87,10 @@ cudaError_t launch_sm90(const GemmArgs& args, int num_sms, cudaStream_t stream) 
   int cluster = choose_sm90_cluster(!Cfg::kPingpong, fixed_grid, kSwiGlu, ceil_div(s.m, Cfg::kBlockM), rows_128b,
                                     forced_cluster ? forced_cluster : "", dense16, s.k,
                                     (long long)ceil_div(s.m, Cfg::kBlockM) * ceil_div(s.n, Cfg::kBlockN), num_sms);
-  // The scheduler maps work items with shifts by (cluster - 1): one CTA or pairs only.
+  // The scheduler maps work items with shifts by (cluster - 1): one CTA or pairs only. An MN-major B is read in
+  // 64-column boxes, which half a tile of a width that is not a multiple of 128 does not split into: no pairs.
   if (cluster != 1 && cluster != 2) return cudaErrorNotSupported;
+  if (kBMn && (Cfg::kBlockN / 2) % 64 != 0) cluster = 1;
   int cluster_fit = 0;  // clusters of this kernel that fit on the GPU at once
   if (cluster > 1) {
     attr[0].id = cudaLaunchAttributeClusterDimension;
@@ -285,7 +288,7 @@ cudaError_t launch_sm90(const GemmArgs& args, int num_sms, cudaStream_t stream) 
   return cudaGetLastError();
 }
 
-// A fit-width config (both operands K-major): for widths that are not multiples of 64 (all but 128, which the rule
+// A fit-width config of one layout: for widths that are not multiples of 64 (all but 128, which the rule
 // never takes), its deferring twin (Sm90Deferring, the compact kernel) where every tile defers its store, else the
 // direct-store tile. H200, dense_ab.py, 7 rounds, ratio to cuBLAS, direct / twin (thirty-sixth session):
 // 1536x1536x4096 (144) 0.911 / 0.942, 768x3072x4096 (144) 0.920 / 0.958, 1024x2560x4096 (160) 0.940 / 0.988,
@@ -297,16 +300,27 @@ cudaError_t launch_sm90(const GemmArgs& args, int num_sms, cudaStream_t stream) 
 // 0.907, 2048x896x4096 (112) 0.864 / 0.905, 512x2560x2560 (80) 0.856 / 0.892, 640x2048x2048 (80) 0.819 / 0.834,
 // 512x2560x4096 (80) 0.843 / 0.860; 96 even: 1024x1536x8960 0.919 / 0.922, 768x2048x4096 0.929 / 0.921.
 // CUTORCH_GEMM_SM90_FIT_DEFER=off: the direct store for every width (A/B).
-template <class Fit, typename T>
-cudaError_t launch_sm90_fit(const GemmArgs& args, int num_sms, cudaStream_t stream) {
+template <class Fit, typename T, bool kAMn, bool kBMn>
+cudaError_t launch_sm90_fit_layout(const GemmArgs& args, int num_sms, cudaStream_t stream) {
   using Mma = Sm90Mma16<T>;
   if constexpr (Fit::kBlockN % 64 != 0) {
     if (!env_is("CUTORCH_GEMM_SM90_FIT_DEFER", "off")) {
-      const cudaError_t err = launch_sm90<Sm90Deferring<Fit>, Mma, T, false, false>(args, num_sms, stream);
+      const cudaError_t err = launch_sm90<Sm90Deferring<Fit>, Mma, T, kAMn, kBMn>(args, num_sms, stream);
       if (err != kSm90NotDeferred) return err;
     }
   }
-  return launch_sm90<Fit, Mma, T, false, false>(args, num_sms, stream);
+  return launch_sm90<Fit, Mma, T, kAMn, kBMn>(args, num_sms, stream);
+}
+
+// The fit widths' three layouts: both operands K-major (the forward), B MN-major (dX = dY W) and both MN-major
+// (dW = dY^T X), the latter two in whole 64-column B boxes (Sm90MnB) where the width is not a multiple of 64. (An
+// MN-major A with a K-major B has no fit tiles: sm90_fit_launch_ok.)
+template <class Fit, typename T>
+cudaError_t launch_sm90_fit(const GemmArgs& args, bool a_mn, bool b_mn, int num_sms, cudaStream_t stream) {
+  if (!b_mn) return a_mn ? cudaErrorInvalidValue : launch_sm90_fit_layout<Fit, T, false, false>(args, num_sms, stream);
+  using FitMn = std::conditional_t<Fit::kBlockN % 64 == 0, Fit, Sm90MnB<Fit>>;
+  return a_mn ? launch_sm90_fit_layout<FitMn, T, true, true>(args, num_sms, stream)
+              : launch_sm90_fit_layout<FitMn, T, false, true>(args, num_sms, stream);
 }
 
 // The four operand-major combinations of one config and 16-bit type.

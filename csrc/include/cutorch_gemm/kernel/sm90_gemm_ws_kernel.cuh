@@ -53,15 +53,17 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
                                 (Cfg::kPingpong || sm90_defers<Cfg, Mma>())),
                 "the compact variants: plain ping-pong launches; deferring cooperative ones");
   // The fit-width cooperative tiles (device/sm90_configs.h; rule: device/sm90_fit_rules.h): 128 x 80 ... 224,
-  // both operands K-major, plain dense launches, D stored from registers (sm90_store_tile_direct) and no other
+  // both operands K-major, B MN-major (Sm90MnB) or both MN-major, plain dense launches, D stored from registers (sm90_store_tile_direct) and no other
   // epilogue.
   // (Not the 192-wide one: three 64-column slices, it defers its store as the 128x256 tile does. Nor the fit tiles'
   // deferring twins, Sm90Deferring, or the 128x240 tile: compact kernels whose last slice overlaps the one before,
   // sm90_slice_first_col.)
   constexpr bool kFit = sm90_is_fit<Cfg, Mma>();
   static_assert(!kFit || (Cfg::kBlockN % 16 == 0 && !kSwiGlu && !kPtrArray && !kPlainTma &&
-                          !kGroupEnds && !kAMn && !kBMn),
-                "fit-width tiles: fp16 / bf16, K-major operands, the general kernel's plain launches");
+                          !kGroupEnds && (kBMn || !kAMn)),
+                "fit-width tiles: fp16 / bf16, a K-major A only with a K-major B, the general kernel's plain launches");
+  static_assert(!Cfg::kPadB || (kBMn && !kSwiGlu && !kPtrArray && !kGroupEnds),
+                "whole 64-column B boxes (Sm90MnB): an MN-major B, dense launches");
   static_assert(Cfg::kBlockN == 256 || kFit || (Cfg::kBlockN == 128 && Mma::kNarrowOk && !kSwiGlu && !kPtrArray) ||
                     (Cfg::kBlockN == 192 && Mma::kPromote && !Cfg::kPingpong) ||
                     (Cfg::kBlockN == 192 && sm90_defers<Cfg, Mma>() && !kSwiGlu && !kPtrArray && !kGroupEnds) ||
@@ -105,7 +107,8 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
   const int warpgroup = threadIdx.x / 128;
   const int tid_in_wg = threadIdx.x % 128;
   const GemmArgs& g = p.args;
-  constexpr uint32_t kStageBytes = (Cfg::kBlockM + Cfg::kBlockN) * Cfg::kBlockK * sizeof(E);
+  constexpr int kBCols = sm90_b_cols<Cfg>();  // B columns a stage holds (Sm90MnB: whole 64-column boxes)
+  constexpr uint32_t kStageBytes = (Cfg::kBlockM + kBCols) * Cfg::kBlockK * sizeof(E);
   // The producer's k-block kb of work item w: wait for the stage to be free, expect its bytes, load.
   // b_hint: B's loads carry L2 policy b_policy (the producer loop's streamed B: p.b_stream). NOTE: the
   // early start's loads go without it: each call site inlines both load sequences, and the compact
@@ -123,15 +126,15 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
       sm90_load_operand<Cfg, E, kBMn, kHalf>(s.b[st.index], &tma_b, &s.full[st.index], w.b_col, k, zb, p.b_3d);
       sm90_load_operand<Cfg, E, kBMn, kHalf>(s.b[st.index] + kHalf * Cfg::kBlockK, &tma_b, &s.full[st.index],
                                              g.shape.n / 2 + w.b_col, k, zb, p.b_3d);
-    } else if (p.cluster > 1) {
+    } else if (!Cfg::kPadB && p.cluster > 1) {  // (launch_sm90: no clusters for half tiles of partial boxes)
       // This CTA's half of the shared B tile, multicast to both CTAs (the full barrier of
       // each expects the whole stage: its own A, this half and the peer's half).
       sm90_load_operand_multicast<Cfg, E, kBMn, Cfg::kBlockN / 2>(
           s.b[st.index] + rank * (Cfg::kBlockN / 2) * Cfg::kBlockK, map_b, &s.full[st.index],
           w.b_col + rank * (Cfg::kBlockN / 2), k, zb, p.b_3d, uint16_t(0x3));
     } else {
-      sm90_load_operand<Cfg, E, kBMn, Cfg::kBlockN>(s.b[st.index], map_b, &s.full[st.index], w.b_col, k, zb, p.b_3d,
-                                                    b_hint, b_policy);
+      sm90_load_operand<Cfg, E, kBMn, kBCols>(s.b[st.index], map_b, &s.full[st.index], w.b_col, k, zb, p.b_3d, b_hint,
+                                              b_policy);
     }
     st.advance();
   };
@@ -323,7 +326,7 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
           const int parts = Cfg::kPingpong ? 128 : 128 * Cfg::kConsumers;
           sm90_zero_k_tail<Cfg, E, kAMn>(s.a[st.index] + row_in_tile * Cfg::kBlockK, Cfg::kPingpong ? Cfg::kBlockM : 64,
                                          tail_k, tid_in_wg, 128);
-          sm90_zero_k_tail<Cfg, E, kBMn>(s.b[st.index], Cfg::kBlockN, tail_k, part, parts);
+          sm90_zero_k_tail<Cfg, E, kBMn>(s.b[st.index], kBCols, tail_k, part, parts);
           sm90::fence_proxy_async_shared();
           named_barrier_sync(Cfg::kPingpong ? 3 + consumer : 3, parts);
         }

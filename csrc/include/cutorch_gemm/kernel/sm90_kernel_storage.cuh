@@ -31,10 +31,17 @@ namespace cutorch_gemm {
 // compiled into the dense kernels, cost them at fixed clocks (H100): 4096x4096x512 60.1 K -> 63.7 K
 // cycles, 8192x14336x4096 +1%, and a Qwen3-down-like grouped dW (MN-major A) 361 K -> 389 K.
 
+// The columns of B a pipeline stage holds: the tile's, or (kPadB: device/sm90_configs.h, Sm90MnB) whole 64-column
+// boxes of an MN-major B.
+template <class Cfg>
+constexpr int sm90_b_cols() {
+  return Cfg::kPadB ? (Cfg::kBlockN + 63) / 64 * 64 : Cfg::kBlockN;
+}
+
 template <class Cfg, typename T>
 struct Sm90SharedStorage {
   alignas(1024) T a[Cfg::kStages][Cfg::kBlockM * Cfg::kBlockK];  // 128B-swizzled by TMA
-  alignas(1024) T b[Cfg::kStages][Cfg::kBlockN * Cfg::kBlockK];
+  alignas(1024) T b[Cfg::kStages][sm90_b_cols<Cfg>() * Cfg::kBlockK];
   // Per consumer warpgroup, one of (chosen per tile, so both can occur in one launch):
   union EpilogueBuffers {
     // the staged epilogue's 64 x 32 fp32 slice of accumulators (padded rows: the fragment
