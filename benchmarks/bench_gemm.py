@@ -209,6 +209,15 @@ def _make_sets(M: int, N: int, K: int, dtype: torch.dtype, with_bias: bool) -> l
     return sets
 
 
+def to_layout(sets: list, layout: str) -> list:
+    """(x, W.t()[, ...]) sets in another operand layout, same values, fresh storage: "nn" b MN-major (W.t()
+    copied row-major: the dX = dY W form), "tn" both operands MN-major (x M-contiguous too: dW = dY^T X); "nt" as
+    they are."""
+    if layout == "nt":
+        return sets
+    return [(x.t().contiguous().t() if layout == "tn" else x, b.contiguous(), *rest) for x, b, *rest in sets]
+
+
 def _make_sets_fp8(M: int, N: int, K: int, dtype: torch.dtype, rowwise: bool) -> list:
     """Random scaled_mm input sets (x, w.t(), scale_a, scale_b), rotated like _make_sets."""
     one_set = M * K + N * K + 2 * M * N
@@ -302,7 +311,7 @@ def run_case(cg, suite_name: str, dtype_name: str, M: int, N: int, K: int) -> di
         elif suite.kind == "grouped":
             sets = _make_sets_grouped(M, N, K, dtype, suite.experts, suite.decode)
         else:
-            sets = _make_sets(M, N, K, dtype, with_bias=epilogue)
+            sets = to_layout(_make_sets(M, N, K, dtype, with_bias=epilogue), suite.layout)
         if suite.kind == "scaled":
             def ours(x, b, sa, sb):
                 return cg.scaled_mm(x, b, sa, sb, out_dtype=torch.bfloat16)

@@ -18,6 +18,8 @@ class Suite:
     rowwise: bool = False  # scaled: per-row / per-column scales (else one per tensor)
     experts: int = 0       # grouped: experts (groups); tokens routed with a fixed skew
     decode: bool = False   # grouped: M rows spread one per expert over M of them (MoE decode)
+    layout: str = "nt"     # mm: "nt" nn.Linear's forward (x row-major, W.t()); "nn" b MN-major (the dX = dY W
+    #                        form: a row-major (K, N) b); "tn" both operands MN-major (the dW = dY^T X form)
 
 
 # The mid suites' shapes (M, N, K, in_quick).
@@ -106,6 +108,10 @@ SUITES = {
     # Six of them with bias + GELU-tanh (not in the default run): since the thirty-ninth session these launches take
     # the fit widths too (their every tile defers its store).
     "mid_epilogue": Suite(kind="epilogue", shapes=tuple(MID_SHAPES[i] for i in (0, 2, 3, 5, 6, 9))),
+    # The same shapes in the training backward's layouts (not in the default run): since the forty-first session
+    # they take the fit widths from 160 up too.
+    "mid_dx": Suite(layout="nn", shapes=MID_SHAPES),
+    "mid_dw": Suite(layout="tn", shapes=MID_SHAPES),
     "epilogue": Suite(kind="epilogue", shapes=(
         (8192, 14336, 4096, False),
         (4096, 4096, 4096, True),

@@ -28,7 +28,8 @@ import torch
 
 sys.path.insert(0, os.getcwd())
 import cutorch_gemm as cg  # noqa: E402
-from benchmarks.bench_gemm import SETTLE_MS, EPILOGUE_ACTIVATION, _make_sets, _rotating, time_interleaved, time_ms  # noqa: E402
+from benchmarks.bench_gemm import (SETTLE_MS, EPILOGUE_ACTIVATION, _make_sets, _rotating, time_interleaved,  # noqa: E402
+                                   time_ms, to_layout)
 
 
 def name_of(variant):
@@ -82,8 +83,7 @@ def main():
         print("shape".ljust(16) + "torchTF".rjust(8) + "".join(f"{name_of(v):>9s}" for v in variants) + "  def config")
     for m, n, k in shapes:
         sets = _make_sets(m, n, k, dtype, bool(epi))
-        if layout != "nt":  # (the same values in the training backward's layouts, fresh storage)
-            sets = [(x.t().contiguous().t() if layout == "tn" else x, w.contiguous(), *rest) for x, w, *rest in sets]
+        sets = to_layout(sets, layout)
         if epi == "c":  # (the bias slot holds C)
             sets = [(x, b, torch.randn(m, n, device=x.device, dtype=dtype)) for x, b, _ in sets]
         theirs = {"": torch.mm, "bias": lambda x, b, bias: torch.addmm(bias, x, b),
