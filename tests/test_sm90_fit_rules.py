@@ -59,14 +59,17 @@ def test_sm90_fit_rule(m, n, k, expected):
     (1024, 2560, 4096, 160),   # measured 0.724 -> 0.947 (b MN-major)
     (2048, 1280, 4096, 160),
     (3072, 3072, 4096, 192),
-    (1536, 1536, 4096, 0),     # 144 (0.769 -> 0.722); 160 fills 87% of a round, under kFitMin
-    (768, 3072, 4096, 0),
+    (1536, 1536, 4096, 160),   # not 144 (0.769 -> 0.722): 160 fills 87% of one round, kFitMnOneRound (0.784 -> 0.885)
+    (768, 3072, 4096, 160),    # 0.775 -> 0.925
+    (1536, 1536, 1536, 160),   # 0.680 -> 0.827
+    (3072, 1536, 4096, 0),     # two rounds 87% full (0.847 -> 0.720)
+    (1024, 2048, 4096, 0),     # 78% of one round (0.910 -> 0.833)
     (1024, 1536, 8960, 0),     # 96 (0.860 -> 0.732)
     (512, 2560, 2560, 0),      # 80
 ])
 def test_sm90_fit_rule_mn_b(m, n, k, expected):
-    """An MN-major B (the backward's dX and dW forms) takes only widths from kFitMnMin (160) up; forced widths act
-    anywhere."""
+    """An MN-major B (the backward's dX and dW forms) takes only widths from kFitMnMin (160) up, in one round from a
+    fill of kFitMnOneRound (0.85); forced widths act anywhere."""
     name = _C.choose_sm90_fit(m, n, k, 132, mn_b=True)
     assert name == (f"Sm90_128x{expected}x64_Coop_S{STAGES[expected]}" if expected else ""), name
     assert _C.choose_sm90_fit(m, n, k, 132, "coop144", mn_b=True) == "Sm90_128x144x64_Coop_S6"

@@ -61,7 +61,12 @@ constexpr int kFitRoundsWide = 3, kFitWideMin = 112, kFitRoundsShallow = 5, kFit
 // (160) 0.693 / 0.850, 3072x3072x4096 (192) 0.909 / 0.962; but 1536x1536x4096 (144) 0.769 / 0.722, 768x3072x4096
 // (144) 0.752 / 0.746, 1024x1536x8960 (96) 0.860 / 0.732 (both operands MN-major alike). Forced at 1536x1536x4096:
 // 144 0.706, 160 0.794, 176 0.878, 192 0.850, 208 0.772 (the K-major forward's: 0.945, 0.888, 0.850, 0.807, 0.752).
+// In one round such a width serves from a score of kFitMnOneRound (160 fills 87% of it where 144 would fill it):
+// heuristic's config / 160 forced, b MN-major, same method: 1536x1536x4096 0.784 / 0.885, 768x3072x4096 0.775 /
+// 0.925, 1536^3 0.680 / 0.827; two such rounds lost (3072x1536x4096 0.847 / 0.720), and so did 78% of one round
+// (1024x2048x4096, 64x256 ping-pong: 0.910 / 0.833).
 constexpr int kFitMnMin = 160;
+constexpr double kFitMnOneRound = 0.85;
 inline double sm90_tile_score(long long m, long long n, int block_m, int block_n, int num_sms) {
   const long long tiles = ((m + block_m - 1) / block_m) * ((n + block_n - 1) / block_n);
   const long long rounds = (tiles + num_sms - 1) / num_sms;
@@ -160,7 +165,8 @@ inline Sm90ConfigId choose_sm90_wide(Sm90ConfigId base, int m, int n, int k, int
 // defer_ok: it defers its store in every tile (sm90_defer_launch_ok: both operands K-major, no C, a 16-bit D by
 // TMA, plain or bias + an activation the packing has; the 240-wide tiles need that: pairs on unaligned rows,
 // choose_sm90_wide on aligned ones). "coop240" (forced) takes them wherever defer_ok. coop_sk: the 128x256 tiles
-// would take stream-K (sm90_coop_streamk; choose_sm90_wide keeps them then). mn_b: B is MN-major (kFitMnMin).
+// would take stream-K (sm90_coop_streamk; choose_sm90_wide keeps them then). mn_b: B is MN-major (kFitMnMin,
+// kFitMnOneRound).
 inline Sm90ConfigId choose_sm90_fit(Sm90ConfigId base, int m, int n, int k, int num_sms, const std::string& forced,
                                     bool rows_128b = true, bool fit_ok = true, bool defer_ok = false,
                                     bool coop_sk = false, bool mn_b = false) {
@@ -198,7 +204,8 @@ inline Sm90ConfigId choose_sm90_fit(Sm90ConfigId base, int m, int n, int k, int 
   const int wide_rounds = k <= kFitShallowK ? kFitRoundsShallow : kFitRoundsWide;
   const bool rounds_ok = rounds <= kFitRounds || (rounds <= wide_rounds && width >= kFitWideMin &&
                                                   best_score > sm90_base_score(base, m, n, num_sms));
-  const bool fit_serves = m >= 256 && k >= 512 && rounds_ok && best_score >= kFitMin &&
+  const double min_score = mn_b && rounds == 1 ? kFitMnOneRound : kFitMin;
+  const bool fit_serves = m >= 256 && k >= 512 && rounds_ok && best_score >= min_score &&
                           sm90_tile_score(m, n, 128, 256, num_sms) < kFitBase;
   return fit_serves ? fit : choose_sm90_wide(base, m, n, k, num_sms, defer_ok, coop_sk);
 }
