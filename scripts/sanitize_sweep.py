@@ -50,9 +50,10 @@ def cases(quick: bool):
     dev = "cuda"
     bf16 = torch.bfloat16
 
-    def mm(m, n, k, dtype=bf16, act=None, layout_b="k", plain=False, c=False):
+    def mm(m, n, k, dtype=bf16, act=None, layout_b="k", plain=False, c=False, a_mn=False):
         def run():
-            a = torch.randn(m, k, device=dev, dtype=dtype)
+            # a_mn: an M-contiguous a (with an MN-major b: the dW = dY^T X form)
+            a = torch.randn(k, m, device=dev, dtype=dtype).t() if a_mn else torch.randn(m, k, device=dev, dtype=dtype)
             b = torch.randn(n, k, device=dev, dtype=dtype).t() if layout_b == "k" else \
                 torch.randn(k, n, device=dev, dtype=dtype)
             # plain: no bias, no activation (the register-direct / compact TMA-store epilogues)
@@ -236,6 +237,15 @@ def cases(quick: bool):
              mm(700, 904, 320, c=True)),
             ("sm90 C fit80 fp16 129x298x40", {"CUTORCH_GEMM_SM90_CONFIG": "coop80"},
              mm(129, 298, 40, dtype=torch.float16, plain=True, c=True))]
+    # the fit widths with an MN-major B in whole 64-column boxes (Sm90MnB): boxes past the tile and wholly past N,
+    # several tiles per CTA, the deferring twin and the direct store, both operands MN-major
+    out += [("sm90 MN fit144 b_mn 192x320x64 grid 3", {"CUTORCH_GEMM_SM90_CONFIG": "coop144", "CUTORCH_GEMM_SM90_GRID": "3"},
+             mm(192, 320, 64, layout_b="n", plain=True)),
+            ("sm90 MN fit208 both_mn 700x832x200 grid 3", {"CUTORCH_GEMM_SM90_CONFIG": "coop208",
+                                                          "CUTORCH_GEMM_SM90_GRID": "3"},
+             mm(704, 832, 200, layout_b="n", plain=True, a_mn=True)),
+            ("sm90 MN fit80 b_mn bias 129x320x64", {"CUTORCH_GEMM_SM90_CONFIG": "coop80"},
+             mm(129, 320, 64, layout_b="n"))]
     # the 8-bit 128x192 cooperative config (scaled_mm only)
     out += [("sm90 coop192 fp8 scaled_mm 200x264x96", {"CUTORCH_GEMM_SM90_CONFIG": "coop192"}, scaled(200, 264, 96))]
     # the 8-bit 64x64 ping-pong config (small M), whole and as split-K (partials + scaled sum)
