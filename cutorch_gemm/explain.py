@@ -449,6 +449,19 @@ def _fit_config(a, b, op_a, op_b, mode, batch, m, n, k, sms, forced, kwargs, bas
     return _C.choose_sm90_fit(m, n, k, sms, forced, rows_128b, base, eligible, defer_ok, coop_sk, bool(op_b[1]))
 
 
+def _mn_b_note(config: str, b_mn: bool) -> str:
+    """A fit width that is not a multiple of 64 with an MN-major B runs as Sm90MnB (device/sm90_configs.h): whole
+    64-column B boxes, as many stages as fit (sm90_mn_b_stages), which the config's name (the K-major ring) does not
+    say."""
+    width = _tile_width(config)
+    match = re.search(r"_S(\d+)$", config)
+    if not b_mn or width % 64 == 0 or match is None:
+        return ""
+    stages = min(int(match.group(1)), 206 // (16 + -(-width // 64) * 8))
+    return (f"; b MN-major: B read in whole 64-column boxes ({-(-width // 64) * 64} columns a stage), "
+            f"{stages} stages")
+
+
 def _defer_note(config: str, a: torch.Tensor, mode: str, n: int, splits: int, kwargs) -> str:
     """The deferred store (sm90_launch.cuh's defer_store, the kernel's kDefer): cooperative 16-bit
     launches with a 16-bit D. Plain or bias + activation: D takes TMA stores (rows 16-byte aligned,
@@ -625,6 +638,7 @@ def _explain_gemm(op: str, args, kwargs, skinny: bool = True) -> Explanation:
             config, mid_note = fit, (_PAIRS_NOTE if not _operands_rows_128b(a, b) and not sm90_forced
                                      else _FIT_NOTE if direct_fit
                                      else _PAIR240_NOTE if "x240x" in fit else _FIT192_NOTE)
+            mid_note += _mn_b_note(fit, op_b[1])
         fit = fit if "x256x" not in fit else ""  # (the binding's split-K rule still sees a 128x256 config)
         splits, chunk = 1, 0
         if mode == "none" and batch == 1 and not fit:

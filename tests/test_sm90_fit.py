@@ -97,6 +97,7 @@ def test_sm90_fit_widths_mn_major(width, mnk, dtype, layout, monkeypatch):
     e = cg.explain("mm", a, b)
     assert e.kernel == "sm90" and f"_128x{width}x64_Coop" in e.config and "clusters" not in e.reason, str(e)
     assert ("deferred store" in e.reason) == (width != 128), str(e)
+    assert ("whole 64-column boxes" in e.reason) == (width % 64 != 0), str(e)
     bias = _check_mm_and_bias(a, b, dtype, f"fit {width} {layout} {mnk}")
     poison(m * n * 4)
     out = cg.gemm(a, b, bias=bias, out_dtype=torch.float32)

@@ -187,3 +187,20 @@ def test_sm90_fit_config_names():
     """The fit widths' names (each with the stages that fit beside the epilogue slots)."""
     for w, s in STAGES.items():
         assert _C.choose_sm90_fit(1536, 1536, 4096, 132, f"coop{w}") == f"Sm90_128x{w}x64_Coop_S{s}"
+
+
+def test_sm90_mn_b_stages_note():
+    """explain's note for a fit width with an MN-major B (Sm90MnB) names the padded B columns and the stages that fit
+    (device/sm90_configs.h, sm90_mn_b_stages): 80-112 six, 144-176 five, 208-224 four; none for widths of whole
+    64-column blocks or a K-major B."""
+    from cutorch_gemm.explain import _mn_b_note
+    expected = {80: (128, 6), 96: (128, 6), 112: (128, 6), 144: (192, 5), 160: (192, 5), 176: (192, 5),
+                208: (256, 4), 224: (256, 4)}
+    for w, s in STAGES.items():
+        note = _mn_b_note(f"Sm90_128x{w}x64_Coop_S{s}", True)
+        if w in expected:
+            cols, stages = expected[w]
+            assert f"({cols} columns a stage), {stages} stages" in note, (w, note)
+        else:
+            assert note == "", (w, note)
+        assert _mn_b_note(f"Sm90_128x{w}x64_Coop_S{s}", False) == ""

@@ -222,8 +222,8 @@ PYBIND11_MODULE(_C, m) {
                                             coop_sk, mn_b);
     return std::string(id != from ? sm90_config_name(id) : "");
   }, "The fit-width rule's config for one dense fp16 / bf16 problem whose launch allows it (both operands K-major, "
-     "B MN-major or both MN-major; a plain epilogue), or '' (the heuristic's config stays); forced: CUTORCH_GEMM_SM90_CONFIG; rows_128b: both "
-     "operands' TMA rows are 128-byte multiples (else choose_sm90_pairs: 2x1 clusters of 128x256, 128x240 or "
+     "B MN-major or both MN-major; a plain epilogue), or '' (the heuristic's config stays); forced: "
+     "CUTORCH_GEMM_SM90_CONFIG; rows_128b: both operands' TMA rows are 128-byte multiples (else choose_sm90_pairs: 2x1 clusters of 128x256, 128x240 or "
      "128x192 tiles for a ping-pong base of more than one round, or in place of 128x256); base: the heuristic's "
      "16-bit config (its name; default the 64x256 ping-pong one); fit_ok: the launch can take the fit tiles (else "
      "only the pair rule's 128x256 pairs); defer_ok: it also defers its store in every tile (the 240-wide tiles); "

@@ -53,8 +53,8 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
                                 (Cfg::kPingpong || sm90_defers<Cfg, Mma>())),
                 "the compact variants: plain ping-pong launches; deferring cooperative ones");
   // The fit-width cooperative tiles (device/sm90_configs.h; rule: device/sm90_fit_rules.h): 128 x 80 ... 224,
-  // both operands K-major, B MN-major (Sm90MnB) or both MN-major, plain dense launches, D stored from registers (sm90_store_tile_direct) and no other
-  // epilogue.
+  // both operands K-major, B MN-major (Sm90MnB) or both MN-major, plain dense launches, D stored from registers
+  // (sm90_store_tile_direct) and no other epilogue.
   // (Not the 192-wide one: three 64-column slices, it defers its store as the 128x256 tile does. Nor the fit tiles'
   // deferring twins, Sm90Deferring, or the 128x240 tile: compact kernels whose last slice overlaps the one before,
   // sm90_slice_first_col.)
