@@ -457,7 +457,7 @@ def _mn_b_note(config: str, b_mn: bool) -> str:
     match = re.search(r"_S(\d+)$", config)
     if not b_mn or width % 64 == 0 or match is None:
         return ""
-    stages = min(int(match.group(1)), 206 // (16 + -(-width // 64) * 8))
+    stages = _C.sm90_mn_b_stages(width, int(match.group(1)))
     return (f"; b MN-major: B read in whole 64-column boxes ({-(-width // 64) * 64} columns a stage), "
             f"{stages} stages")
 

@@ -241,7 +241,7 @@ def cases(quick: bool):
     # several tiles per CTA, the deferring twin and the direct store, both operands MN-major
     out += [("sm90 MN fit144 b_mn 192x320x64 grid 3", {"CUTORCH_GEMM_SM90_CONFIG": "coop144", "CUTORCH_GEMM_SM90_GRID": "3"},
              mm(192, 320, 64, layout_b="n", plain=True)),
-            ("sm90 MN fit208 both_mn 700x832x200 grid 3", {"CUTORCH_GEMM_SM90_CONFIG": "coop208",
+            ("sm90 MN fit208 both_mn 704x832x200 grid 3", {"CUTORCH_GEMM_SM90_CONFIG": "coop208",
                                                           "CUTORCH_GEMM_SM90_GRID": "3"},
              mm(704, 832, 200, layout_b="n", plain=True, a_mn=True)),
             ("sm90 MN fit80 b_mn bias 129x320x64", {"CUTORCH_GEMM_SM90_CONFIG": "coop80"},

@@ -82,8 +82,7 @@ def main():
     if table:
         print("shape".ljust(16) + "torchTF".rjust(8) + "".join(f"{name_of(v):>9s}" for v in variants) + "  def config")
     for m, n, k in shapes:
-        sets = _make_sets(m, n, k, dtype, bool(epi))
-        sets = to_layout(sets, layout)
+        sets = to_layout(_make_sets(m, n, k, dtype, bool(epi)), layout)
         if epi == "c":  # (the bias slot holds C)
             sets = [(x, b, torch.randn(m, n, device=x.device, dtype=dtype)) for x, b, _ in sets]
         theirs = {"": torch.mm, "bias": lambda x, b, bias: torch.addmm(bias, x, b),
