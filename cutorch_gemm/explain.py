@@ -404,6 +404,31 @@ def _variant_note(mode: str, a_mn_major: bool, defer_note: str, swiglu: bool) ->
     return ""
 
 
+_BARE_CONFIGS = ("Sm90_128x256x64_Coop_S4", "Sm90_64x128x64_Pingpong_S8", "Sm90_64x64x64_Pingpong_S12")
+
+
+def _bare_note(config: str, a: torch.Tensor, k_major: bool, mode: str, n: int, splits: int, streamk_note: str,
+               variant_note: str, kwargs) -> str:
+    """The bare compact kernel (sm90_launch.cuh's bare, the kernel's kBare; sm90_has_bare's configs): D = A B alone,
+    dense or batched, both operands K-major, a 16-bit D by TMA, no bias, alpha 1, no stream-K or split-K."""
+    if config not in _BARE_CONFIGS or a.dtype not in (torch.float16, torch.bfloat16) or not k_major:
+        return ""
+    if mode != "none" or splits > 1 or streamk_note or kwargs.get("out_dtype") not in (None, a.dtype):
+        return ""
+    if kwargs.get("bias") is not None or kwargs.get("activation", "none") not in (None, "none"):
+        return ""
+    if (kwargs.get("c") is not None and float(kwargs.get("beta", 0.0)) != 0.0) or float(kwargs.get("alpha", 1.0)) != 1.0:
+        return ""
+    if os.environ.get("CUTORCH_GEMM_SM90_BARE", "").strip().lower() == "off":
+        return ""
+    if "_Coop_" in config:
+        ok = "compact kernel" in variant_note  # (the deferring launch's compact build, _variant_note)
+    else:  # (the ping-pong compact build: D by TMA, rows 16-byte aligned)
+        ok = n % 8 == 0 and os.environ.get("CUTORCH_GEMM_SM90_EPILOGUE", "").strip() in ("", "fused")
+    return ("; bare: the compact kernel with D = A B alone compiled in (no bias, alpha, activation or stream-K "
+            "code, so a launch of one tile per CTA fetches less cold code)") if ok else ""
+
+
 _FIT_NOTE = ("; fit-width cooperative tiles: the tile width makes the tile count fill the SMs' rounds, D stored "
              "from registers (no stream-K or split-K)")
 _FIT192_NOTE = ("; fit-width cooperative tiles: the tile width makes the tile count fill the SMs' rounds (no "
@@ -663,6 +688,9 @@ def _explain_gemm(op: str, args, kwargs, skinny: bool = True) -> Explanation:
         defer_note = "" if direct_fit else _defer_note(config, a, mode, n_per, splits, kwargs)
         defer_note += _c_note(config, a, op_b[1], mode, batch, n, splits, kwargs, direct_fit)
         variant_note = _variant_note(mode, op_a[1], defer_note, swiglu)
+        bare_note = _bare_note(config, a, not op_a[1] and not op_b[1], mode, n, splits, streamk_note, variant_note,
+                               kwargs)
+        variant_note += bare_note
         variant_note += _stream_note(config, m_per, mode, batch, b, chunk if splits > 1 else 0, cluster_note)
         if not swiglu:
             variant_note += _decode_note(config, mode, m, batch)

@@ -270,6 +270,16 @@ def cases(quick: bool):
              mm(130, 136, 520, layout_b="mn", plain=True)),
             ("sm90 coop plain bf16 200x264x136", {"CUTORCH_GEMM_SM90_CONFIG": "coop"},
              mm(200, 264, 136, plain=True))]
+    # D = A B alone on those configs takes the bare compact kernel (kBare): several tiles per CTA, edge tiles; and the
+    # compact kernel it replaces (CUTORCH_GEMM_SM90_BARE=off)
+    out += [("sm90 bare coop bf16 1000x1000x200 grid 3",
+             {"CUTORCH_GEMM_SM90_CONFIG": "coop", "CUTORCH_GEMM_SM90_GRID": "3"}, mm(1000, 1000, 200, plain=True)),
+            ("sm90 bare pingpong128 fp16 520x1000x136 grid 3", {**narrow, "CUTORCH_GEMM_SM90_GRID": "3"},
+             mm(520, 1000, 136, dtype=torch.float16, plain=True)),
+            ("sm90 bare pingpong64 bf16 300x520x72 grid 2", {**narrow64, "CUTORCH_GEMM_SM90_GRID": "2"},
+             mm(300, 520, 72, plain=True)),
+            ("sm90 bare off: coop compact bf16 1000x1000x200",
+             {"CUTORCH_GEMM_SM90_CONFIG": "coop", "CUTORCH_GEMM_SM90_BARE": "off"}, mm(1000, 1000, 200, plain=True))]
     # the fit-width cooperative tiles (both operands K-major, D from registers): edge tiles and the early start,
     # and 2x1 clusters (K = 200: rows of 400 bytes), 300 rows (the last pair's second CTA past M)
     out += [("sm90 fit144 bf16 129x298x64", {"CUTORCH_GEMM_SM90_CONFIG": "coop144"}, mm(129, 298, 64)),

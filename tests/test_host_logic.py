@@ -300,6 +300,37 @@ def test_variant_note_names_the_kernel_build(monkeypatch):
     assert _variant_note("m", False, d, False) == ""
 
 
+def test_bare_note_mirrors_the_launch(monkeypatch):
+    """explain's bare note (the kernel's kBare, sm90_launch.cuh's bare): sm90_has_bare's three configs, 16-bit
+    K-major operands, dense or batched, D = A B alone (no bias, activation, C, alpha or other out dtype), no split-K
+    or stream-K; the cooperative config only where the compact kernel runs, the ping-pong ones where D takes the TMA
+    store (N a multiple of 8; no forced epilogue but "fused"); never with CUTORCH_GEMM_SM90_BARE=off."""
+    from cutorch_gemm.explain import _bare_note
+    for name in ("CUTORCH_GEMM_SM90_BARE", "CUTORCH_GEMM_SM90_EPILOGUE"):
+        monkeypatch.delenv(name, raising=False)
+    a16, a32 = make((4, 4), torch.bfloat16), make((4, 4))
+    coop, pp, pp64 = "Sm90_128x256x64_Coop_S4", "Sm90_64x128x64_Pingpong_S8", "Sm90_64x64x64_Pingpong_S12"
+    compact = "; the compact kernel (...)"
+
+    def note(config=pp, a=a16, k_major=True, mode="none", n=1024, splits=1, sk="", variant="", **kw):
+        return _bare_note(config, a, k_major, mode, n, splits, sk, variant, kw)
+
+    assert "bare" in note() and "bare" in note(pp64) and "bare" in note(coop, variant=compact)
+    assert note(coop) == ""                                  # the cooperative config: only as the compact kernel
+    assert note("Sm90_64x256x64_Pingpong_S5") == "" and note("Sm90_128x192x64_Coop_S5", variant=compact) == ""
+    assert note(a=a32) == "" and note(k_major=False) == "" and note(mode="m") == "" and note(mode="k") == ""
+    assert note(splits=2) == "" and note(sk="; stream-K over ...") == "" and note(n=1020) == ""
+    assert note(bias=torch.zeros(4)) == "" and note(activation="relu") == "" and note(alpha=0.5) == ""
+    assert note(out_dtype=torch.float32) == "" and "bare" in note(out_dtype=torch.bfloat16)
+    assert note(c=torch.zeros(4, 4), beta=1.0) == "" and "bare" in note(c=torch.zeros(4, 4), beta=0.0)
+    monkeypatch.setenv("CUTORCH_GEMM_SM90_EPILOGUE", "staged")
+    assert note() == "" and "bare" in note(coop, variant=compact)  # (the compact note already says where it runs)
+    monkeypatch.setenv("CUTORCH_GEMM_SM90_EPILOGUE", "fused")
+    assert "bare" in note()
+    monkeypatch.setenv("CUTORCH_GEMM_SM90_BARE", "off")
+    assert note() == "" and note(coop, variant=compact) == ""
+
+
 def test_defer_note_follows_the_launch_rule(monkeypatch):
     """explain's copy of the deferred store's rule (sm90_launch.cuh's defer_store): cooperative
     16-bit launches with a 16-bit D, any activation (exact GELU: not on 128x256 tiles); not C, split-K,

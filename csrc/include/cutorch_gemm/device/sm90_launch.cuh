@@ -267,9 +267,17 @@ cudaError_t launch_sm90(const GemmArgs& args, int num_sms, cudaStream_t stream) 
       if (err != cudaSuccess) return err;
     }
   }
+  // D = A B alone (dense or batched, no bias, alpha 1, a 16-bit D, no stream-K pieces) takes the bare compact
+  // kernel where the config has one (sm90_has_bare); CUTORCH_GEMM_SM90_BARE=off keeps the compact one (A/B, tests).
+  [[maybe_unused]] const bool bare = args.act == Activation::kNone && args.bias == nullptr && args.c == nullptr &&
+                                     args.alpha == 1.0 && !args.out_f32 && s.mode == GroupMode::kBatched &&
+                                     p.sk_tiles == 0 && !env_is("CUTORCH_GEMM_SM90_BARE", "off");
   if constexpr (Cfg::kPingpong && !kSwiGlu && !Mma::kScaled) {
     if (p.tma_store && fixed_grid && epi != "general") {
       launched = sm90_gemm_ws_kernel<Cfg, Mma, T, kAMn, kBMn, false, false, true>;
+      if constexpr (sm90_has_bare<Cfg, Mma, T, kAMn, kBMn>()) {
+        if (bare) launched = sm90_gemm_ws_kernel<Cfg, Mma, T, kAMn, kBMn, false, false, true, false, true>;
+      }
       err = ensure_dynamic_smem(reinterpret_cast<const void*>(launched), smem);
       if (err != cudaSuccess) return err;
     }
@@ -279,6 +287,9 @@ cudaError_t launch_sm90(const GemmArgs& args, int num_sms, cudaStream_t stream) 
   if constexpr (!Cfg::kPingpong && sm90_defers<Cfg, Mma>() && !kSwiGlu && !kDeferOnly) {
     if (p.defer_store && fixed_grid && epi != "general") {
       launched = sm90_gemm_ws_kernel<Cfg, Mma, T, kAMn, kBMn, false, false, true>;
+      if constexpr (sm90_has_bare<Cfg, Mma, T, kAMn, kBMn>()) {
+        if (bare) launched = sm90_gemm_ws_kernel<Cfg, Mma, T, kAMn, kBMn, false, false, true, false, true>;
+      }
       err = ensure_dynamic_smem(reinterpret_cast<const void*>(launched), smem);
       if (err != cudaSuccess) return err;
     }

@@ -38,9 +38,9 @@
 
 namespace cutorch_gemm {
 
-// The variant flags (kSwiGlu, kPtrArray, kPlainTma, kGroupEnds): what each is and why, kernel/sm90_kernel_storage.cuh.
+// The variant flags (kSwiGlu, kPtrArray, kPlainTma, kGroupEnds, kBare), what and why: kernel/sm90_kernel_storage.cuh.
 template <class Cfg, class Mma, typename T, bool kAMn, bool kBMn, bool kSwiGlu = false, bool kPtrArray = false,
-          bool kPlainTma = false, bool kGroupEnds = false>
+          bool kPlainTma = false, bool kGroupEnds = false, bool kBare = false>
 __global__ void __launch_bounds__(Cfg::kThreads, 1)
 sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_constant__ CUtensorMap tma_b,
                     const __grid_constant__ CUtensorMap tma_d, const __grid_constant__ CUtensorMap tma_c,
@@ -52,6 +52,7 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
   static_assert(!kPlainTma || (!kSwiGlu && !kPtrArray && !Mma::kScaled && !kGroupEnds &&
                                 (Cfg::kPingpong || sm90_defers<Cfg, Mma>())),
                 "the compact variants: plain ping-pong launches; deferring cooperative ones");
+  static_assert(!kBare || (kPlainTma && !kAMn && !kBMn && !Mma::kPromote), "bare: a compact kernel, K-major 16-bit");
   // The fit-width cooperative tiles (device/sm90_configs.h; rule: device/sm90_fit_rules.h): 128 x 80 ... 224,
   // both operands K-major, B MN-major (Sm90MnB) or both MN-major, plain dense launches, D stored from registers
   // (sm90_store_tile_direct) and no other epilogue.
@@ -91,7 +92,7 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
   static_assert(!(kSwiGlu && kPtrArray), "one variant at a time");
   // The compact kernels run on fixed tile grids (launch_sm90); stream-K pieces come only to the
   // dense cooperative launches of the kernels that test for them below.
-  constexpr bool kStreamK = !Cfg::kPingpong && !kSwiGlu && !kPtrArray && !kGroupEnds && !kFit;
+  constexpr bool kStreamK = !Cfg::kPingpong && !kSwiGlu && !kPtrArray && !kGroupEnds && !kFit && !kBare;
   // beta * C by TMA (Sm90Params::tma_load_c): the general 16-bit kernels with 64-column slices.
   constexpr bool kCLoads = sm90_loads_c<Cfg, Mma, T>() && !kPlainTma && !kSwiGlu && !kPtrArray && !kGroupEnds;
   // (fixed tile grids: the compact kernels and the fit-width tiles, which run dense launches only)
@@ -195,12 +196,9 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
     sm90_produce<Scheduler, State, Cfg::kStages, kPtrArray>(p, pipe, &tma_a, &tma_b, tid_in_wg, early, load_stage);
   } else {
     sm90::setmaxnreg_inc<Cfg::kConsumerRegs>();
-    // The consumer index read from lane 0: the compiler then knows it is warp-uniform and keeps the
-    // stage descriptors in uniform registers (no R2UR per wgmma). H100, ncu at fixed clocks: fp8
-    // 4096^3 lost 16 R2UR per k-block, 10% of its instructions and 1.5% of its cycles; bf16
-    // 8192x14336x4096 13% of its instructions (236 M -> 205 M; cuBLAS 160 M) and 1.7% of its cycles.
-    // Under the power cap fewer instructions also mean a higher clock. (Every layout: the
-    // cooperative kernel with both operands MN-major gets it since it has no tail split, above.)
+    // The consumer index read from lane 0: the compiler then knows it is warp-uniform and keeps the stage
+    // descriptors in uniform registers, no R2UR per wgmma (H100, ncu at fixed clocks: fp8 4096^3 -10% instructions,
+    // -1.5% cycles; bf16 8192x14336x4096 236 M -> 205 M instructions (cuBLAS 160 M), -1.7% cycles; every layout).
     const int consumer = __shfl_sync(0xffffffffu, warpgroup - 1, 0);
     Scheduler sched(p);
     State st;
@@ -266,7 +264,7 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
       if (w.group < 0) break;
       const int k_blocks = Scheduler::k_blocks(w);
       const int tail_k = w.k_len % Cfg::kBlockK;  // grouped-K: the last slice holds the next group's K
-      const bool zero_tail = g.shape.mode == GroupMode::kGroupedK && tail_k != 0;
+      const bool zero_tail = !kBare && g.shape.mode == GroupMode::kGroupedK && tail_k != 0;
       // (kCLoads) the warpgroup's C slices; the first ones load now, under the mainloop (not for a stream-K piece
       // that ends in partials: it runs no epilogue)
       auto c_slices = [&] {
@@ -349,8 +347,6 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
         // between that wait and the adds, on the path to the next wgmma. H100, ncu at fixed clocks,
         // 4096x4096xK: 35.5 -> 32.3 cycles per unit of K (cuBLAS 32.6), 4096^3 179.4 K -> 167.9 K
         // cycles (cuBLAS 156.1 K), 8192x14336x4096 1.151 M -> 1.074 M (1.025 M).
-        // NOTE (tried, not kept): storing the first half of the tile under the last k-block's second
-        // group (the former tail split's idea): +0.2-1% cycles, and 1-5% slower interleaved with torch.
         uint64_t da = 0, db = 0;
         if (k_blocks > 0) prepare(0, da, db);
         for (int kb = 0; kb < k_blocks; ++kb) {
@@ -366,10 +362,6 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
           // Cooperative: two halves of N, each: the k-block's instructions into a fresh 64-register
           // tile, wait, add it to the fp32 accumulator. The wait exposes the latency to this
           // warpgroup; the other consumer's wgmma keep the tensor core busy meanwhile.
-          // NOTE (tried on the H100, not kept; RESULTS.md): the two warpgroups' groups made to
-          // alternate (+2-3% cycles), a deferred store (2-3% slower under the power cap), 128x128
-          // tiles with two partial tiles per warpgroup (0.70-0.81x vs these halves' 0.73-0.88x).
-          // Without TMA loads at all the cooperative 8-bit tile kept the tensor pipe 67% busy.
           // One k-block's group into a fresh partial tile d (32, 48 or 64 registers: an n64, n96 or
           // n128 slice of the tile's columns), B from `b_off` (descriptor units: bytes >> 4) on.
           auto issue_part = [&](auto& d, uint64_t b_off) {
@@ -459,9 +451,7 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
         // The lean loop takes every k-block but a grouped-K tail's last, which the loop below takes
         // (zeroing its tail first) from the lean loop's state (prev, the accumulator's scale); there the
         // deferred store's slices the lean loop did not reach go out after the tile (flush_pending).
-        // The lean loop in the cooperative kernels, H100, dense_ab.py, 9 rounds, ratio to cuBLAS, with / without:
-        // dense suite geomean 0.991 / 0.983 (4096^3 1.009 / 0.978, 8192x14336x4096 1.008 / 0.996); bias + GELU
-        // 1.001 / 0.999 (benchmarks/RESULTS.md, thirty-second session).
+        // (What the lean loop gained here: collective/sm90_lean_mainloop.cuh.)
         int kb_lean = 0;
         if constexpr (kLean) {
           kb_lean = zero_tail ? k_blocks - 1 : k_blocks;
@@ -509,7 +499,7 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
       // its last wgmma group and staged in shared memory for the packing (p.bias_early). Why: loaded at
       // packing time, its round trip to L2 ran with the tensor core idle (ncu, H100: + bias cost 2.4%
       // of 8192x14336x4096's cycles, 1.7% of 4096^3's).
-      const bool stage_bias = kCompactCoop && g.bias && p.bias_early;
+      const bool stage_bias = kCompactCoop && !kBare && g.bias && p.bias_early;
       uint32_t bias_pair = 0;
       if constexpr (kCompactCoop) {
         if (stage_bias) {
@@ -556,7 +546,12 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
         }
         continue;
       }
-      if constexpr (kPlainTma && Cfg::kPingpong) {  // (launched only with p.tma_store on fixed grids: whole tiles)
+      if constexpr (kBare && Cfg::kPingpong) {  // (D = acc: no bias, alpha 1, a 16-bit D)
+        sm90_store_tile_tma<Cfg, T, T, false, Activation::kNone, false>(
+            g, resolve_problem(g.shape, w.group), acc, s.epi_slot[consumer].u.out, &tma_d, p.d_3d, w.group,
+            w.a_row + row_in_tile, w.n0, tid_in_wg, 1 + consumer);
+        continue;
+      } else if constexpr (kPlainTma && Cfg::kPingpong) {  // (launched with p.tma_store on fixed grids: whole tiles)
         sm90_store_tma_whole<Cfg, T>(g, resolve_problem(g.shape, w.group), acc, s.epi_slot[consumer].u.out, &tma_d,
                                      p.d_3d, w.group, w.a_row + row_in_tile, w.n0, tid_in_wg, 1 + consumer);
         continue;
@@ -593,7 +588,12 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
           }
           named_barrier_sync(1 + consumer, 128);
         }
-        sm90_pack_tile_for<T>(g, prob, acc, w.n0, tid_in_wg % 32, pend, stage_bias ? s.bias_stage[consumer] : nullptr);
+        if constexpr (kBare) {  // (D = acc: alpha 1, no bias, no activation)
+          sm90_pack_tile<T, Activation::kNone, false>(acc, 1.0f, nullptr, w.n0, prob.n, tid_in_wg % 32, pend, nullptr);
+        } else {
+          sm90_pack_tile_for<T>(g, prob, acc, w.n0, tid_in_wg % 32, pend,
+                                stage_bias ? s.bias_stage[consumer] : nullptr);
+        }
         if (kCompactCoop || tma_rows) set_pending(prob.n, nullptr, w.a_row + row_in_tile);
         else set_pending(prob.n, rows_d(), prob.m - (w.m0 + row_in_tile));
         continue;

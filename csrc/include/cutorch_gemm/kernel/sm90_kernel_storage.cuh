@@ -3,7 +3,10 @@
 // which configs take its variants: the fit-width tiles, the deferred store, C by TMA (launch_sm90 asks these too).
 
 #include <cstdint>
+#include <type_traits>
 
+#include "cutorch_gemm/collective/sm90_mma.cuh"
+#include "cutorch_gemm/device/sm90_configs.h"
 #include "cutorch_gemm/epilogue/sm90_epilogue.cuh"
 
 namespace cutorch_gemm {
@@ -24,6 +27,14 @@ namespace cutorch_gemm {
 // activations, scaled, stream-K), ~3x the code, and a launch on cold caches stalls on instruction
 // fetch (H100, ping-pong 128x128x64: 11.1 us -> 7.6 us with caches flushed; benchmarks/RESULTS.md,
 // eleventh session; H200, 1024^3: 21% of the warps' samples were instruction fetch, nineteenth).
+// kBare: a compact kernel for D = A B alone (sm90_has_bare's configs, K-major operands; launch_sm90 picks it for
+// dense and batched launches with no bias, alpha 1 and a 16-bit D): no bias staging, no alpha, no activation
+// switch, no stream-K pieces, no grouped-K tail. Why: a launch of one tile per CTA runs every instruction of its
+// path once, from cold caches, and the compact kernel's path jumped between ~20 places in 13 K instructions of
+// code (the other epilogues' copies in between). H200, ncu source counters, 2048x2048x128 (128x256 tiles): half of
+// the warps' samples were instruction fetch (`no_inst`), cuBLAS's 1.2 K-instruction kernel 7%; the kernel times'
+// fixed part (K -> 0) was 1.9 us over cuBLAS's at 2048x2048, 1.0 us at 1024x1024 (benchmarks/RESULTS.md,
+// forty-second session).
 // kGroupEnds: the grouped-M variant of the cooperative 16-bit kernels with a K-major A (launch_sm90
 // picks it for grouped-M forwards with the deferred store): a group's last, partial tile is deferred
 // too, its slices stored from registers (sm90_store_packed_slice_direct). Every tile of such a launch
@@ -93,6 +104,16 @@ constexpr bool sm90_defers() {
 template <class Cfg, class Mma>
 constexpr bool sm90_defer_only() {
   return sm90_defers<Cfg, Mma>() && Cfg::kBlockN % 64 != 0;
+}
+
+// The configs with a bare compact kernel (the kernel's kBare): the one-tile-per-CTA launches of the dense suite's
+// small shapes (2048^3: 128x256; 1024^3: 64x128; the 512-row mid shapes: 64x64), 16-bit K-major operands only (each
+// bare kernel is one more instantiation in the CI build).
+template <class Cfg, class Mma, typename T, bool kAMn, bool kBMn>
+constexpr bool sm90_has_bare() {
+  return !kAMn && !kBMn && std::is_same_v<Mma, Sm90Mma16<T>> &&
+         (std::is_same_v<Cfg, Sm90_128x256x64_Coop_S4> || std::is_same_v<Cfg, Sm90_64x128x64_Pingpong_S8> ||
+          std::is_same_v<Cfg, Sm90_64x64x64_Pingpong_S12>);
 }
 
 // The configs and types whose general kernels load C by TMA (Sm90Params::tma_load_c; sm90_store_tile_tma's kC):
