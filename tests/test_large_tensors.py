@@ -444,3 +444,17 @@ def test_grouped_mm_2d2d_output_past_2_31(monkeypatch, arch):
         a_g, b_g = a[:, starts[g]:ends[g]], b[starts[g]:ends[g]]
         check_dense(out[g], a_g, b_g, dtype, rows=picks(m, row_of_2_31(m, n, g * m * n)), cols=picks(n),
                     what=f"{what} group {g}")
+
+
+@pytest.mark.parametrize("op", ["mm", "bmm"])
+def test_extent_past_the_limit_is_refused(op):
+    """An extent within a tile of 2^31 would overflow the kernels' int32 tile arithmetic (m + block - 1): the binding
+    refuses extents above 2^31 - 1025 with a ValueError naming the op, before it allocates D (so a stride-0 operand
+    of that extent costs no memory here)."""
+    m = 2**31 - 1000
+    a = torch.zeros(1, 64, device="cuda", dtype=torch.bfloat16).expand(m, 64)
+    b = torch.zeros(64, 8, device="cuda", dtype=torch.bfloat16)
+    if op == "bmm":
+        a, b = a.unsqueeze(0), b.unsqueeze(0)
+    with pytest.raises(ValueError, match=f"gemm.{op}: extents above 2\\^31 - 1025"):
+        getattr(cg, op)(a, b)

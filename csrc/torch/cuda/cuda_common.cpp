@@ -19,11 +19,14 @@
 
 namespace cutorch_gemm::binding {
 
-constexpr int64_t kMaxExtent = std::numeric_limits<int32_t>::max();
+// Extents are int32 in the kernels, with a tile's headroom: tile counts are ceil_div(m, block) in int (m + block - 1)
+// and tile origins plus in-tile offsets stay below m + 1024.
+constexpr int64_t kMaxExtent = int64_t(std::numeric_limits<int32_t>::max()) - 1024;
 
 void check_extents(const char* op, std::initializer_list<int64_t> extents) {
   for (int64_t e : extents) {
-    TORCH_CHECK_VALUE(e <= kMaxExtent, op, ": extents above 2^31-1 are not supported, got ", e);
+    TORCH_CHECK_VALUE(e <= kMaxExtent, op, ": extents above 2^31 - 1025 (", kMaxExtent,
+                      ") are not supported, got ", e);
   }
 }
 

@@ -19,7 +19,8 @@
 
 namespace cutorch_gemm::binding {
 
-// Extents above int32 are refused with a ValueError naming the op.
+// Extents above 2^31 - 1025 (int32 in the kernels, with a tile's headroom) are refused with a ValueError naming
+// the op.
 void check_extents(const char* op, std::initializer_list<int64_t> extents);
 
 // Size-1 dimensions have meaningless strides; reporting 1 lets such an operand take the
