@@ -166,6 +166,23 @@ def linear_operands(m, n, k, dtype, x_layout="row", device="cuda"):
     return x, w.t()
 
 
+def sm90_case_id(case) -> str:
+    """pytest id of a forced-config sm90 case (config, M, N, K, grid cap or None, ...)."""
+    return f"{case[0]}-{case[1]}x{case[2]}x{case[3]}" + (f"-grid{case[4]}" if case[4] else "")
+
+
+def forced_sm90_operands(monkeypatch, case, dtype):
+    """A forced-config sm90 case's setup: CUTORCH_GEMM_SM90_CONFIG (and _GRID, when capped) from (config, M, N, K,
+    grid, ...), nn.Linear operands a (M, K) and b = W.t(), and explain's verdict for mm on them."""
+    config, m, n, k, grid = case[:5]
+    monkeypatch.setenv("CUTORCH_GEMM_SM90_CONFIG", config)
+    if grid:
+        monkeypatch.setenv("CUTORCH_GEMM_SM90_GRID", grid)
+    a = torch.randn(m, k, device="cuda", dtype=dtype)
+    b = torch.randn(n, k, device="cuda", dtype=dtype).t()
+    return a, b, cutorch_gemm.explain("mm", a, b)
+
+
 def check_repeatable_and_graph_replay(x, b, dtype, what):
     """mm(x, b) gives identical bits when repeated, and a CUDA graph captured once replays it
     correctly after x changes in place."""

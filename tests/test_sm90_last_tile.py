@@ -13,7 +13,7 @@ import pytest
 import torch
 
 import cutorch_gemm as cg
-from conftest import check, gpu, poison, ref_gemm, requires_sm90
+from conftest import check, forced_sm90_operands, gpu, poison, ref_gemm, requires_sm90, sm90_case_id
 
 pytestmark = [gpu, requires_sm90, pytest.mark.usefixtures("tile_kernels_only")]
 
@@ -44,20 +44,11 @@ COOP_CASES = [
 ]
 
 
-def _case_id(c):
-    return f"{c[0]}-{c[1]}x{c[2]}x{c[3]}" + (f"-grid{c[4]}" if c[4] else "")
-
-
-@pytest.mark.parametrize("case", COOP_CASES, ids=_case_id)
+@pytest.mark.parametrize("case", COOP_CASES, ids=sm90_case_id)
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=["bf16", "fp16"])
 def test_sm90_last_tile_from_stages(case, dtype, monkeypatch):
-    config, m, n, k, grid, name = case
-    monkeypatch.setenv("CUTORCH_GEMM_SM90_CONFIG", config)
-    if grid:
-        monkeypatch.setenv("CUTORCH_GEMM_SM90_GRID", grid)
-    a = torch.randn(m, k, device="cuda", dtype=dtype)
-    b = torch.randn(n, k, device="cuda", dtype=dtype).t()
-    e = cg.explain("mm", a, b)
+    config, m, n, k, _, name = case
+    a, b, e = forced_sm90_operands(monkeypatch, case, dtype)
     assert e.kernel == "sm90" and name in e.config, str(e)
     out = _same_bits_both_ways(monkeypatch, "CUTORCH_GEMM_SM90_LAST_FRESH", "off", lambda: cg.mm(a, b))
     check(out, ref_gemm(a, b), dtype, what=f"{config} mm {m}x{n}x{k}")
