@@ -12,6 +12,7 @@ import re
 import torch
 
 from . import _C, _shapes
+from ._sm90_notes import _bare_note, _c_note, _defer_note, _tile_width, _variant_note
 
 ARCH_ENV = "CUTORCH_GEMM_ARCH"
 _FORCEABLE = ("auto", "simt", "sm80", "sm90")
@@ -366,12 +367,6 @@ def _split_kind(config: str) -> str:
     return "pingpong128" if "x128x" in config else "pingpong"
 
 
-def _tile_width(config: str) -> int:
-    """The tile's columns from a Hopper config's name (Sm90_<rows>x<columns>x<k>_...)."""
-    match = re.match(r"Sm90_\d+x(\d+)x\d+_", config)
-    return int(match.group(1)) if match else 256
-
-
 def _cluster_note(config: str, fixed_grid: bool, swiglu: bool, m: int, a: torch.Tensor, b: torch.Tensor,
                   dense16: bool = False, n: int = 0, k: int = 0, sms: int = 0, b_mn: bool = False) -> str:
     """The launch's cluster, as the binding's rule (choose_sm90_cluster) picks it (dense16: one
@@ -387,46 +382,6 @@ def _cluster_note(config: str, fixed_grid: bool, swiglu: bool, m: int, a: torch.
     if _C.choose_sm90_cluster(coop, fixed_grid, swiglu, tiles_m, rows, forced, dense16, k, tiles, sms) > 1:
         return "; 2x1 clusters: the two CTAs of a cluster share each B tile (TMA multicast)"
     return ""
-
-
-def _variant_note(mode: str, a_mn_major: bool, defer_note: str, swiglu: bool) -> str:
-    """Which build of the cooperative kernel runs a deferring launch (sm90_launch.cuh): the compact one on
-    fixed tile grids (dense, batched, grouped-K), kGroupEnds for grouped-M forwards with a K-major A."""
-    if not defer_note or swiglu:
-        return ""
-    if mode in ("none", "k"):
-        if os.environ.get("CUTORCH_GEMM_SM90_EPILOGUE", "").strip() == "general":
-            return ""
-        return "; the compact kernel (only the deferred-store epilogue and a fixed-grid scheduler compiled in)"
-    if mode == "m" and not a_mn_major and \
-            os.environ.get("CUTORCH_GEMM_SM90_GROUP_ENDS", "").strip().lower() != "off":
-        return "; the kGroupEnds kernel (the deferred store only; a group's partial last tile from registers)"
-    return ""
-
-
-_BARE_CONFIGS = ("Sm90_128x256x64_Coop_S4", "Sm90_64x128x64_Pingpong_S8", "Sm90_64x64x64_Pingpong_S12")
-
-
-def _bare_note(config: str, a: torch.Tensor, k_major: bool, mode: str, n: int, splits: int, streamk_note: str,
-               variant_note: str, kwargs) -> str:
-    """The bare compact kernel (sm90_launch.cuh's bare, the kernel's kBare; sm90_has_bare's configs): D = A B alone,
-    dense or batched, both operands K-major, a 16-bit D by TMA, no bias, alpha 1, no stream-K or split-K."""
-    if config not in _BARE_CONFIGS or a.dtype not in (torch.float16, torch.bfloat16) or not k_major:
-        return ""
-    if mode != "none" or splits > 1 or streamk_note or kwargs.get("out_dtype") not in (None, a.dtype):
-        return ""
-    if kwargs.get("bias") is not None or kwargs.get("activation", "none") not in (None, "none"):
-        return ""
-    if (kwargs.get("c") is not None and float(kwargs.get("beta", 0.0)) != 0.0) or float(kwargs.get("alpha", 1.0)) != 1.0:
-        return ""
-    if os.environ.get("CUTORCH_GEMM_SM90_BARE", "").strip().lower() == "off":
-        return ""
-    if "_Coop_" in config:
-        ok = "compact kernel" in variant_note  # (the deferring launch's compact build, _variant_note)
-    else:  # (the ping-pong compact build: D by TMA, rows 16-byte aligned)
-        ok = n % 8 == 0 and os.environ.get("CUTORCH_GEMM_SM90_EPILOGUE", "").strip() in ("", "fused")
-    return ("; bare: the compact kernel with D = A B alone compiled in (no bias, alpha, activation or stream-K "
-            "code, so a launch of one tile per CTA fetches less cold code)") if ok else ""
 
 
 _FIT_NOTE = ("; fit-width cooperative tiles: the tile width makes the tile count fill the SMs' rounds, D stored "
@@ -485,60 +440,6 @@ def _mn_b_note(config: str, b_mn: bool) -> str:
     stages = _C.sm90_mn_b_stages(width, int(match.group(1)))
     return (f"; b MN-major: B read in whole 64-column boxes ({-(-width // 64) * 64} columns a stage), "
             f"{stages} stages")
-
-
-def _defer_note(config: str, a: torch.Tensor, mode: str, n: int, splits: int, kwargs) -> str:
-    """The deferred store (sm90_launch.cuh's defer_store, the kernel's kDefer): cooperative 16-bit
-    launches with a 16-bit D. Plain or bias + activation: D takes TMA stores (rows 16-byte aligned,
-    not grouped along N), no C, a bias read as 4-byte column pairs. The fused
-    SwiGLU: its register epilogue's pairs (F = N / 2 even), the same bias pairs."""
-    if "_Coop_" not in config or a.element_size() != 2 or splits > 1 or mode == "n":
-        return ""
-    if kwargs.get("out_dtype") not in (None, a.dtype):
-        return ""
-    if os.environ.get("CUTORCH_GEMM_SM90_DEFER", "").strip().lower() == "off":
-        return ""
-    activation = kwargs.get("activation", "none")
-    epilogue = os.environ.get("CUTORCH_GEMM_SM90_EPILOGUE", "").strip()
-    bias = kwargs.get("bias")
-    pairs = bias is None or (bias.data_ptr() % 4 == 0 and (bias.dim() < 2 or bias.stride(0) % 2 == 0))
-    if activation == "swiglu":
-        if epilogue == "staged" or n % 4 or not pairs:
-            return ""
-        return ("; each tile's silu(gate) * up is packed into registers and stored one slice per k-block "
-                "under the next tile's wgmma (the deferred store)")
-    # Forced epilogue paths (CUTORCH_GEMM_SM90_EPILOGUE): "general" and "fused" keep a plain D's TMA store,
-    # so it defers; any forced path takes an activation off the packed registers.
-    tma_store = epilogue in ("", "general", "fused") if activation in (None, "none") else not epilogue
-    # (exact GELU: not on the 256-wide tiles, sm90_launch.cuh)
-    if not tma_store or n % 8 or not pairs or (activation == "gelu" and "x256x" in config):
-        return ""
-    if kwargs.get("c") is not None and float(kwargs.get("beta", 0.0)) != 0.0:
-        return ""
-    return ("; each tile's D is packed into registers and TMA-stored one slice per k-block under the next "
-            "tile's wgmma (the deferred store)")
-
-
-def _c_note(config: str, a: torch.Tensor, b_mn: bool, mode: str, batch: int, n: int, splits: int, kwargs,
-            direct_fit: bool = False) -> str:
-    """beta * C loaded by TMA (sm90_launch.cuh's c_loads, Sm90Params::tma_load_c): one dense 16-bit problem whose
-    16-bit D takes TMA stores (N a multiple of 8), C row-major with 16-byte aligned rows and base, tiles of whole
-    64-column slices; CUTORCH_GEMM_SM90_EPILOGUE unset; with an activation, not the cooperative tile with an
-    MN-major b (sm90_c_acts)."""
-    c = kwargs.get("c")
-    if c is None or float(kwargs.get("beta", 0.0)) == 0.0 or a.element_size() != 2:
-        return ""
-    if direct_fit:  # (sm90_direct_c)
-        return "; beta * C read as column pairs into registers (the fit-width tile stores D from there)"
-    if kwargs.get("activation", "none") not in (None, "none") and "_Coop_" in config and b_mn:
-        return ""
-    if kwargs.get("out_dtype") not in (None, a.dtype) or mode != "none" or batch != 1 or splits > 1 or n % 8:
-        return ""
-    if os.environ.get("CUTORCH_GEMM_SM90_EPILOGUE", "").strip() or _tile_width(config) % 64:
-        return ""
-    if c.dim() != 2 or c.stride(1) != 1 or c.stride(0) <= 0 or c.stride(0) % 8 or c.data_ptr() % 16:
-        return ""
-    return "; beta * C loaded by TMA into the store's buffers (a tile's first slices under its mainloop)"
 
 
 def _streamk_note(m: int, n: int, k: int, elem_bytes: int, sms: int) -> str:
