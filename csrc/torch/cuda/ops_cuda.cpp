@@ -39,9 +39,9 @@ at::Tensor gemm_cuda(const at::Tensor& a, const at::Tensor& b, const std::option
 
 at::Tensor mm_cuda(const at::Tensor& a, const at::Tensor& b, std::optional<at::ScalarType> out_dtype) {
   const DenseSpec s = check_mm(a, b, out_dtype);
+  check_extents("gemm.mm", {s.m, s.n, s.k});  // (here, so that the error names the op the caller called)
   if (a.scalar_type() != at::kChar) return gemm_cuda(a, b, std::nullopt, std::nullopt, 1.0, 0.0, "none", out_dtype);
   // int8 x int8 -> int32 (torch._int_mm): the sm80 family's IMMA kernels, no epilogue fusion.
-  check_extents("gemm.mm", {s.m, s.n, s.k});
   const c10::cuda::CUDAGuard guard(a.device());
   at::Tensor d = at::empty({s.m, s.n}, a.options().dtype(at::kInt));
   GemmArgs g = base_args(a, b, at::kInt, Activation::kNone);
