@@ -8,6 +8,8 @@ import re
 
 import torch
 
+from . import _C
+
 
 def _tile_width(config: str) -> int:
     """The tile's columns from a Hopper config's name (Sm90_<rows>x<columns>x<k>_...)."""
@@ -30,14 +32,12 @@ def _variant_note(mode: str, a_mn_major: bool, defer_note: str, swiglu: bool) ->
     return ""
 
 
-_BARE_CONFIGS = ("Sm90_128x256x64_Coop_S4", "Sm90_64x128x64_Pingpong_S8", "Sm90_64x64x64_Pingpong_S12")
-
-
 def _bare_note(config: str, a: torch.Tensor, k_major: bool, mode: str, n: int, splits: int, streamk_note: str,
                variant_note: str, kwargs) -> str:
-    """The bare compact kernel (sm90_launch.cuh's bare, the kernel's kBare; sm90_has_bare's configs): D = A B alone,
-    dense or batched, both operands K-major, a 16-bit D by TMA, no bias, alpha 1, no stream-K or split-K."""
-    if config not in _BARE_CONFIGS or a.dtype not in (torch.float16, torch.bfloat16) or not k_major:
+    """The bare compact kernel (sm90_launch.cuh's bare, the kernel's kBare; the configs of sm90_configs.h's
+    Sm90BareConfigs, asked through the binding): D = A B alone, dense or batched, both operands K-major, a 16-bit D by
+    TMA, no bias, alpha 1, no stream-K or split-K."""
+    if not _C.sm90_bare_config(config) or a.dtype not in (torch.float16, torch.bfloat16) or not k_major:
         return ""
     if mode != "none" or splits > 1 or streamk_note or kwargs.get("out_dtype") not in (None, a.dtype):
         return ""

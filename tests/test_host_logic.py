@@ -300,6 +300,18 @@ def test_variant_note_names_the_kernel_build(monkeypatch):
     assert _variant_note("m", False, d, False) == ""
 
 
+def test_bare_configs_come_from_the_library():
+    """explain asks the library which configs have a bare compact kernel (sm90_configs.h's Sm90BareConfigs, the list
+    the kernels' sm90_has_bare reads) instead of keeping a copy: the 128x256 cooperative, 64x128 and 64x64 ping-pong
+    configs, and no other name."""
+    from cutorch_gemm import _C
+    bare = ("Sm90_128x256x64_Coop_S4", "Sm90_64x128x64_Pingpong_S8", "Sm90_64x64x64_Pingpong_S12")
+    others = ("Sm90_64x256x64_Pingpong_S5", "Sm90_128x240x64_Coop_S4", "Sm90_128x192x64_Coop_S5",
+              "Sm90_128x144x64_Coop_S6", "Sm90_128x256x128_Coop_S4", "Sm90_Skinny_64xT16", "sm90_128x256x64_coop_s4", "")
+    assert all(_C.sm90_bare_config(c) for c in bare)
+    assert not any(_C.sm90_bare_config(c) for c in others)
+
+
 def test_bare_note_mirrors_the_launch(monkeypatch):
     """explain's bare note (the kernel's kBare, sm90_launch.cuh's bare): sm90_has_bare's three configs, 16-bit
     K-major operands, dense or batched, D = A B alone (no bias, activation, C, alpha or other out dtype), no split-K

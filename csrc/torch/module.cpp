@@ -236,6 +236,9 @@ PYBIND11_MODULE(_C, m) {
   m.def("sm90_mn_b_stages", [](int block_n, int stages) { return sm90_mn_b_stages(block_n, stages); },
         "The pipeline stages of a fit width with an MN-major B (Sm90MnB: whole 64-column B boxes), from the K-major "
         "config's stages.", pybind11::arg("block_n"), pybind11::arg("stages"));
+  m.def("sm90_bare_config", [](const std::string& name) { return Sm90BareConfigs::has_name(name); },
+        "Whether the config has a bare compact kernel (Sm90BareConfigs; the kernel's kBare, for 16-bit K-major "
+        "operands).", pybind11::arg("name"));
   m.def("sm90_mid_size_rule", [](int64_t m_, int64_t n, int64_t k, int num_sms) {
     switch (sm90_mid_size_rule(int(m_), int(n), int(k), num_sms)) {
       case Sm90MidRule::kCoopDeepK: return std::string("coop_deep_k");

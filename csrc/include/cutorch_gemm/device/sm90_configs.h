@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <string>
+#include <type_traits>
 
 #include "cutorch_gemm/core/types.h"
 #include "cutorch_gemm/scheduler/problem_visitor.h"
@@ -195,6 +196,20 @@ struct Sm90_128x240x64_Coop_S4 : Sm90_128x256x64_Coop_S4 {
   static constexpr const char* kName = "Sm90_128x240x64_Coop_S4";
   static constexpr int kBlockN = 240;
 };
+
+// A closed list of configs, asked by type (the kernels' compile-time choices) or by name (the binding, for explain):
+// one list serves both.
+template <class... Cfgs>
+struct Sm90ConfigSet {
+  template <class Cfg>
+  static constexpr bool has() { return (std::is_same_v<Cfg, Cfgs> || ...); }
+  static bool has_name(const std::string& name) { return ((name == Cfgs::kName) || ...); }
+};
+
+// The configs with a bare compact kernel (the kernel's kBare; kernel/sm90_kernel_storage.cuh's sm90_has_bare adds its
+// type conditions): the one-tile-per-CTA launches of the dense suite's small shapes (2048^3: 128x256; 1024^3: 64x128;
+// the 512-row mid shapes: 64x64). Each is one more instantiation per 16-bit type in the CI build.
+using Sm90BareConfigs = Sm90ConfigSet<Sm90_128x256x64_Coop_S4, Sm90_64x128x64_Pingpong_S8, Sm90_64x64x64_Pingpong_S12>;
 
 enum class Sm90ConfigId : int {
   kCoop128x256 = 0,

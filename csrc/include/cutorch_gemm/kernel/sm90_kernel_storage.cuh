@@ -106,14 +106,11 @@ constexpr bool sm90_defer_only() {
   return sm90_defers<Cfg, Mma>() && Cfg::kBlockN % 64 != 0;
 }
 
-// The configs with a bare compact kernel (the kernel's kBare): the one-tile-per-CTA launches of the dense suite's
-// small shapes (2048^3: 128x256; 1024^3: 64x128; the 512-row mid shapes: 64x64), 16-bit K-major operands only (each
-// bare kernel is one more instantiation in the CI build).
+// The configs and types with a bare compact kernel (the kernel's kBare): device/sm90_configs.h's Sm90BareConfigs, with
+// 16-bit K-major operands.
 template <class Cfg, class Mma, typename T, bool kAMn, bool kBMn>
 constexpr bool sm90_has_bare() {
-  return !kAMn && !kBMn && std::is_same_v<Mma, Sm90Mma16<T>> &&
-         (std::is_same_v<Cfg, Sm90_128x256x64_Coop_S4> || std::is_same_v<Cfg, Sm90_64x128x64_Pingpong_S8> ||
-          std::is_same_v<Cfg, Sm90_64x64x64_Pingpong_S12>);
+  return !kAMn && !kBMn && std::is_same_v<Mma, Sm90Mma16<T>> && Sm90BareConfigs::has<Cfg>();
 }
 
 // The configs and types whose general kernels load C by TMA (Sm90Params::tma_load_c; sm90_store_tile_tma's kC):
