@@ -1,6 +1,7 @@
 """Where the Hopper kernel stages a CTA's last tile (kernel/sm90_gemm_ws_kernel.cuh, its end): the deferring
-cooperative kernels store the last tile's slices from the pipeline's idle stages, all at once
-(sm90_store_last_tile_fresh); CUTORCH_GEMM_SM90_LAST_FRESH=off sends them through the epilogue slot's buffers.
+cooperative kernels store the last tile's slices from the pipeline's idle stages (sm90_store_last_tile_fresh): the
+bare kernels each slice as soon as it is written, the others all at once; CUTORCH_GEMM_SM90_LAST_FRESH=all stores
+all at once in every kernel, =off sends the slices through the epilogue slot's buffers.
 
 Staging changes where D's bytes wait in shared memory, never their values: every form must give the float64
 reference's answer and the default form's bits exactly. The cases: one tile per CTA (the whole grid's last
@@ -51,6 +52,7 @@ def test_sm90_last_tile_from_stages(case, dtype, monkeypatch):
     a, b, e = forced_sm90_operands(monkeypatch, case, dtype)
     assert e.kernel == "sm90" and name in e.config, str(e)
     out = _same_bits_both_ways(monkeypatch, "CUTORCH_GEMM_SM90_LAST_FRESH", "off", lambda: cg.mm(a, b))
+    _same_bits_both_ways(monkeypatch, "CUTORCH_GEMM_SM90_LAST_FRESH", "all", lambda: cg.mm(a, b))
     check(out, ref_gemm(a, b), dtype, what=f"{config} mm {m}x{n}x{k}")
 
 

@@ -232,7 +232,9 @@ cudaError_t launch_sm90(const GemmArgs& args, int num_sms, cudaStream_t stream) 
   p.bias_early = !env_is("CUTORCH_GEMM_SM90_BIAS_EARLY", "off");
   p.producers = sm90_producer_warps(Cfg::kProducerWarps);
   p.pp_gate_off = sm90_pp_gate_off();
-  p.last_fresh_off = env_is("CUTORCH_GEMM_SM90_LAST_FRESH", "off") ? 1 : 0;
+  p.last_fresh_off = env_is("CUTORCH_GEMM_SM90_LAST_FRESH", "off")      ? 1
+                     : env_is("CUTORCH_GEMM_SM90_LAST_FRESH", "all")    ? 2
+                                                                         : 0;
   // B streamed from DRAM (at most two tile rows): L2 evict-first loads (sm90_b_streams).
   p.b_stream = sm90_b_streams(p.tiles_m, s.mode, args.batch, b_3d, args.k_chunk) && !env_is("CUTORCH_GEMM_L2_HINT", "off");
   // Half tiles: grouped-M cooperative launches whose groups' B fits L2 (choose_sm90_half_tiles).

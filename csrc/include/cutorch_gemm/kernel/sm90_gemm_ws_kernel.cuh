@@ -678,17 +678,17 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
       }
       }  // (!kFit)
     }
-    // The CTA's last tile (kDefer): every slice at once from the idle stages (A/B: CUTORCH_GEMM_SM90_LAST_FRESH=off).
+    // The CTA's last tile (kDefer): its slices from the idle stages, the bare kernels' each as soon as it is written
+    // (only there: it spilled in the others). A/B: CUTORCH_GEMM_SM90_LAST_FRESH=off | all (Sm90Params::last_fresh_off).
     if constexpr (kDefer && !kDeferDirect) {
-      if (!p.last_fresh_off && sm90_store_last_tile_fresh<Cfg, kSlices>(pend_next == 0, pend, &s.a[0][0], consumer,
-                                                                         &tma_d, p.d_3d, pend_group, pend_row,
-                                                                         pend_col, pend_n, tid_in_wg))
+      if (p.last_fresh_off != 1 && sm90_store_last_tile_fresh<Cfg, kSlices>(pend_next == 0, pend, &s.a[0][0], consumer,
+                                                                         &tma_d, p.d_3d, pend_group, pend_row, pend_col,
+                                                                         pend_n, tid_in_wg, kBare && !p.last_fresh_off))
         pend_next = kSlices;
     }
     flush_pending();  // (with CUTORCH_GEMM_SM90_LAST_FRESH=off, and the kDeferDirect variants)
-    // Shared memory must outlive the TMA stores that read it. Their writes need no wait here:
-    // nothing in this kernel reads D back, and work later in the stream sees the grid's writes
-    // once the grid completes.
+    // Shared memory must outlive the TMA stores that read it. Their writes need no wait here: nothing in this kernel
+    // reads D back, and work later in the stream sees the grid's writes once the grid completes.
     if ((p.tma_store || p.tma_store_act || p.tma_store_fused || p.tma_load_c) && tid_in_wg == 0) {
       if (p.exit_wait_all) sm90::bulk_wait_group_all();
       else sm90::bulk_wait_group_read<0>();

@@ -105,8 +105,10 @@ struct Sm90Params {
   // Ping-pong: 1 turns the release gate off (collective/sm90_pingpong_turns.cuh;
   // CUTORCH_GEMM_SM90_PP_GATE=off reproduces the race it closes). 0, the zero-initialised default, keeps it.
   int pp_gate_off;
-  // 1: the deferring cooperative kernels store the CTA's last tile through their epilogue buffers, not from
-  // the idle pipeline stages (CUTORCH_GEMM_SM90_LAST_FRESH=off, A/B runs; the kernel's note). 0: the stages.
+  // The deferring cooperative kernels' last tile per CTA (the kernel's note). 0: from the idle pipeline stages, each
+  // slice's store as soon as the slice is written in the bare kernels, all at once after the last one in the others;
+  // 1: through the epilogue buffers (CUTORCH_GEMM_SM90_LAST_FRESH=off); 2: from the stages, all at once in every
+  // kernel (=all). 1 and 2 are for A/B runs.
   int last_fresh_off;
 };
 
