@@ -2,7 +2,7 @@
 // The deferred store of the Hopper kernel's cooperative 16-bit launches (kernel/sm90_gemm_ws_kernel.cuh, kDefer):
 //   sm90_pack_tile_for / sm90_pack_tile   a tile's D = act(alpha * acc + bias) rounded at once into packed registers
 //   sm90_store_packed_slice               one 64-column slice by TMA, under the next tile's wgmma
-//   sm90_store_last_tile_fresh            the CTA's last tile, every slice at once from the idle pipeline stages
+//   sm90_store_last_tile_fresh            the CTA's last tile from the idle pipeline stages (each_slice: slice by slice)
 //   sm90_pack_swiglu                      grouped_mm's fused SwiGLU tile, packed
 //   sm90_store_packed_slice_direct        a slice from registers (a grouped-M group's partial last tile)
 
@@ -135,8 +135,9 @@ CG_DEVICE void sm90_store_packed_slice(const uint32_t (&pk)[kPk], uint8_t (*bufs
   sm90_tma_store_slice(buf, map_d, d_3d, group, row_abs, col_base + kFirstCol, n, tid_in_wg, barrier_id);
 }
 
-// The CTA's last packed tile (the kernel's end; called by every consumer warpgroup, `pending` or not): every slice at
-// once from the idle pipeline stages. Returns whether it stored (pending and then nothing is left to flush).
+// The CTA's last packed tile (the kernel's end; called by every consumer warpgroup, `pending` or not): every slice
+// from the idle pipeline stages, stored once all are written or (each_slice) each as soon as it is. Returns whether it
+// stored (pending and then nothing is left to flush).
 // Why: through the epilogue slot's kEpiBuffers buffers (sm90_store_packed_slice), a slice past the first
 // kEpiBuffers waits for an earlier slice's store to read its buffer; every CTA's end exposes that chain, a launch of
 // one tile per CTA the most (the fit widths' one-round launches: +1-3%, benchmarks/RESULTS.md, thirty-seventh
