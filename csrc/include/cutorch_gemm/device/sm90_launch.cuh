@@ -232,7 +232,7 @@ cudaError_t launch_sm90(const GemmArgs& args, int num_sms, cudaStream_t stream) 
   p.bias_early = !env_is("CUTORCH_GEMM_SM90_BIAS_EARLY", "off");
   p.producers = sm90_producer_warps(Cfg::kProducerWarps);
   p.pp_gate_off = sm90_pp_gate_off();
-  p.last_fresh_off = env_is("CUTORCH_GEMM_SM90_LAST_FRESH", "off")      ? 1
+  p.last_tile_mode = env_is("CUTORCH_GEMM_SM90_LAST_FRESH", "off")      ? 1
                      : env_is("CUTORCH_GEMM_SM90_LAST_FRESH", "all")    ? 2
                                                                          : 0;
   // B streamed from DRAM (at most two tile rows): L2 evict-first loads (sm90_b_streams).

@@ -679,11 +679,11 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
       }  // (!kFit)
     }
     // The CTA's last tile (kDefer): its slices from the idle stages, the bare kernels' each as soon as it is written
-    // (only there: it spilled in the others). A/B: CUTORCH_GEMM_SM90_LAST_FRESH=off | all (Sm90Params::last_fresh_off).
+    // (only there: it spilled in the others). A/B: CUTORCH_GEMM_SM90_LAST_FRESH=off | all (Sm90Params::last_tile_mode).
     if constexpr (kDefer && !kDeferDirect) {
-      if (p.last_fresh_off != 1 && sm90_store_last_tile_fresh<Cfg, kSlices>(pend_next == 0, pend, &s.a[0][0], consumer,
+      if (p.last_tile_mode != 1 && sm90_store_last_tile_fresh<Cfg, kSlices>(pend_next == 0, pend, &s.a[0][0], consumer,
                                                                          &tma_d, p.d_3d, pend_group, pend_row, pend_col,
-                                                                         pend_n, tid_in_wg, kBare && !p.last_fresh_off))
+                                                                         pend_n, tid_in_wg, kBare && !p.last_tile_mode))
         pend_next = kSlices;
     }
     flush_pending();  // (with CUTORCH_GEMM_SM90_LAST_FRESH=off, and the kDeferDirect variants)

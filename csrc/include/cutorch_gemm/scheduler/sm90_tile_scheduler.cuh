@@ -109,7 +109,7 @@ struct Sm90Params {
   // slice's store as soon as the slice is written in the bare kernels, all at once after the last one in the others;
   // 1: through the epilogue buffers (CUTORCH_GEMM_SM90_LAST_FRESH=off); 2: from the stages, all at once in every
   // kernel (=all). 1 and 2 are for A/B runs.
-  int last_fresh_off;
+  int last_tile_mode;
 };
 
 struct Sm90Work {
