@@ -3,15 +3,12 @@
 #
 #   bash scripts/gpu_build.sh && python3 benchmarks/experiments/kernel_time.py ...
 #
-# Uses the system gcc where there is one: the GPU image's default compiler (CC/CXX=/opt/gcc wrapper) links libstdc++
-# statically into the extension, and with torch's shared libstdc++ in the same process the first C++ error message
-# (any refused input) segfaults. Environment: TORCH_CUDA_ARCH_LIST (default 9.0a: the Hopper kernels only, half the
-# build), MAX_JOBS (default all cores), BUILD_LOG (default $OUT/build.log, or /tmp/build.log without $OUT).
+# Builds with the system gcc (scripts/system_gcc.sh says why). Environment: TORCH_CUDA_ARCH_LIST (default 9.0a: the
+# Hopper kernels only, half the build), MAX_JOBS (default all cores), BUILD_LOG (default $OUT/build.log, or
+# /tmp/build.log without $OUT).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-if [[ -x /usr/bin/g++ && -x /usr/bin/gcc ]]; then
-  export CC=/usr/bin/gcc CXX=/usr/bin/g++ CUDAHOSTCXX=/usr/bin/g++
-fi
+source scripts/system_gcc.sh
 log="${BUILD_LOG:-${OUT:-/tmp}/build.log}"
 t0=$SECONDS
 if ! MAX_JOBS="${MAX_JOBS:-$(nproc)}" TORCH_CUDA_ARCH_LIST="${TORCH_CUDA_ARCH_LIST:-9.0a}" \

@@ -94,12 +94,7 @@ nvidia-smi -L 2>&1 | tee -a "$LOG" || say "nvidia-smi failed"
 say "python: $PY ($("$PY" -c 'import sys, torch; print(sys.version.split()[0], "torch", torch.__version__, "CUDA", torch.version.cuda)' 2>&1))"
 say "nvcc: $(nvcc --version 2>/dev/null | tail -n 1 || echo 'not found')"
 
-# NOTE: the GPU image's default compiler (CC/CXX=/opt/gcc wrapper) links libstdc++ statically
-# into the extension; with torch's shared libstdc++ in the same process, the first ostream use
-# (any error message) segfaults. The system gcc of the same version links it shared.
-if [[ -x /usr/bin/g++ && -x /usr/bin/gcc ]]; then
-  export CC=/usr/bin/gcc CXX=/usr/bin/g++ CUDAHOSTCXX=/usr/bin/g++
-fi
+source scripts/system_gcc.sh  # (not the image's default compiler: its extension segfaults on any error message)
 
 # ---------------------------------------------------------------------------------------------
 # Build. Its full output is build.log; the console gets it without the ptxas -v chatter.

@@ -9,11 +9,14 @@
 
 namespace cutorch_gemm::binding {
 
-at::Tensor gemm_cuda(const at::Tensor& a, const at::Tensor& b, const std::optional<at::Tensor>& bias,
-                     const std::optional<at::Tensor>& c, double alpha, double beta,
-                     c10::string_view activation, std::optional<at::ScalarType> out_dtype) {
-  const DenseSpec s = check_gemm("gemm.gemm", a, b, bias, c, std::string(activation), out_dtype);
-  check_extents("gemm.gemm", {s.m, s.n, s.k});
+namespace {
+
+// gemm's launch, its checks' errors naming `op` (gemm.gemm, or gemm.mm for mm's 16-bit and fp32 / fp64 operands).
+at::Tensor gemm_cuda_as(const char* op, const at::Tensor& a, const at::Tensor& b, const std::optional<at::Tensor>& bias,
+                        const std::optional<at::Tensor>& c, double alpha, double beta, c10::string_view activation,
+                        std::optional<at::ScalarType> out_dtype) {
+  const DenseSpec s = check_gemm(op, a, b, bias, c, std::string(activation), out_dtype);
+  check_extents(op, {s.m, s.n, s.k});
   const c10::cuda::CUDAGuard guard(a.device());
   at::Tensor d = at::empty({s.m, s.n}, a.options().dtype(s.out_dtype));
   GemmArgs g = base_args(a, b, s.out_dtype, s.act);
@@ -37,11 +40,20 @@ at::Tensor gemm_cuda(const at::Tensor& a, const at::Tensor& b, const std::option
   return d;
 }
 
+}  // namespace
+
+at::Tensor gemm_cuda(const at::Tensor& a, const at::Tensor& b, const std::optional<at::Tensor>& bias,
+                     const std::optional<at::Tensor>& c, double alpha, double beta,
+                     c10::string_view activation, std::optional<at::ScalarType> out_dtype) {
+  return gemm_cuda_as("gemm.gemm", a, b, bias, c, alpha, beta, activation, out_dtype);
+}
+
 at::Tensor mm_cuda(const at::Tensor& a, const at::Tensor& b, std::optional<at::ScalarType> out_dtype) {
-  const DenseSpec s = check_mm(a, b, out_dtype);
-  check_extents("gemm.mm", {s.m, s.n, s.k});  // (here, so that the error names the op the caller called)
-  if (a.scalar_type() != at::kChar) return gemm_cuda(a, b, std::nullopt, std::nullopt, 1.0, 0.0, "none", out_dtype);
+  if (a.scalar_type() != at::kChar)
+    return gemm_cuda_as("gemm.mm", a, b, std::nullopt, std::nullopt, 1.0, 0.0, "none", out_dtype);
   // int8 x int8 -> int32 (torch._int_mm): the sm80 family's IMMA kernels, no epilogue fusion.
+  const DenseSpec s = check_mm(a, b, out_dtype);
+  check_extents("gemm.mm", {s.m, s.n, s.k});
   const c10::cuda::CUDAGuard guard(a.device());
   at::Tensor d = at::empty({s.m, s.n}, a.options().dtype(at::kInt));
   GemmArgs g = base_args(a, b, at::kInt, Activation::kNone);
