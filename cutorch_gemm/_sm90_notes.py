@@ -55,6 +55,33 @@ def _bare_note(config: str, a: torch.Tensor, k_major: bool, mode: str, n: int, s
             "code, so a launch of one tile per CTA fetches less cold code)") if ok else ""
 
 
+def _ksplit_note(config: str, a: torch.Tensor, mode: str, m: int, n: int, k: int, batch: int, splits: int,
+                 chunk: int, cluster_note: str, num_sms: int, kwargs) -> str:
+    """The K-split pair (sm90_launch.cuh's p.ksplit, the rule sm90_configs.h's sm90_ksplit_ok, asked through the
+    binding): the compact 64x64 ping-pong kernel (D by TMA, no activation or C) where every CTA has one tile at most."""
+    if "_Pingpong_" not in config or a.dtype not in (torch.float16, torch.bfloat16) or mode != "none":
+        return ""
+    if kwargs.get("activation", "none") not in (None, "none") or (
+            kwargs.get("c") is not None and float(kwargs.get("beta", 0.0)) != 0.0):
+        return ""
+    out_bytes = 4 if kwargs.get("out_dtype") == torch.float32 else 2
+    if (n * out_bytes) % 16 != 0 or os.environ.get("CUTORCH_GEMM_SM90_EPILOGUE", "").strip() not in ("", "fused"):
+        return ""
+    tile_m, tile_n, block_k, stages = {"Sm90_64x64x64_Pingpong_S12": (64, 64, 64, 12)}.get(config, (0, 0, 0, 0))
+    if not tile_n:
+        return ""
+    items = -(-m // tile_m) * -(-n // tile_n) * batch * splits
+    ctas = min(items, num_sms)
+    env_p = os.environ.get("CUTORCH_GEMM_SM90_PRODUCERS", "").strip()
+    # (sm90_producer_warps: std::atoi of the variable, clamped to 1..4; the config's 4 when unset)
+    producers = 4 if not env_p else min(max(int(env_p) if env_p.lstrip("-").isdigit() else 0, 1), 4)
+    k_blocks = -(-(chunk if splits > 1 else k) // block_k)
+    ok = _C.sm90_ksplit_ok(items, ctas, 2 if cluster_note else 1, False, tile_n, k_blocks, producers, stages,
+                           os.environ.get("CUTORCH_GEMM_SM90_KSPLIT", "").strip().lower())
+    return ("; K-split pair: both consumer warpgroups on the CTA's one tile, k-blocks alternating, the second's "
+            "fragment added through shared memory") if ok else ""
+
+
 def _defer_note(config: str, a: torch.Tensor, mode: str, n: int, splits: int, kwargs) -> str:
     """The deferred store (sm90_launch.cuh's defer_store, the kernel's kDefer): cooperative 16-bit
     launches with a 16-bit D. Plain or bias + activation: D takes TMA stores (rows 16-byte aligned,

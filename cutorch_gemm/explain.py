@@ -12,7 +12,7 @@ import re
 import torch
 
 from . import _C, _shapes
-from ._sm90_notes import _bare_note, _c_note, _defer_note, _tile_width, _variant_note
+from ._sm90_notes import _bare_note, _c_note, _defer_note, _ksplit_note, _tile_width, _variant_note
 
 ARCH_ENV = "CUTORCH_GEMM_ARCH"
 _FORCEABLE = ("auto", "simt", "sm80", "sm90")
@@ -592,6 +592,8 @@ def _explain_gemm(op: str, args, kwargs, skinny: bool = True) -> Explanation:
         bare_note = _bare_note(config, a, not op_a[1] and not op_b[1], mode, n, splits, streamk_note, variant_note,
                                kwargs)
         variant_note += bare_note
+        variant_note += _ksplit_note(config, a, mode, m_per, n, k, batch, splits, chunk, cluster_note,
+                                     prop.multi_processor_count, kwargs)
         variant_note += _stream_note(config, m_per, mode, batch, b, chunk if splits > 1 else 0, cluster_note)
         if not swiglu:
             variant_note += _decode_note(config, mode, m, batch)

@@ -239,6 +239,13 @@ PYBIND11_MODULE(_C, m) {
   m.def("sm90_bare_config", [](const std::string& name) { return Sm90BareConfigs::has_name(name); },
         "Whether the config has a bare compact kernel (Sm90BareConfigs; the kernel's kBare, for 16-bit K-major "
         "operands).", pybind11::arg("name"));
+  m.def("sm90_ksplit_ok", [](int64_t items, int ctas, int cluster, bool grouped_k, int block_n, int k_blocks,
+                             int producers, int stages, const std::string& forced) {
+    return sm90_ksplit_ok(items, ctas, cluster, grouped_k, block_n, k_blocks, producers, stages, forced);
+  }, "Whether a compact ping-pong sm90 launch runs the K-split pair (both consumer warpgroups on the CTA's one tile, "
+     "k-blocks alternating; forced: CUTORCH_GEMM_SM90_KSPLIT).", pybind11::arg("items"), pybind11::arg("ctas"),
+        pybind11::arg("cluster"), pybind11::arg("grouped_k"), pybind11::arg("block_n"), pybind11::arg("k_blocks"),
+        pybind11::arg("producers"), pybind11::arg("stages"), pybind11::arg("forced") = "");
   m.def("sm90_mid_size_rule", [](int64_t m_, int64_t n, int64_t k, int num_sms) {
     switch (sm90_mid_size_rule(int(m_), int(n), int(k), num_sms)) {
       case Sm90MidRule::kCoopDeepK: return std::string("coop_deep_k");

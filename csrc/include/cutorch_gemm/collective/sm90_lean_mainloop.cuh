@@ -37,14 +37,15 @@ struct Sm90NoHook {
 // first hook_blocks k-blocks' groups (the cooperative kernels' deferred store: one slice of the
 // previous tile's D each), in a loop of its own so the rest of the k-blocks do not test for it.
 // gate: called before each release (the ping-pong kernels' release gate, collective/sm90_pingpong_turns.cuh:
-// it waits before the tile's first release only). NOTE: a test per k-block rather than the first two
+// it waits before the tile's first release only). stride: ring positions per k-block (2: the K-split pair's
+// warpgroups take every other k-block, collective/sm90_ksplit_pair.cuh). NOTE: a test per k-block rather than the first two
 // k-blocks peeled off the loop: the peeled copies would be cold code in a launch of one tile per CTA,
 // fetched before the loop's own copy (the compact kernels' note on instruction fetch).
 template <class Cfg, class Mma, bool kAMn, bool kBMn, class Storage, class Pipeline, class State, int kRegs,
           class Hook = Sm90NoHook, class Gate = Sm90NoHook>
 CG_DEVICE void sm90_lean_mainloop(Storage& s, const Pipeline& pipe, float (&acc)[kRegs], State& st, State& prev,
                                   int k_blocks, int row_in_tile, int cluster, int hook_blocks = 0,
-                                  Hook hook = Hook{}, Gate gate = Gate{}) {
+                                  Hook hook = Hook{}, Gate gate = Gate{}, int stride = 1) {
   constexpr uint64_t kStepA = kAMn ? sm90::kDescStepK16MNMajor : sm90::kDescStepK16KMajor;
   constexpr uint64_t kStepB = kBMn ? sm90::kDescStepK16MNMajor : sm90::kDescStepK16KMajor;
   constexpr uint64_t kStageA = sizeof(s.a[0]) >> 4, kStageB = sizeof(s.b[0]) >> 4;
@@ -75,6 +76,7 @@ CG_DEVICE void sm90_lean_mainloop(Storage& s, const Pipeline& pipe, float (&acc)
     scale = 1;
     prev = st;
     st.advance();
+    if (stride == 2) st.advance();
   };
   int left = k_blocks;
   if constexpr (!std::is_same_v<Hook, Sm90NoHook>) {

@@ -621,6 +621,23 @@ inline bool choose_sm90_half_tiles(long long k, long long n, int elem_bytes, con
   return k * n * elem_bytes <= (16LL << 20);
 }
 
+// The K-split pair of the compact ping-pong kernels (collective/sm90_ksplit_pair.cuh: what and why): 64-wide tiles,
+// where every CTA of the launch has one tile at most (items <= ctas), without clusters or grouped-K ranges, with at
+// least kSm90KSplitMinKBlocks k-blocks and at most kStages / 2 producer warps (the producers' parity argument).
+// `forced` is CUTORCH_GEMM_SM90_KSPLIT: "off", or "on" (from 2 k-blocks).
+// Measured (H200, kernel time with the operands in L2, 64x64 tiles, pair / one warpgroup): 512x1024xK at K = 256 4.26 /
+// 4.06 us, 512 4.77 / 4.77, 1024 5.70 / 5.95, 2048 7.55 / 8.32, 4096 11.14 / 13.12 (cuBLAS 10.11), 8192 18.40 / 22.40;
+// so from 12 k-blocks. NOTE: not the 64x128 tiles: there the pair gained nothing in the loop and its hand-over cost
+// 0.45 us (1024 x 1024 x 256 ... 2048: 4.29 -> 4.80 us, 6.59 -> 7.04 at 1024^3); the 64x64 tiles' loop runs at the
+// warpgroup's own pace, not the loads'.
+constexpr int kSm90KSplitMinKBlocks = 12;
+inline bool sm90_ksplit_ok(long long items, int ctas, int cluster, bool grouped_k, int block_n, int k_blocks,
+                           int producers, int stages, const std::string& forced) {
+  if (forced == "off" || block_n != 64) return false;
+  if (items > ctas || cluster != 1 || grouped_k || stages % 2 != 0 || 2 * producers > stages) return false;
+  return k_blocks >= (forced == "on" ? 2 : kSm90KSplitMinKBlocks);
+}
+
 // Whether a launch streams B from DRAM: at most two tile rows (small M), and B not shared by
 // several problems (dense, split-K's K ranges, batched with a stacked B, grouped-K's K ranges;
 // grouped-M groups may span many tile rows, which the host does not know). Its TMA loads then carry

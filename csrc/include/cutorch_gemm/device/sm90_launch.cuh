@@ -282,6 +282,13 @@ cudaError_t launch_sm90(const GemmArgs& args, int num_sms, cudaStream_t stream) 
       }
       err = ensure_dynamic_smem(reinterpret_cast<const void*>(launched), smem);
       if (err != cudaSuccess) return err;
+      // The K-split pair where every CTA has one tile at most (dense or batched, no clusters).
+      if constexpr (Cfg::kStages % 2 == 0 && Cfg::kBlockN == 64 && !Mma::kPromote) {
+        const char* ks_env = std::getenv("CUTORCH_GEMM_SM90_KSPLIT");
+        const int item_k_blocks = args.k_chunk > 0 ? ceil_div(args.k_chunk, Cfg::kBlockK) : k_blocks;  // (split-K)
+        p.ksplit = sm90_ksplit_ok(items, int(config.gridDim.x), cluster, s.mode == GroupMode::kGroupedK,
+                                  Cfg::kBlockN, item_k_blocks, p.producers, Cfg::kStages, ks_env ? ks_env : "") ? 1 : 0;
+      }
     }
   }
   // Cooperative launches on a fixed tile grid (dense, batched, grouped-K) whose every tile defers its

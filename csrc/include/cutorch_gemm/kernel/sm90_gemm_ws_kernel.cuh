@@ -23,6 +23,7 @@
 #include "cutorch_gemm/arch/sm90_tma.cuh"
 #include "cutorch_gemm/arch/sm90_warpgroup.cuh"
 #include "cutorch_gemm/arch/sm90_wgmma.cuh"
+#include "cutorch_gemm/collective/sm90_ksplit_pair.cuh"
 #include "cutorch_gemm/collective/sm90_lean_mainloop.cuh"
 #include "cutorch_gemm/collective/sm90_mma.cuh"
 #include "cutorch_gemm/collective/sm90_operand_load.cuh"
@@ -252,17 +253,22 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
     // which this one skips.
     const int row_in_tile = Cfg::kPingpong ? 0 : consumer * 64;
     [[maybe_unused]] Sm90PingpongTurns turns{s.order, consumer};
-    const int step = Cfg::kPingpong ? Cfg::kConsumers : 1;
+    // The K-split pair (collective/sm90_ksplit_pair.cuh): both warpgroups on the CTA's one tile, k-blocks alternating.
+    constexpr bool kKSplit = Cfg::kPingpong && kPlainTma && kLean && Cfg::kStages % 2 == 0 && Cfg::kBlockN == 64;
+    const bool ksplit = kKSplit && p.ksplit;
+    const int step = Cfg::kPingpong && !ksplit ? Cfg::kConsumers : 1;
     int own = 0;  // tiles this warpgroup has done
-    for (int i = Cfg::kPingpong ? consumer : 0;; i += step, ++own) {
-      if (Cfg::kPingpong && i > 0) {
+    for (int i = Cfg::kPingpong && !ksplit ? consumer : 0;; i += step, ++own) {
+      if (Cfg::kPingpong && !ksplit && i > 0) {
         const Sm90Work other = sched.get_item(i - 1);
         if (other.group < 0) break;
         st.advance(Scheduler::k_blocks(other));
       }
       const Sm90Work w = sched.get_item(i);
-      if (w.group < 0) break;
-      const int k_blocks = Scheduler::k_blocks(w);
+      if (w.group < 0 || (ksplit && i > 0)) break;
+      // (ksplit: this warpgroup's k-blocks, the first of them consumer's)
+      const int k_blocks = ksplit ? (Scheduler::k_blocks(w) + 1 - consumer) / 2 : Scheduler::k_blocks(w);
+      if (ksplit && consumer == 1) st.advance();
       const int tail_k = w.k_len % Cfg::kBlockK;  // grouped-K: the last slice holds the next group's K
       const bool zero_tail = !kBare && g.shape.mode == GroupMode::kGroupedK && tail_k != 0;
       // (kCLoads) the warpgroup's C slices; the first ones load now, under the mainloop (not for a stream-K piece
@@ -276,7 +282,7 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
       }
       // Ping-pong: this warpgroup's turn, and its stage releases after the other's
       // (collective/sm90_pingpong_turns.cuh: why both).
-      if constexpr (Cfg::kPingpong) turns.begin_tile(own, !p.pp_gate_off);
+      if (Cfg::kPingpong && !ksplit) turns.begin_tile(own, !p.pp_gate_off);
       auto gate_wait = [&] {
         if constexpr (Cfg::kPingpong) turns.before_release();
       };
@@ -460,7 +466,7 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
                                                      [&] { store_pending_slice_if_any(); });
           } else if constexpr (Cfg::kPingpong) {
             sm90_lean_mainloop<Cfg, Mma, kAMn, kBMn>(s, pipe, acc, st, prev, kb_lean, row_in_tile, p.cluster, 0,
-                                                     Sm90NoHook{}, gate_wait);
+                                                     Sm90NoHook{}, gate_wait, ksplit ? 2 : 1);
           } else {
             sm90_lean_mainloop<Cfg, Mma, kAMn, kBMn>(s, pipe, acc, st, prev, kb_lean, row_in_tile, p.cluster);
           }
@@ -494,7 +500,7 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
 #pragma unroll
         for (int r = 0; r < int(sizeof(pend) / sizeof(pend[0])); ++r) pend[r] = 0u;
       }
-      if constexpr (Cfg::kPingpong) turns.pass_turn(tid_in_wg);
+      if (Cfg::kPingpong && !ksplit) turns.pass_turn(tid_in_wg);
       // The compact cooperative kernel: the tile's bias, one 4-byte column pair per thread, loaded under
       // its last wgmma group and staged in shared memory for the packing (p.bias_early). Why: loaded at
       // packing time, its round trip to L2 ran with the tensor core idle (ncu, H100: + bias cost 2.4%
@@ -513,7 +519,10 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
       sm90::wgmma_wait<0>();
       sm90::fence_accumulators(acc);
       if (k_blocks > 0) release_gated(prev);  // (the last k-block's stage)
-      if constexpr (Cfg::kPingpong) turns.open_gate(tid_in_wg);
+      if (Cfg::kPingpong && !ksplit) turns.open_gate(tid_in_wg);
+      if constexpr (kKSplit) {
+        if (ksplit && sm90_ksplit_pair_reduce(acc, &s.b[0][0], consumer, tid_in_wg)) break;
+      }
       if constexpr (kFit) {  // (launch_sm90 refuses these configs without the direct epilogue)
         const Problem prob = resolve_problem(g.shape, w.group);
         const int row = w.m0 + row_in_tile;  // (+ beta * C: sm90_direct_c)

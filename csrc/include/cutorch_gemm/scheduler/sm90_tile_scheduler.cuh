@@ -110,6 +110,9 @@ struct Sm90Params {
   // 1: through the epilogue buffers (CUTORCH_GEMM_SM90_LAST_FRESH=off); 2: from the stages, all at once in every
   // kernel (=all). 1 and 2 are for A/B runs.
   int last_tile_mode;
+  // 1: the compact ping-pong kernels' K-split pair, both consumers on the CTA's one tile (collective/sm90_ksplit_pair.cuh;
+  // launch_sm90 sets it where every CTA has one tile at most: sm90_ksplit_ok).
+  int ksplit;
 };
 
 struct Sm90Work {
