@@ -111,11 +111,10 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
   const GemmArgs& g = p.args;
   constexpr int kBCols = sm90_b_cols<Cfg>();  // B columns a stage holds (Sm90MnB: whole 64-column boxes)
   constexpr uint32_t kStageBytes = (Cfg::kBlockM + kBCols) * Cfg::kBlockK * sizeof(E);
-  // The producer's k-block kb of work item w: wait for the stage to be free, expect its bytes, load.
-  // b_hint: B's loads carry L2 policy b_policy (the producer loop's streamed B: p.b_stream). NOTE: the
-  // early start's loads go without it: each call site inlines both load sequences, and the compact
-  // kernels' size shows at 1024^3. (Hinting every load instead, with the evict-normal policy where B
-  // is not streamed, cost H200 4096^3 and 8192x4096x14336 3-4%.)
+  // The producer's k-block kb of work item w: wait for the stage to be free, expect its bytes, load. b_hint: B's loads
+  // carry L2 policy b_policy (the producer loop's streamed B: p.b_stream). NOTE: the early start's loads go without it:
+  // each call site inlines both load sequences, and the compact kernels' size shows at 1024^3. (Hinting every load
+  // instead, with the evict-normal policy where B is not streamed, cost H200 4096^3 and 8192x4096x14336 3-4%.)
   auto load_stage = [&](State& st, const Sm90Work& w, int kb, const CUtensorMap* map_a, const CUtensorMap* map_b,
                         bool b_hint = false, uint64_t b_policy = 0) {
     const int za = p.a_3d ? w.group : 0, zb = p.b_3d ? w.group : 0;
@@ -140,14 +139,12 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
     }
     st.advance();
   };
-  // Early start (compact kernels and fit-width tiles without clusters, p.early_start): the thread that
-  // initialises the barriers, which is also the producer's issuing lane, loads the first k-blocks (kSm90EarlyStages)
-  // of the CTA's first tile right away, before the CTA barrier, the producer's register release and
-  // its scheduler call. Why: a launch with one tile per CTA (1024^3, 2048^3) exposes everything
-  // before its first load; the producer branch sits at the kernel's far end, cold in the
-  // instruction cache.
-  // The early start's k-block count and the first work item (thread 0 issues them; the other
-  // producer warps recompute the count: the fixed grid's scheduler has no warp-wide scan inside).
+  // Early start (compact kernels and fit-width tiles without clusters, p.early_start): the thread that initialises the
+  // barriers, which is also the producer's issuing lane, loads the first k-blocks (kSm90EarlyStages) of the CTA's first
+  // tile right away, before the CTA barrier, the producer's register release and its scheduler call. Why: a launch with
+  // one tile per CTA (1024^3, 2048^3) exposes everything before its first load; the producer branch sits at the
+  // kernel's far end, cold in the instruction cache.
+  // first_early: the count and the first work item (thread 0 issues them; the other producer warps recount).
   auto first_early = [&](Sm90Work& w) -> int {
     if constexpr (kPlainTma || kFit) {  // (fit-width tiles: one tile per CTA, like the compact kernels' launches)
       if (p.cluster == 1 && p.early_start) {
@@ -208,10 +205,9 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
     // deferred store's slices through its hook); not the promoting 8-bit ones (their own loop, below), SwiGLU's
     // or the pointer-array kernels.
     constexpr bool kLean = !Mma::kPromote && !kSwiGlu && !kPtrArray;
-    // The deferred tile (kDefer): its packed D, where it goes, and the next slice to store
-    // (kSlices: nothing pending). pend_d: a grouped-M tile past its group's end, stored from
-    // registers (its warpgroup's first row of D; pend_row then counts the rows in the group);
-    // nullptr: by TMA (pend_row: D's row).
+    // The deferred tile (kDefer): its packed D, where it goes, and the next slice to store (kSlices: nothing pending).
+    // pend_d: a grouped-M tile past its group's end, stored from registers (its warpgroup's first row of D; pend_row
+    // then counts the rows in the group); nullptr: by TMA (pend_row: D's row).
     uint32_t pend[kDefer ? (kSwiGlu ? kAccRegs / 4 : kAccRegs / 2) : 1];
     int pend_next = kSlices, pend_row = 0, pend_col = 0, pend_group = 0, pend_n = 0;
     uint16_t* pend_d = nullptr;
@@ -248,9 +244,8 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
         while (pend_next < kSlices) store_pending_slice();
       }
     };
-    // Cooperative: every tile of the CTA's sequence, rows [64c, 64c + 64) of it. Ping-pong:
-    // every other tile, all rows; the ring carries the other warpgroup's tiles in between,
-    // which this one skips.
+    // Cooperative: every tile of the CTA's sequence, rows [64c, 64c + 64) of it. Ping-pong: every other tile, all rows;
+    // the ring carries the other warpgroup's tiles in between, which this one skips.
     const int row_in_tile = Cfg::kPingpong ? 0 : consumer * 64;
     [[maybe_unused]] Sm90PingpongTurns turns{s.order, consumer};
     // The K-split pair (collective/sm90_ksplit_pair.cuh): both warpgroups on the CTA's one tile, k-blocks alternating.
@@ -265,8 +260,7 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
         st.advance(Scheduler::k_blocks(other));
       }
       const Sm90Work w = sched.get_item(i);
-      if (w.group < 0 || (ksplit && i > 0)) break;
-      // (ksplit: this warpgroup's k-blocks, the first of them consumer's)
+      if (w.group < 0 || (ksplit && i > 0)) break;  // (ksplit: the CTA's one tile, this warpgroup's k-blocks)
       const int k_blocks = ksplit ? (Scheduler::k_blocks(w) + 1 - consumer) / 2 : Scheduler::k_blocks(w);
       if (ksplit && consumer == 1) st.advance();
       const int tail_k = w.k_len % Cfg::kBlockK;  // grouped-K: the last slice holds the next group's K
@@ -290,14 +284,13 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
         gate_wait();
         pipe.consumer_release(stage);
       };
-      // A group's last tile (grouped-M, cooperative) whose second 64 rows all lie past the group's
-      // end: those rows would hold the next group's tokens, computed and thrown away. That
-      // warpgroup only passes the stages on (a wait, then its release: the empty barrier counts
-      // both warpgroups' warps, and the wait keeps its arrivals in the stage's current phase) and
-      // stores nothing, so the other's wgmma have the tensor core to themselves and the tile takes
-      // about half as long. With skewed routing about half the groups end that way. Where the
-      // launch allows it (p.half_tiles: device/sm90_configs.h, choose_sm90_half_tiles). NOTE: not with
-      // both operands MN-major (not a forward layout): there ptxas then serialized the wgmma (C7511).
+      // A group's last tile (grouped-M, cooperative) whose second 64 rows all lie past the group's end: those rows
+      // would hold the next group's tokens, computed and thrown away. That warpgroup only passes the stages on (a wait,
+      // then its release: the empty barrier counts both warpgroups' warps, and the wait keeps its arrivals in the
+      // stage's current phase) and stores nothing, so the other's wgmma have the tensor core to themselves and the tile
+      // takes about half as long. With skewed routing about half the groups end that way. Where the launch allows it
+      // (p.half_tiles: device/sm90_configs.h, choose_sm90_half_tiles). NOTE: not with both operands MN-major (not a
+      // forward layout): there ptxas then serialized the wgmma (C7511).
       if constexpr (!Cfg::kPingpong && !Mma::kPromote && !kPtrArray && !(kAMn && kBMn) && !kCompactCoop) {
         if (g.shape.mode == GroupMode::kGroupedM && row_in_tile > 0 && p.half_tiles) {
           if (w.m0 + row_in_tile >= w.m_len) {
@@ -341,18 +334,16 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
                   : sm90::make_desc_k_major_sw128(s.b[st.index]);
       };
       if constexpr (Mma::kPromote) {
-        // The promoting 8-bit mainloop. Each k-block's partial tiles are read in the iteration that
-        // issued them (see the NOTE on C7514 below), and the next k-block's stage is waited for and
-        // described while this one's last group runs, so between a warpgroup's last wait and its
-        // next wgmma there are only the adds. (With the wait, the grouped-K check and the descriptor
-        // arithmetic on that path, H100 fp8 4096^3 kept the tensor pipe 60% busy: the other
-        // warpgroup's group did not cover the gap.)
-        // A k-block's stage is released (prev) once this warpgroup has issued the next k-block's
-        // first group; the last one after the loop. NOTE: released right after the last wait, the
-        // release (lane 0's branch, the cluster check, a volatile read of %cluster_ctarank) sat
-        // between that wait and the adds, on the path to the next wgmma. H100, ncu at fixed clocks,
-        // 4096x4096xK: 35.5 -> 32.3 cycles per unit of K (cuBLAS 32.6), 4096^3 179.4 K -> 167.9 K
-        // cycles (cuBLAS 156.1 K), 8192x14336x4096 1.151 M -> 1.074 M (1.025 M).
+        // The promoting 8-bit mainloop. Each k-block's partial tiles are read in the iteration that issued them (see
+        // the NOTE on C7514 below), and the next k-block's stage is waited for and described while this one's last
+        // group runs, so between a warpgroup's last wait and its next wgmma there are only the adds. (With the wait,
+        // the grouped-K check and the descriptor arithmetic on that path, H100 fp8 4096^3 kept the tensor pipe 60%
+        // busy: the other warpgroup's group did not cover the gap.) A k-block's stage is released (prev) once this
+        // warpgroup has issued the next k-block's first group; the last one after the loop. NOTE: released right after
+        // the last wait, the release (lane 0's branch, the cluster check, a volatile read of %cluster_ctarank) sat
+        // between that wait and the adds, on the path to the next wgmma. H100, ncu at fixed clocks, 4096x4096xK: 35.5
+        // -> 32.3 cycles per unit of K (cuBLAS 32.6), 4096^3 179.4 K -> 167.9 K cycles (cuBLAS 156.1 K),
+        // 8192x14336x4096 1.151 M -> 1.074 M (1.025 M).
         uint64_t da = 0, db = 0;
         if (k_blocks > 0) prepare(0, da, db);
         for (int kb = 0; kb < k_blocks; ++kb) {
@@ -454,10 +445,9 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
           db = next_db;
         }
       } else {
-        // The lean loop takes every k-block but a grouped-K tail's last, which the loop below takes
-        // (zeroing its tail first) from the lean loop's state (prev, the accumulator's scale); there the
-        // deferred store's slices the lean loop did not reach go out after the tile (flush_pending).
-        // (What the lean loop gained here: collective/sm90_lean_mainloop.cuh.)
+        // The lean loop (collective/sm90_lean_mainloop.cuh) takes every k-block but a grouped-K tail's last, which the
+        // loop below takes (zeroing its tail first) from the lean loop's state (prev, the accumulator's scale); there
+        // the deferred store's slices the lean loop did not reach go out after the tile (flush_pending).
         int kb_lean = 0;
         if constexpr (kLean) {
           kb_lean = zero_tail ? k_blocks - 1 : k_blocks;
@@ -501,10 +491,10 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
         for (int r = 0; r < int(sizeof(pend) / sizeof(pend[0])); ++r) pend[r] = 0u;
       }
       if (Cfg::kPingpong && !ksplit) turns.pass_turn(tid_in_wg);
-      // The compact cooperative kernel: the tile's bias, one 4-byte column pair per thread, loaded under
-      // its last wgmma group and staged in shared memory for the packing (p.bias_early). Why: loaded at
-      // packing time, its round trip to L2 ran with the tensor core idle (ncu, H100: + bias cost 2.4%
-      // of 8192x14336x4096's cycles, 1.7% of 4096^3's).
+      // The compact cooperative kernel: the tile's bias, one 4-byte column pair per thread, loaded under its last wgmma
+      // group and staged in shared memory for the packing (p.bias_early). Why: loaded at packing time, its round trip
+      // to L2 ran with the tensor core idle (ncu, H100: + bias cost 2.4% of 8192x14336x4096's cycles, 1.7% of
+      // 4096^3's).
       const bool stage_bias = kCompactCoop && !kBare && g.bias && p.bias_early;
       uint32_t bias_pair = 0;
       if constexpr (kCompactCoop) {
