@@ -67,9 +67,10 @@ def _ksplit_note(config: str, a: torch.Tensor, mode: str, m: int, n: int, k: int
     out_bytes = 4 if kwargs.get("out_dtype") == torch.float32 else 2
     if (n * out_bytes) % 16 != 0 or os.environ.get("CUTORCH_GEMM_SM90_EPILOGUE", "").strip() not in ("", "fused"):
         return ""
-    tile_m, tile_n, block_k, stages = {"Sm90_64x64x64_Pingpong_S12": (64, 64, 64, 12)}.get(config, (0, 0, 0, 0))
-    if not tile_n:
+    shape = re.match(r"Sm90_(\d+)x(\d+)x(\d+)_Pingpong_S(\d+)$", config)
+    if not shape:
         return ""
+    tile_m, tile_n, block_k, stages = (int(v) for v in shape.groups())
     items = -(-m // tile_m) * -(-n // tile_n) * batch * splits
     ctas = min(items, num_sms)
     env_p = os.environ.get("CUTORCH_GEMM_SM90_PRODUCERS", "").strip()

@@ -4,16 +4,18 @@
 // its own 64 x kBlockN fp32 fragment; then warpgroup 1 hands its fragment to warpgroup 0 through shared memory, and
 // warpgroup 0 adds it and runs the epilogue.
 //
-// Why: with one tile per CTA (1024^3 on 64x128 tiles: 128 tiles, 16 k-blocks each) the ping-pong kernel left one
-// warpgroup idle, and one warpgroup issuing a tile's wgmma groups alone keeps the tensor core about half busy (H100,
-// no loads at all: 0.27 us per 64x128 k-block against 0.14 at the tensor core's rate; benchmarks/RESULTS.md). Two
-// warpgroups on alternating k-blocks each wait for their own groups while the other's run.
+// Why: with one tile per CTA (512x1024x4096 on 64x64 tiles: 128 tiles, 64 k-blocks each) the ping-pong kernel left
+// one warpgroup idle, and one warpgroup issuing a 64x64 tile's wgmma groups alone runs at its own pace, not the tensor
+// core's (no loads at all: 0.18 us per k-block against 0.065 at the tensor core's rate, H100, twenty-seventh session).
+// Two warpgroups on alternating k-blocks each wait for their own groups while the other's run: H200, kernel time,
+// 512x1024x4096 13.12 -> 11.14 us (cuBLAS 10.11). Only the 64-wide tiles (sm90_has_ksplit): the 64x128 loop waits for
+// its loads, and there the pair only added its hand-over (benchmarks/RESULTS.md, forty-fourth session).
 //
 // Why the pipeline stays sound: stage s holds k-blocks s, s + kStages, ...; with kStages even they are all one
 // warpgroup's, so every stage's full and empty barriers see one warpgroup, in its own order, as before. The producer
 // warps' parity argument (collective/sm90_producer.cuh) needs, when a warp waits for k-block j, the release of
 // j - 2 kStages: its own wait two turns before (k-block j - 2P, P producer warps) saw the release of j - 2P - kStages,
-// the same warpgroup's, which releases in order; so j - 2 kStages was released if 2P <= kStages (launch_sm90 checks).
+// the same warpgroup's, which releases in order; so j - 2 kStages was released if 2P <= kStages (sm90_ksplit_ok).
 //
 // Where the fragment goes: B's stages. Once both warpgroups passed their last wgmma wait, every stage is idle: the
 // CTA's only tile has no k-block left to load. Thread t's registers 4q .. 4q + 3 sit at float4 q * 128 + t

@@ -38,8 +38,8 @@ struct Sm90NoHook {
 // previous tile's D each), in a loop of its own so the rest of the k-blocks do not test for it.
 // gate: called before each release (the ping-pong kernels' release gate, collective/sm90_pingpong_turns.cuh:
 // it waits before the tile's first release only). stride: ring positions per k-block (2: the K-split pair's
-// warpgroups take every other k-block, collective/sm90_ksplit_pair.cuh). NOTE: a test per k-block rather than the first two
-// k-blocks peeled off the loop: the peeled copies would be cold code in a launch of one tile per CTA,
+// warpgroups take every other k-block, collective/sm90_ksplit_pair.cuh). NOTE: a test per k-block rather than the
+// first two k-blocks peeled off the loop: the peeled copies would be cold code in a launch of one tile per CTA,
 // fetched before the loop's own copy (the compact kernels' note on instruction fetch).
 template <class Cfg, class Mma, bool kAMn, bool kBMn, class Storage, class Pipeline, class State, int kRegs,
           class Hook = Sm90NoHook, class Gate = Sm90NoHook>

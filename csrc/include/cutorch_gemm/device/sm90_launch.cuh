@@ -283,7 +283,7 @@ cudaError_t launch_sm90(const GemmArgs& args, int num_sms, cudaStream_t stream) 
       err = ensure_dynamic_smem(reinterpret_cast<const void*>(launched), smem);
       if (err != cudaSuccess) return err;
       // The K-split pair where every CTA has one tile at most (dense or batched, no clusters).
-      if constexpr (Cfg::kStages % 2 == 0 && Cfg::kBlockN == 64 && !Mma::kPromote) {
+      if constexpr (sm90_has_ksplit<Cfg, Mma>()) {
         const char* ks_env = std::getenv("CUTORCH_GEMM_SM90_KSPLIT");
         const int item_k_blocks = args.k_chunk > 0 ? ceil_div(args.k_chunk, Cfg::kBlockK) : k_blocks;  // (split-K)
         p.ksplit = sm90_ksplit_ok(items, int(config.gridDim.x), cluster, s.mode == GroupMode::kGroupedK,

@@ -249,7 +249,7 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
     const int row_in_tile = Cfg::kPingpong ? 0 : consumer * 64;
     [[maybe_unused]] Sm90PingpongTurns turns{s.order, consumer};
     // The K-split pair (collective/sm90_ksplit_pair.cuh): both warpgroups on the CTA's one tile, k-blocks alternating.
-    constexpr bool kKSplit = Cfg::kPingpong && kPlainTma && kLean && Cfg::kStages % 2 == 0 && Cfg::kBlockN == 64;
+    constexpr bool kKSplit = sm90_has_ksplit<Cfg, Mma>() && kPlainTma && kLean;
     const bool ksplit = kKSplit && p.ksplit;
     const int step = Cfg::kPingpong && !ksplit ? Cfg::kConsumers : 1;
     int own = 0;  // tiles this warpgroup has done

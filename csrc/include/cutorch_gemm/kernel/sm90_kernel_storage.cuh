@@ -113,6 +113,13 @@ constexpr bool sm90_has_bare() {
   return !kAMn && !kBMn && std::is_same_v<Mma, Sm90Mma16<T>> && Sm90BareConfigs::has<Cfg>();
 }
 
+// The configs with the K-split pair in their compact ping-pong kernels (collective/sm90_ksplit_pair.cuh; the launch
+// rule: sm90_ksplit_ok): 64-wide ping-pong tiles with an even number of stages, not the promoting 8-bit mainloop.
+template <class Cfg, class Mma>
+constexpr bool sm90_has_ksplit() {
+  return Cfg::kPingpong && Cfg::kBlockN == 64 && Cfg::kStages % 2 == 0 && !Mma::kPromote;
+}
+
 // The configs and types whose general kernels load C by TMA (Sm90Params::tma_load_c; sm90_store_tile_tma's kC):
 // 16-bit operands and D, tiles of whole 64-column slices, not the fit-width tiles (which read C as column pairs into
 // registers: sm90_direct_c).
