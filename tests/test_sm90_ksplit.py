@@ -40,6 +40,37 @@ def test_ksplit_rule(items, ctas, cluster, grouped_k, block_n, k_blocks, produce
     assert _C.sm90_ksplit_ok(items, ctas, cluster, grouped_k, block_n, k_blocks, producers, stages, forced) is want
 
 
+# explain's note (cutorch_gemm/_sm90_notes.py) from the config's name, on CPU tensors: (config, M, N, K, kwargs, env,
+# whether it names the pair)
+NOTE_CASES = [
+    ("Sm90_64x64x64_Pingpong_S12", 512, 1024, 4096, {}, {}, True),
+    ("Sm90_64x64x64_Pingpong_S12", 512, 1024, 704, {}, {}, False),           # 11 k-blocks
+    ("Sm90_64x64x64_Pingpong_S12", 512, 1024, 768, {}, {}, True),            # 12
+    ("Sm90_64x64x64_Pingpong_S12", 1024, 1024, 4096, {}, {}, False),         # 256 tiles on 132 SMs
+    ("Sm90_64x128x64_Pingpong_S8", 512, 1024, 4096, {}, {}, False),          # not the 64x128 tiles
+    ("Sm90_128x256x64_Coop_S4", 512, 1024, 4096, {}, {}, False),
+    ("Sm90_64x64x64_Pingpong_S12", 512, 1020, 4096, {}, {}, False),          # D rows not 16-byte aligned: no TMA store
+    ("Sm90_64x64x64_Pingpong_S12", 512, 1020, 4096, {"out_dtype": torch.float32}, {}, True),
+    ("Sm90_64x64x64_Pingpong_S12", 512, 1024, 4096, {"activation": "relu"}, {}, False),
+    ("Sm90_64x64x64_Pingpong_S12", 512, 1024, 4096, {}, {"CUTORCH_GEMM_SM90_KSPLIT": "off"}, False),
+    ("Sm90_64x64x64_Pingpong_S12", 512, 1024, 128, {}, {"CUTORCH_GEMM_SM90_KSPLIT": "on"}, True),
+    ("Sm90_64x64x64_Pingpong_S12", 512, 1024, 4096, {}, {"CUTORCH_GEMM_SM90_EPILOGUE": "general"}, False),
+]
+
+
+@pytest.mark.parametrize("case", NOTE_CASES, ids=lambda c: f"{c[0]}-{c[1]}x{c[2]}x{c[3]}-{len(c[4]) + len(c[5])}")
+def test_ksplit_explain_note(case, monkeypatch):
+    from cutorch_gemm._sm90_notes import _ksplit_note
+    config, m, n, k, kwargs, env, want = case
+    for name in ("CUTORCH_GEMM_SM90_KSPLIT", "CUTORCH_GEMM_SM90_EPILOGUE", "CUTORCH_GEMM_SM90_PRODUCERS"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    a = torch.empty(1, 1, dtype=torch.bfloat16)
+    note = _ksplit_note(config, a, "none", m, n, k, 1, 1, 0, "", 132, kwargs)
+    assert (PAIR in note) == want, note
+
+
 # ---- the kernel (GPU) ----
 
 def _mm_f32(a, b, **kw):
