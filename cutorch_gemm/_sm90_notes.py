@@ -32,6 +32,12 @@ def _variant_note(mode: str, a_mn_major: bool, defer_note: str, swiglu: bool) ->
     return ""
 
 
+def _pingpong_compact(n: int, out_bytes: int) -> bool:
+    """Whether a plain dense or batched ping-pong launch takes the compact build (sm90_launch.cuh: p.tma_store, D by
+    TMA with 16-byte aligned rows; not with CUTORCH_GEMM_SM90_EPILOGUE=staged / direct / general)."""
+    return (n * out_bytes) % 16 == 0 and os.environ.get("CUTORCH_GEMM_SM90_EPILOGUE", "").strip() in ("", "fused")
+
+
 def _bare_note(config: str, a: torch.Tensor, k_major: bool, mode: str, n: int, splits: int, streamk_note: str,
                variant_note: str, kwargs) -> str:
     """The bare compact kernel (sm90_launch.cuh's bare, the kernel's kBare; the configs of sm90_configs.h's
@@ -49,8 +55,8 @@ def _bare_note(config: str, a: torch.Tensor, k_major: bool, mode: str, n: int, s
         return ""
     if "_Coop_" in config:
         ok = "compact kernel" in variant_note  # (the deferring launch's compact build, _variant_note)
-    else:  # (the ping-pong compact build: D by TMA, rows 16-byte aligned)
-        ok = n % 8 == 0 and os.environ.get("CUTORCH_GEMM_SM90_EPILOGUE", "").strip() in ("", "fused")
+    else:
+        ok = _pingpong_compact(n, 2)
     return ("; bare: the compact kernel with D = A B alone compiled in (no bias, alpha, activation or stream-K "
             "code, so a launch of one tile per CTA fetches less cold code)") if ok else ""
 
@@ -64,8 +70,7 @@ def _ksplit_note(config: str, a: torch.Tensor, mode: str, m: int, n: int, k: int
     if kwargs.get("activation", "none") not in (None, "none") or (
             kwargs.get("c") is not None and float(kwargs.get("beta", 0.0)) != 0.0):
         return ""
-    out_bytes = 4 if kwargs.get("out_dtype") == torch.float32 else 2
-    if (n * out_bytes) % 16 != 0 or os.environ.get("CUTORCH_GEMM_SM90_EPILOGUE", "").strip() not in ("", "fused"):
+    if not _pingpong_compact(n, 4 if kwargs.get("out_dtype") == torch.float32 else 2):
         return ""
     shape = re.match(r"Sm90_(\d+)x(\d+)x(\d+)_Pingpong_S(\d+)$", config)
     if not shape:
