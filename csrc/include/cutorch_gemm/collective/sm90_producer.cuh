@@ -24,11 +24,13 @@
 namespace cutorch_gemm {
 
 // Called by every thread of warpgroup 0 (tid_in_wg: 0..127). early: k-blocks of the first tile that
-// thread 0 already issued (the kernel's early start); the other warps pass the same count.
+// thread 0 already issued (the kernel's early start); the other warps pass the same count. first: the
+// first work item, looked up by thread 0 (the kernel's s.first_work), or nullptr.
 // load_stage(st, w, kb, map_a, map_b, b_hint, b_policy): the kernel's one-k-block load.
 template <class Scheduler, class State, int kStages, bool kPtrArray, class Pipe, class LoadStage>
 CG_DEVICE void sm90_produce(const Sm90Params& p, const Pipe& pipe, const CUtensorMap* tma_a,
-                            const CUtensorMap* tma_b, int tid_in_wg, int early, LoadStage& load_stage) {
+                            const CUtensorMap* tma_b, int tid_in_wg, int early, const Sm90Work* first,
+                            LoadStage& load_stage) {
   const int pw = tid_in_wg / 32, producers = max_of(1, min_of(min_of(p.producers, 4), kStages));
   if (pw >= producers) return;
   Scheduler sched(p);  // a whole warp per walker: the grouped scheduler's scan is warp-wide
@@ -41,7 +43,7 @@ CG_DEVICE void sm90_produce(const Sm90Params& p, const Pipe& pipe, const CUtenso
   st.advance(early);
   int turn = early % producers;  // the warp whose turn the next k-block is (no division per k-block)
   for (int item = 0;; ++item) {
-    const Sm90Work w = sched.get_item(item);
+    const Sm90Work w = first && item == 0 ? sm90_uniform_work(*first) : sched.get_item(item);
     if (w.group < 0) break;
     if (tid_in_wg % 32 == 0) {
       const int kbs = Scheduler::k_blocks(w);

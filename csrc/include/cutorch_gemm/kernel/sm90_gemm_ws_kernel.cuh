@@ -144,13 +144,19 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
   // tile right away, before the CTA barrier, the producer's register release and its scheduler call. Why: a launch with
   // one tile per CTA (1024^3, 2048^3) exposes everything before its first load; the producer branch sits at the
   // kernel's far end, cold in the instruction cache.
-  // first_early: the count and the first work item (thread 0 issues them; the other producer warps recount).
-  auto first_early = [&](Sm90Work& w) -> int {
-    if constexpr (kPlainTma || kFit) {  // (fit-width tiles: one tile per CTA, like the compact kernels' launches)
-      if (p.cluster == 1 && p.early_start) {
-        w = Scheduler(p).get_item(0);
-        if (w.group >= 0) return min_of(min_of(Cfg::kStages, p.early_start), Scheduler::k_blocks(w));
-      }
+  // The CTA's first work item on the fixed tile grids (kFirstShared: the compact kernels and the fit-width tiles, whose
+  // launches often give a CTA one tile): thread 0 looks it up before the CTA barrier, the other warps read it from
+  // shared memory (s.first_work). Why: each get_item call site inlines the whole lookup, and at one tile per CTA every
+  // copy is cold code on its warp's way to the first load or wgmma. 1024^3 on an H200 (clock64 stamps per CTA): the
+  // consumer spent ~1300 cycles between its setmaxnreg and its tile, and reached its first stage ~1700 cycles after
+  // the stage's data had landed.
+  constexpr bool kFirstShared = kPlainTma || kFit;
+  // k-blocks of the first tile w0 that thread 0 issues before the CTA barrier (fit-width tiles: one tile per CTA,
+  // like the compact kernels' launches)
+  auto early_count = [&](const Sm90Work& w0) -> int {
+    if constexpr (kFirstShared) {
+      if (p.cluster == 1 && p.early_start && w0.group >= 0)
+        return min_of(min_of(Cfg::kStages, p.early_start), Scheduler::k_blocks(w0));
     }
     return 0;
   };
@@ -173,25 +179,34 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
       sm90::tma_prefetch_descriptor(&tma_b);
     }
     Sm90Work w0{};
-    early = first_early(w0);
+    if constexpr (kFirstShared) {
+      w0 = Scheduler(p).get_item(0);
+      s.first_work = w0;
+    }
+    early = early_count(w0);
     State st0;
     for (int kb = 0; kb < early; ++kb) load_stage(st0, w0, kb, &tma_a, &tma_b);
     if (p.tma_store) sm90::tma_prefetch_descriptor(&tma_d);
   }
   // The peer's barriers must be initialised before this CTA's multicasts and arrives reach them.
   // (relaxed: fence.mbarrier_init published the initialisation; the default form adds MEMBAR.ALL.GPU)
-  if (p.cluster > 1) sm90::cluster_sync_relaxed();
-  else __syncthreads();
+  // (clustered: the CTA barrier publishes s.first_work, which the relaxed cluster barrier does not order)
+  if (p.cluster > 1) {
+    if constexpr (kFirstShared) __syncthreads();
+    sm90::cluster_sync_relaxed();
+  } else {
+    __syncthreads();
+  }
 
   if (warpgroup == 0) {
     sm90::setmaxnreg_dec<Cfg::kProducerRegs>();
     // p.producers warps issue the k-blocks in turn (collective/sm90_producer.cuh); warps other than
     // 0 learn the early start's count here.
-    if (tid_in_wg >= 32 && tid_in_wg < 32 * p.producers) {
-      Sm90Work unused{};
-      early = first_early(unused);
+    if constexpr (kFirstShared) {
+      if (tid_in_wg >= 32 && tid_in_wg < 32 * p.producers) early = early_count(s.first_work);
     }
-    sm90_produce<Scheduler, State, Cfg::kStages, kPtrArray>(p, pipe, &tma_a, &tma_b, tid_in_wg, early, load_stage);
+    sm90_produce<Scheduler, State, Cfg::kStages, kPtrArray>(p, pipe, &tma_a, &tma_b, tid_in_wg, early,
+                                                            kFirstShared ? &s.first_work : nullptr, load_stage);
   } else {
     sm90::setmaxnreg_inc<Cfg::kConsumerRegs>();
     // The consumer index read from lane 0: the compiler then knows it is warp-uniform and keeps the stage
@@ -199,6 +214,12 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
     // -1.5% cycles; bf16 8192x14336x4096 236 M -> 205 M instructions (cuBLAS 160 M), -1.7% cycles; every layout).
     const int consumer = __shfl_sync(0xffffffffu, warpgroup - 1, 0);
     Scheduler sched(p);
+    auto item = [&](int i) -> Sm90Work {  // (kFirstShared: the first from shared memory)
+      if constexpr (kFirstShared) {
+        if (i == 0) return sm90_uniform_work(s.first_work);
+      }
+      return sched.get_item(i);
+    };
     State st;
     float acc[kAccRegs];
     // The lean mainloop (collective/sm90_lean_mainloop.cuh) of the ping-pong and cooperative kernels (the
@@ -255,11 +276,11 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
     int own = 0;  // tiles this warpgroup has done
     for (int i = Cfg::kPingpong && !ksplit ? consumer : 0;; i += step, ++own) {
       if (Cfg::kPingpong && !ksplit && i > 0) {
-        const Sm90Work other = sched.get_item(i - 1);
+        const Sm90Work other = item(i - 1);
         if (other.group < 0) break;
         st.advance(Scheduler::k_blocks(other));
       }
-      const Sm90Work w = sched.get_item(i);
+      const Sm90Work w = item(i);
       if (w.group < 0 || (ksplit && i > 0)) break;  // (ksplit: the CTA's one tile, this warpgroup's k-blocks)
       const int k_blocks = ksplit ? (Scheduler::k_blocks(w) + 1 - consumer) / 2 : Scheduler::k_blocks(w);
       if (ksplit && consumer == 1) st.advance();
@@ -523,7 +544,7 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
       if constexpr (kStreamK) {  // stream-K pieces (dense launches)
         if (p.sk_tiles > 0) {
           // (the piece's role looked up again here: kept live across the mainloop, it spilled)
-          const Sm90Work piece = sched.get_item(i);
+          const Sm90Work piece = item(i);
           if (piece.sk_role == 1) {
             sm90_streamk_store(g, acc, int(blockIdx.x), consumer, tid_in_wg, 1 + consumer);
             continue;

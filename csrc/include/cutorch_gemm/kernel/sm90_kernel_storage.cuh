@@ -8,6 +8,7 @@
 #include "cutorch_gemm/collective/sm90_mma.cuh"
 #include "cutorch_gemm/device/sm90_configs.h"
 #include "cutorch_gemm/epilogue/sm90_epilogue.cuh"
+#include "cutorch_gemm/scheduler/sm90_tile_scheduler.cuh"
 
 namespace cutorch_gemm {
 
@@ -78,6 +79,8 @@ struct Sm90SharedStorage {
   // The cooperative kernels' tile bias, column pairs, per consumer (staged by the compact one). NOTE: with
   // it the cooperative storage plus launch_sm90's 1 KB alignment slack is exactly the 227 KB limit.
   uint32_t bias_stage[Cfg::kPingpong ? 1 : Cfg::kConsumers][Cfg::kPingpong ? 1 : Cfg::kBlockN / 2];
+  // The CTA's first work item, looked up by thread 0 (the kernel's kFirstShared).
+  Sm90Work first_work;
 };
 
 // The fit-width cooperative configs that store D from registers (device/sm90_configs.h: 128 x 80 ... 224,

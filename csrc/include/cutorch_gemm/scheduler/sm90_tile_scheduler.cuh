@@ -130,6 +130,25 @@ struct Sm90Work {
   int sk_first = 0;
 };
 
+// A work item read from shared memory (the kernel's s.first_work), passed through lane 0 of the warp: the compiler
+// then knows its fields are warp-uniform and keeps what derives from them (tile origins, k-block counts, descriptors)
+// in uniform registers. Read straight from shared memory, the cooperative compact kernel's SASS gained ~130 R2UR and
+// ~220 PLOP3 and ran 4096^3 10% slower (H200).
+CG_DEVICE Sm90Work sm90_uniform_work(const Sm90Work& w) {
+  Sm90Work u;
+  u.group = __shfl_sync(0xffffffffu, w.group, 0);
+  u.m0 = __shfl_sync(0xffffffffu, w.m0, 0);
+  u.n0 = __shfl_sync(0xffffffffu, w.n0, 0);
+  u.a_row = __shfl_sync(0xffffffffu, w.a_row, 0);
+  u.b_col = __shfl_sync(0xffffffffu, w.b_col, 0);
+  u.k_begin = __shfl_sync(0xffffffffu, w.k_begin, 0);
+  u.k_len = __shfl_sync(0xffffffffu, w.k_len, 0);
+  u.m_len = __shfl_sync(0xffffffffu, w.m_len, 0);
+  u.sk_role = __shfl_sync(0xffffffffu, w.sk_role, 0);
+  u.sk_first = __shfl_sync(0xffffffffu, w.sk_first, 0);
+  return u;
+}
+
 // kFixedGrid: the launch is dense, batched or grouped-K (the compact kernels): the device-only
 // scan is not compiled in.
 // kStreamK: the kernel may be launched with stream-K pieces (p.sk_tiles > 0; only dense cooperative
