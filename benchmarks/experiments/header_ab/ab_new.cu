@@ -1,0 +1,3 @@
+// The tree's headers.
+#define AB_FN launch_new
+#include "launch_impl.inc"

@@ -1,0 +1,206 @@
+// Where one Hopper launch's time goes, per CTA (forty-fifth session, benchmarks/RESULTS.md): the 64x128 ping-pong,
+// 64x64 ping-pong or 128x256 cooperative config on an M x N x K bf16 problem (A row-major, B = W^T with W (N, K)
+// row-major, as nn.Linear), timed against cuBLAS in CUDA graphs of 50 launches (warm L2, no host time between them),
+// and with CG_TIMELINE (benchmarks/experiments/sm90_timeline.patch applied) the clock64 stamps of one launch, min /
+// median / max over the CTAs. FLUSH=1: a 256 MB memset before each stamped launch (do_bench's L2 flush).
+//   build and run: the patch's header; arguments M N K [config 0|1|2]. The stamps assume one tile per CTA.
+#include <cublas_v2.h>
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+#include "cutorch_gemm/device/sm90_launch.cuh"
+
+using namespace cutorch_gemm;
+
+#define CK(x)                                                                                \
+  do {                                                                                       \
+    auto e_ = (x);                                                                           \
+    if (e_ != 0) {                                                                           \
+      std::printf("%s:%d %s failed: %d\n", __FILE__, __LINE__, #x, int(e_));                 \
+      std::exit(1);                                                                          \
+    }                                                                                        \
+  } while (0)
+
+__global__ void fill(__nv_bfloat16* p, size_t n, unsigned seed) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
+    unsigned h = unsigned(i) * 2654435761u + seed;
+    h ^= h >> 13; h *= 0x5bd1e995u; h ^= h >> 15;
+    p[i] = __float2bfloat16(float(h & 0xffff) / 65536.0f - 0.5f);
+  }
+}
+
+static double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+int main(int argc, char** argv) {
+  const int M = argc > 1 ? std::atoi(argv[1]) : 1024, N = argc > 2 ? std::atoi(argv[2]) : 1024,
+            K = argc > 3 ? std::atoi(argv[3]) : 1024;
+  __nv_bfloat16 *a, *b, *d, *d2;
+  CK(cudaMalloc(&a, size_t(M) * K * 2));
+  CK(cudaMalloc(&b, size_t(N) * K * 2));
+  CK(cudaMalloc(&d, size_t(M) * N * 2));
+  CK(cudaMalloc(&d2, size_t(M) * N * 2));
+  fill<<<256, 256>>>(a, size_t(M) * K, 1u);
+  fill<<<256, 256>>>(b, size_t(N) * K, 2u);
+  GemmArgs g{};
+  g.dtype = DType::kBFloat16;
+  g.batch = 1;
+  g.a = a;
+  g.b = b;
+  g.d = d;
+  g.alpha = 1.0;
+  g.shape.mode = GroupMode::kBatched;
+  g.shape.m = M; g.shape.n = N; g.shape.k = K;
+  g.shape.a_sm = K; g.shape.a_sk = 1;
+  g.shape.b_sk = 1; g.shape.b_sn = K;  // b = W^T, W (N, K) row-major
+  g.shape.d_sm = N; g.shape.d_sn = 1;
+  cudaStream_t s;
+  CK(cudaStreamCreate(&s));
+  const int cfg = argc > 4 ? std::atoi(argv[4]) : 0;  // 0: 64x128 ping-pong, 1: 64x64 ping-pong, 2: 128x256 coop
+  auto ours = [&] {
+    if (cfg == 0) CK((launch_sm90_layouts<Sm90_64x128x64_Pingpong_S8, __nv_bfloat16>(g, false, false, 132, s)));
+    else if (cfg == 1) CK((launch_sm90_layouts<Sm90_64x64x64_Pingpong_S12, __nv_bfloat16>(g, false, false, 132, s)));
+    else CK((launch_sm90_layouts<Sm90_128x256x64_Coop_S4, __nv_bfloat16>(g, false, false, 132, s)));
+  };
+  cublasHandle_t h;
+  CK(cublasCreate(&h));
+  CK(cublasSetStream(h, s));
+  const float one = 1.0f, zero = 0.0f;
+  // column-major view: D^T (N x M) = W (N x K, col-major ld K: W^T stored...) -> D^T = op(B) * op(A)
+  auto theirs = [&] {
+    CK(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, N, M, K, &one, b, CUDA_R_16BF, K, a, CUDA_R_16BF, K, &zero, d2,
+                    CUDA_R_16BF, N, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+  };
+  cudaEvent_t e0, e1;
+  CK(cudaEventCreate(&e0));
+  CK(cudaEventCreate(&e1));
+  // per-launch time from a CUDA graph of 50 launches (no host overhead between them)
+  auto graph_time = [&](auto fn) {
+    fn();
+    CK(cudaStreamSynchronize(s));
+    cudaGraph_t gr;
+    cudaGraphExec_t ge;
+    CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+    for (int i = 0; i < 50; ++i) fn();
+    CK(cudaStreamEndCapture(s, &gr));
+    CK(cudaGraphInstantiate(&ge, gr, 0));
+    CK(cudaGraphLaunch(ge, s));
+    CK(cudaStreamSynchronize(s));
+    std::vector<double> t;
+    for (int r = 0; r < 20; ++r) {
+      CK(cudaEventRecord(e0, s));
+      CK(cudaGraphLaunch(ge, s));
+      CK(cudaEventRecord(e1, s));
+      CK(cudaEventSynchronize(e1));
+      float ms;
+      CK(cudaEventElapsedTime(&ms, e0, e1));
+      t.push_back(ms * 1000.0 / 50);
+    }
+    return median(t);
+  };
+  for (int round = 0; round < 3; ++round) {
+    std::printf("round %d: per launch in a graph: ours %.2f us, cuBLAS %.2f us (warm L2)\n", round, graph_time(ours),
+                graph_time(theirs));
+  }
+  // check
+  CK(cudaStreamSynchronize(s));
+  std::vector<__nv_bfloat16> h1(size_t(M) * N), h2(size_t(M) * N);
+  CK(cudaMemcpy(h1.data(), d, h1.size() * 2, cudaMemcpyDeviceToHost));
+  CK(cudaMemcpy(h2.data(), d2, h2.size() * 2, cudaMemcpyDeviceToHost));
+  double maxdiff = 0;
+  for (size_t i = 0; i < h1.size(); ++i)
+    maxdiff = std::max(maxdiff, double(std::abs(__bfloat162float(h1[i]) - __bfloat162float(h2[i]))));
+  std::printf("max |ours - cuBLAS| = %.4g\n", maxdiff);
+
+#ifndef CG_TIMELINE
+  return 0;
+}
+#else
+  // timeline of one launch, after a warm-up one and a cuBLAS call (as in a loop of the two)
+  const int slots = kTlSlots;
+  std::vector<unsigned long long> tl(1024 * slots);
+  void* sym;
+  CK(cudaGetSymbolAddress(&sym, g_cg_tl));
+  std::vector<std::vector<double>> agg(160);
+  std::vector<double> entry_ns, exit_ns, clk_rate;
+  const int kbs = (K + 63) / 64;
+  const int ctas = 128;
+  void* flushbuf = nullptr;
+  const bool flush = std::getenv("FLUSH") != nullptr;
+  if (flush) CK(cudaMalloc(&flushbuf, size_t(256) << 20));
+  for (int trial = 0; trial < 5; ++trial) {
+    theirs();
+    if (flush) CK(cudaMemsetAsync(flushbuf, trial, size_t(256) << 20, s));
+    CK(cudaMemsetAsync(sym, 0, tl.size() * 8, s));
+    ours();
+    CK(cudaStreamSynchronize(s));
+    CK(cudaMemcpyFromSymbol(tl.data(), g_cg_tl, tl.size() * 8));
+    unsigned long long g0 = ~0ull;
+    for (int c = 0; c < ctas; ++c) g0 = std::min(g0, tl[c * slots + 1]);
+    for (int c = 0; c < ctas; ++c) {
+      const unsigned long long* t = &tl[c * slots];
+      if (!t[0] || !t[7]) continue;
+      entry_ns.push_back(double(t[1] - g0));
+      exit_ns.push_back(double(t[8] - g0));
+      clk_rate.push_back(double(t[7] - t[0]) / double(t[8] - t[1]));  // cycles per ns
+      for (int i : {2, 3, 4, 5, 6, 7, 130, 131, 132, 133}) agg[i].push_back(double(t[i] - t[0]));
+      for (int kb = 0; kb < std::min(kbs, 32); ++kb) {
+        agg[10 + kb].push_back(double(t[10 + kb] - t[0]));
+        agg[42 + kb].push_back(double(t[42 + kb] - t[0]));
+        if (kb < 16) {
+          agg[80 + kb].push_back(double(t[80 + kb] - t[0]));
+          agg[96 + kb].push_back(double(t[96 + kb] - t[0]));
+          agg[112 + kb].push_back(double(t[112 + kb] - t[0]));
+        }
+      }
+    }
+  }
+  const double ghz = median(clk_rate);
+  std::printf("\nSM clock ~%.2f GHz (clock64 over globaltimer per CTA). CTA entry after the first CTA: median %.0f ns, "
+              "max %.0f ns; CTA exit: median %.0f ns, max %.0f ns\n",
+              ghz, median(entry_ns), *std::max_element(entry_ns.begin(), entry_ns.end()), median(exit_ns),
+              *std::max_element(exit_ns.begin(), exit_ns.end()));
+  auto row = [&](const char* name, int i) {
+    auto v = agg[i];
+    std::sort(v.begin(), v.end());
+    std::printf("%-34s %8.0f %8.0f %8.0f   (ns at %.2f GHz: %.0f)\n", name, v.front(), v[v.size() / 2], v.back(), ghz,
+                v[v.size() / 2] / ghz);
+  };
+  std::printf("\ncycles from the CTA's entry (min / median / max over CTAs):\n");
+  row("thread 0: early loads issued", 2);
+  row("thread 0: after the CTA barrier", 3);
+  row("consumer 0: after setmaxnreg", 4);
+  row("consumer 0: first tile looked up", 130);
+  row("consumer 0: at its first full wait", 131);
+  row("producer warp 2: after setmaxnreg", 132);
+  row("producer warp 2: first tile looked up", 133);
+  for (int kb = 0; kb < std::min(kbs, 32); ++kb) {
+    char n1[64], n2[64];
+    std::snprintf(n1, 64, "producer: k-block %d issued", kb);
+    std::snprintf(n2, 64, "consumer: k-block %d full", kb);
+    if (kb < 16) {
+      char n3[64], n4[64], n5[64];
+      std::snprintf(n3, 64, "producer: k-block %d load_stage in", kb);
+      std::snprintf(n4, 64, "producer: k-block %d stage free", kb);
+      std::snprintf(n5, 64, "producer: k-block %d A issued", kb);
+      row(n3, 80 + kb);
+      row(n4, 96 + kb);
+      row(n5, 112 + kb);
+    }
+    row(n1, 42 + kb);
+    row(n2, 10 + kb);
+  }
+  row("consumer: mainloop done", 5);
+  row("consumer: epilogue issued", 6);
+  row("consumer: exit (store reads done)", 7);
+  return 0;
+}
+#endif
