@@ -14,25 +14,9 @@
 #include <vector>
 
 #include "cutorch_gemm/device/sm90_launch.cuh"
+#include "graph_timing.cuh"
 
 using namespace cutorch_gemm;
-
-#define CK(x)                                                                                \
-  do {                                                                                       \
-    auto e_ = (x);                                                                           \
-    if (e_ != 0) {                                                                           \
-      std::printf("%s:%d %s failed: %d\n", __FILE__, __LINE__, #x, int(e_));                 \
-      std::exit(1);                                                                          \
-    }                                                                                        \
-  } while (0)
-
-__global__ void fill(__nv_bfloat16* p, size_t n, unsigned seed) {
-  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
-    unsigned h = unsigned(i) * 2654435761u + seed;
-    h ^= h >> 13; h *= 0x5bd1e995u; h ^= h >> 15;
-    p[i] = __float2bfloat16(float(h & 0xffff) / 65536.0f - 0.5f);
-  }
-}
 
 static double median(std::vector<double> v) {
   if (v.empty()) return 0;
@@ -44,12 +28,12 @@ int main(int argc, char** argv) {
   const int M = argc > 1 ? std::atoi(argv[1]) : 1024, N = argc > 2 ? std::atoi(argv[2]) : 1024,
             K = argc > 3 ? std::atoi(argv[3]) : 1024;
   __nv_bfloat16 *a, *b, *d, *d2;
-  CK(cudaMalloc(&a, size_t(M) * K * 2));
-  CK(cudaMalloc(&b, size_t(N) * K * 2));
-  CK(cudaMalloc(&d, size_t(M) * N * 2));
-  CK(cudaMalloc(&d2, size_t(M) * N * 2));
-  fill<<<256, 256>>>(a, size_t(M) * K, 1u);
-  fill<<<256, 256>>>(b, size_t(N) * K, 2u);
+  EXP_CHECK(cudaMalloc(&a, size_t(M) * K * 2));
+  EXP_CHECK(cudaMalloc(&b, size_t(N) * K * 2));
+  EXP_CHECK(cudaMalloc(&d, size_t(M) * N * 2));
+  EXP_CHECK(cudaMalloc(&d2, size_t(M) * N * 2));
+  exp_fill_bf16<<<256, 256>>>(a, size_t(M) * K, 1u);
+  exp_fill_bf16<<<256, 256>>>(b, size_t(N) * K, 2u);
   GemmArgs g{};
   g.dtype = DType::kBFloat16;
   g.batch = 1;
@@ -63,47 +47,28 @@ int main(int argc, char** argv) {
   g.shape.b_sk = 1; g.shape.b_sn = K;  // b = W^T, W (N, K) row-major
   g.shape.d_sm = N; g.shape.d_sn = 1;
   cudaStream_t s;
-  CK(cudaStreamCreate(&s));
+  EXP_CHECK(cudaStreamCreate(&s));
   const int cfg = argc > 4 ? std::atoi(argv[4]) : 0;  // 0: 64x128 ping-pong, 1: 64x64 ping-pong, 2: 128x256 coop
   auto ours = [&] {
-    if (cfg == 0) CK((launch_sm90_layouts<Sm90_64x128x64_Pingpong_S8, __nv_bfloat16>(g, false, false, 132, s)));
-    else if (cfg == 1) CK((launch_sm90_layouts<Sm90_64x64x64_Pingpong_S12, __nv_bfloat16>(g, false, false, 132, s)));
-    else CK((launch_sm90_layouts<Sm90_128x256x64_Coop_S4, __nv_bfloat16>(g, false, false, 132, s)));
+    if (cfg == 0) EXP_CHECK((launch_sm90_layouts<Sm90_64x128x64_Pingpong_S8, __nv_bfloat16>(g, false, false, 132, s)));
+    else if (cfg == 1) EXP_CHECK((launch_sm90_layouts<Sm90_64x64x64_Pingpong_S12, __nv_bfloat16>(g, false, false, 132, s)));
+    else EXP_CHECK((launch_sm90_layouts<Sm90_128x256x64_Coop_S4, __nv_bfloat16>(g, false, false, 132, s)));
   };
   cublasHandle_t h;
-  CK(cublasCreate(&h));
-  CK(cublasSetStream(h, s));
+  EXP_CHECK(cublasCreate(&h));
+  EXP_CHECK(cublasSetStream(h, s));
   const float one = 1.0f, zero = 0.0f;
   // column-major view: D^T (N x M) = W (N x K, col-major ld K: W^T stored...) -> D^T = op(B) * op(A)
   auto theirs = [&] {
-    CK(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, N, M, K, &one, b, CUDA_R_16BF, K, a, CUDA_R_16BF, K, &zero, d2,
+    EXP_CHECK(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, N, M, K, &one, b, CUDA_R_16BF, K, a, CUDA_R_16BF, K, &zero, d2,
                     CUDA_R_16BF, N, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
   };
-  cudaEvent_t e0, e1;
-  CK(cudaEventCreate(&e0));
-  CK(cudaEventCreate(&e1));
-  // per-launch time from a CUDA graph of 50 launches (no host overhead between them)
+  // per-launch time from a CUDA graph of 50 launches (no host overhead between them), median of 20 replays
   auto graph_time = [&](auto fn) {
-    fn();
-    CK(cudaStreamSynchronize(s));
-    cudaGraph_t gr;
-    cudaGraphExec_t ge;
-    CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-    for (int i = 0; i < 50; ++i) fn();
-    CK(cudaStreamEndCapture(s, &gr));
-    CK(cudaGraphInstantiate(&ge, gr, 0));
-    CK(cudaGraphLaunch(ge, s));
-    CK(cudaStreamSynchronize(s));
+    const cudaGraphExec_t ge = exp_capture(fn, s, 50);
+    exp_replay_us(ge, s, 50);
     std::vector<double> t;
-    for (int r = 0; r < 20; ++r) {
-      CK(cudaEventRecord(e0, s));
-      CK(cudaGraphLaunch(ge, s));
-      CK(cudaEventRecord(e1, s));
-      CK(cudaEventSynchronize(e1));
-      float ms;
-      CK(cudaEventElapsedTime(&ms, e0, e1));
-      t.push_back(ms * 1000.0 / 50);
-    }
+    for (int r = 0; r < 20; ++r) t.push_back(exp_replay_us(ge, s, 50));
     return median(t);
   };
   for (int round = 0; round < 3; ++round) {
@@ -111,10 +76,10 @@ int main(int argc, char** argv) {
                 graph_time(theirs));
   }
   // check
-  CK(cudaStreamSynchronize(s));
+  EXP_CHECK(cudaStreamSynchronize(s));
   std::vector<__nv_bfloat16> h1(size_t(M) * N), h2(size_t(M) * N);
-  CK(cudaMemcpy(h1.data(), d, h1.size() * 2, cudaMemcpyDeviceToHost));
-  CK(cudaMemcpy(h2.data(), d2, h2.size() * 2, cudaMemcpyDeviceToHost));
+  EXP_CHECK(cudaMemcpy(h1.data(), d, h1.size() * 2, cudaMemcpyDeviceToHost));
+  EXP_CHECK(cudaMemcpy(h2.data(), d2, h2.size() * 2, cudaMemcpyDeviceToHost));
   double maxdiff = 0;
   for (size_t i = 0; i < h1.size(); ++i)
     maxdiff = std::max(maxdiff, double(std::abs(__bfloat162float(h1[i]) - __bfloat162float(h2[i]))));
@@ -128,21 +93,21 @@ int main(int argc, char** argv) {
   const int slots = kTlSlots;
   std::vector<unsigned long long> tl(1024 * slots);
   void* sym;
-  CK(cudaGetSymbolAddress(&sym, g_cg_tl));
+  EXP_CHECK(cudaGetSymbolAddress(&sym, g_cg_tl));
   std::vector<std::vector<double>> agg(160);
   std::vector<double> entry_ns, exit_ns, clk_rate;
   const int kbs = (K + 63) / 64;
   const int ctas = 128;
   void* flushbuf = nullptr;
   const bool flush = std::getenv("FLUSH") != nullptr;
-  if (flush) CK(cudaMalloc(&flushbuf, size_t(256) << 20));
+  if (flush) EXP_CHECK(cudaMalloc(&flushbuf, size_t(256) << 20));
   for (int trial = 0; trial < 5; ++trial) {
     theirs();
-    if (flush) CK(cudaMemsetAsync(flushbuf, trial, size_t(256) << 20, s));
-    CK(cudaMemsetAsync(sym, 0, tl.size() * 8, s));
+    if (flush) EXP_CHECK(cudaMemsetAsync(flushbuf, trial, size_t(256) << 20, s));
+    EXP_CHECK(cudaMemsetAsync(sym, 0, tl.size() * 8, s));
     ours();
-    CK(cudaStreamSynchronize(s));
-    CK(cudaMemcpyFromSymbol(tl.data(), g_cg_tl, tl.size() * 8));
+    EXP_CHECK(cudaStreamSynchronize(s));
+    EXP_CHECK(cudaMemcpyFromSymbol(tl.data(), g_cg_tl, tl.size() * 8));
     unsigned long long g0 = ~0ull;
     for (int c = 0; c < ctas; ++c) g0 = std::min(g0, tl[c * slots + 1]);
     for (int c = 0; c < ctas; ++c) {

@@ -17,17 +17,9 @@
 #include "cutorch_gemm/arch/sm90_mbarrier.cuh"
 #include "cutorch_gemm/arch/sm90_tma.cuh"
 #include "cutorch_gemm/device/sm90_tma_desc.h"
+#include "graph_timing.cuh"
 
 using namespace cutorch_gemm;
-
-#define CK(x)                                                                  \
-  do {                                                                         \
-    auto e_ = (x);                                                             \
-    if (e_ != 0) {                                                             \
-      std::printf("%s:%d %s failed: %d\n", __FILE__, __LINE__, #x, int(e_));   \
-      std::exit(1);                                                            \
-    }                                                                          \
-  } while (0)
 
 __device__ unsigned long long g_t[1024 * 8];
 
@@ -70,29 +62,29 @@ __global__ void other(float* x) { x[threadIdx.x + blockIdx.x * blockDim.x] += 1.
 int main() {
   const int rows = 1024, cols = 1024;
   __nv_bfloat16* a;
-  CK(cudaMalloc(&a, size_t(rows) * cols * 2));
-  CK(cudaMemset(a, 0, size_t(rows) * cols * 2));
+  EXP_CHECK(cudaMalloc(&a, size_t(rows) * cols * 2));
+  EXP_CHECK(cudaMemset(a, 0, size_t(rows) * cols * 2));
   float* junk;
-  CK(cudaMalloc(&junk, 1 << 20));
+  EXP_CHECK(cudaMalloc(&junk, 1 << 20));
   CUtensorMap map;
   if (!encode_sw128(&map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, a, rows, cols, cols, 64, 64)) {
     std::printf("encode failed\n");
     return 1;
   }
   CUtensorMap* gmap;
-  CK(cudaMalloc(&gmap, sizeof(CUtensorMap)));
-  CK(cudaMemcpy(gmap, &map, sizeof(map), cudaMemcpyHostToDevice));
+  EXP_CHECK(cudaMalloc(&gmap, sizeof(CUtensorMap)));
+  EXP_CHECK(cudaMemcpy(gmap, &map, sizeof(map), cudaMemcpyHostToDevice));
   const int smem = 200 * 1024;
-  CK(cudaFuncSetAttribute(first_load<false>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-  CK(cudaFuncSetAttribute(first_load<true>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  EXP_CHECK(cudaFuncSetAttribute(first_load<false>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  EXP_CHECK(cudaFuncSetAttribute(first_load<true>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   std::vector<unsigned long long> h(1024 * 8);
   auto report = [&](const char* name, auto launch, bool other_between) {
     std::vector<double> v[4];
     for (int r = 0; r < 10; ++r) {
       if (other_between) other<<<128, 256>>>(junk);
       launch();
-      CK(cudaDeviceSynchronize());
-      CK(cudaMemcpyFromSymbol(h.data(), g_t, h.size() * 8));
+      EXP_CHECK(cudaDeviceSynchronize());
+      EXP_CHECK(cudaMemcpyFromSymbol(h.data(), g_t, h.size() * 8));
       if (r < 2) continue;
       for (int c = 0; c < 128; ++c)
         for (int j = 0; j < 4; ++j) v[j].push_back(double(h[c * 8 + j]));

@@ -11,44 +11,28 @@
 #include <cstdlib>
 #include <vector>
 #include "cutorch_gemm/device/gemm_args.h"
+#include "../graph_timing.cuh"
 extern "C" int launch_old(const void*, int, cudaStream_t);
 extern "C" int launch_new(const void*, int, cudaStream_t);
-#define CK(x) do { auto e_ = (x); if (e_ != 0) { std::printf("%s:%d %s failed: %d\n", __FILE__, __LINE__, #x, int(e_)); std::exit(1); } } while (0)
-__global__ void fill(__nv_bfloat16* p, size_t n, unsigned seed) {
-  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
-    unsigned h = unsigned(i) * 2654435761u + seed; h ^= h >> 13; h *= 0x5bd1e995u; h ^= h >> 15;
-    p[i] = __float2bfloat16(float(h & 0xffff) / 65536.0f - 0.5f);
-  }
-}
 static double median(std::vector<double> v) { std::sort(v.begin(), v.end()); return v[v.size() / 2]; }
 int main(int argc, char** argv) {
   using namespace cutorch_gemm;
   const int M = std::atoi(argv[1]), N = std::atoi(argv[2]), K = std::atoi(argv[3]), cfg = std::atoi(argv[4]);
   __nv_bfloat16 *a, *b, *d1, *d2;
-  CK(cudaMalloc(&a, size_t(M) * K * 2)); CK(cudaMalloc(&b, size_t(N) * K * 2));
-  CK(cudaMalloc(&d1, size_t(M) * N * 2)); CK(cudaMalloc(&d2, size_t(M) * N * 2));
-  fill<<<256, 256>>>(a, size_t(M) * K, 1u); fill<<<256, 256>>>(b, size_t(N) * K, 2u);
+  EXP_CHECK(cudaMalloc(&a, size_t(M) * K * 2)); EXP_CHECK(cudaMalloc(&b, size_t(N) * K * 2));
+  EXP_CHECK(cudaMalloc(&d1, size_t(M) * N * 2)); EXP_CHECK(cudaMalloc(&d2, size_t(M) * N * 2));
+  exp_fill_bf16<<<256, 256>>>(a, size_t(M) * K, 1u); exp_fill_bf16<<<256, 256>>>(b, size_t(N) * K, 2u);
   GemmArgs g{};
   g.dtype = DType::kBFloat16; g.batch = 1; g.a = a; g.b = b; g.alpha = 1.0;
   g.shape.mode = GroupMode::kBatched; g.shape.m = M; g.shape.n = N; g.shape.k = K;
   g.shape.a_sm = K; g.shape.a_sk = 1; g.shape.b_sk = 1; g.shape.b_sn = K; g.shape.d_sm = N; g.shape.d_sn = 1;
   GemmArgs g2 = g; g.d = d1; g2.d = d2;
-  cudaStream_t s; CK(cudaStreamCreate(&s));
-  cudaEvent_t e0, e1; CK(cudaEventCreate(&e0)); CK(cudaEventCreate(&e1));
-  auto make = [&](bool old) {
-    auto fn = [&] { CK(old ? launch_old(&g, cfg, s) : launch_new(&g2, cfg, s)); };
-    fn(); CK(cudaStreamSynchronize(s));
-    cudaGraph_t gr; cudaGraphExec_t ge;
-    CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-    for (int i = 0; i < 50; ++i) fn();
-    CK(cudaStreamEndCapture(s, &gr)); CK(cudaGraphInstantiate(&ge, gr, 0));
-    return ge;
+  cudaStream_t s; EXP_CHECK(cudaStreamCreate(&s));
+  auto launcher = [&](bool old) {
+    return [&, old] { EXP_CHECK(old ? launch_old(&g, cfg, s) : launch_new(&g2, cfg, s)); };
   };
-  cudaGraphExec_t go = make(true), gn = make(false);
-  auto once = [&](cudaGraphExec_t ge) {
-    CK(cudaEventRecord(e0, s)); CK(cudaGraphLaunch(ge, s)); CK(cudaEventRecord(e1, s)); CK(cudaEventSynchronize(e1));
-    float ms; CK(cudaEventElapsedTime(&ms, e0, e1)); return ms * 1000.0 / 50;
-  };
+  const cudaGraphExec_t go = exp_capture(launcher(true), s, 50), gn = exp_capture(launcher(false), s, 50);
+  auto once = [&](cudaGraphExec_t ge) { return exp_replay_us(ge, s, 50); };
   for (int i = 0; i < 3; ++i) { once(go); once(gn); }
   std::vector<double> to, tn;
   for (int r = 0; r < 10; ++r) {
@@ -56,8 +40,8 @@ int main(int argc, char** argv) {
     else { tn.push_back(once(gn)); to.push_back(once(go)); }
   }
   std::vector<__nv_bfloat16> h1(size_t(M) * N), h2(size_t(M) * N);
-  CK(cudaMemcpy(h1.data(), d1, h1.size() * 2, cudaMemcpyDeviceToHost));
-  CK(cudaMemcpy(h2.data(), d2, h2.size() * 2, cudaMemcpyDeviceToHost));
+  EXP_CHECK(cudaMemcpy(h1.data(), d1, h1.size() * 2, cudaMemcpyDeviceToHost));
+  EXP_CHECK(cudaMemcpy(h2.data(), d2, h2.size() * 2, cudaMemcpyDeviceToHost));
   size_t diff = 0;
   for (size_t i = 0; i < h1.size(); ++i) diff += __bfloat162float(h1[i]) != __bfloat162float(h2[i]);
   std::printf("%dx%dx%d cfg%d: old %.2f us, new %.2f us, new/old %.3f, differing outputs %zu\n", M, N, K, cfg,

@@ -47,33 +47,9 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
                     const __grid_constant__ CUtensorMap tma_d, const __grid_constant__ CUtensorMap tma_c,
                     const Sm90Params p) {
   using E = typename Mma::Element;
-  static_assert(Cfg::kBlockK * sizeof(E) == 128, "a tile row of K is one 128-byte swizzle row");
-  static_assert(Mma::kInstrK * sizeof(E) == 32, "the descriptors' K step is 32 bytes (K-major)");
-  static_assert(Mma::kMnMajorOk || (!kAMn && !kBMn), "this operand type reads K-major tiles only");
-  static_assert(!kPlainTma || (!kSwiGlu && !kPtrArray && !Mma::kScaled && !kGroupEnds &&
-                                (Cfg::kPingpong || sm90_defers<Cfg, Mma>())),
-                "the compact variants: plain ping-pong launches; deferring cooperative ones");
-  static_assert(!kBare || (kPlainTma && !kAMn && !kBMn && !Mma::kPromote), "bare: a compact kernel, K-major 16-bit");
-  // The fit-width cooperative tiles (device/sm90_configs.h; rule: device/sm90_fit_rules.h): 128 x 80 ... 224,
-  // both operands K-major, B MN-major (Sm90MnB) or both MN-major, plain dense launches, D stored from registers
-  // (sm90_store_tile_direct) and no other epilogue.
-  // (Not the 192-wide one: three 64-column slices, it defers its store as the 128x256 tile does. Nor the fit tiles'
-  // deferring twins, Sm90Deferring, or the 128x240 tile: compact kernels whose last slice overlaps the one before,
-  // sm90_slice_first_col.)
+  static_assert(sm90_kernel_variant_ok<Cfg, Mma, kAMn, kBMn, kSwiGlu, kPtrArray, kPlainTma, kGroupEnds, kBare>());
+  // The fit-width cooperative tiles (128 x 80 ... 224; what they take: sm90_kernel_variant_ok).
   constexpr bool kFit = sm90_is_fit<Cfg, Mma>();
-  static_assert(!kFit || (Cfg::kBlockN % 16 == 0 && !kSwiGlu && !kPtrArray && !kPlainTma &&
-                          !kGroupEnds && (kBMn || !kAMn)),
-                "fit-width tiles: fp16 / bf16, a K-major A only with a K-major B, the general kernel's plain launches");
-  static_assert(!Cfg::kPadB || (kBMn && !kSwiGlu && !kPtrArray && !kGroupEnds),
-                "whole 64-column B boxes (Sm90MnB): an MN-major B, dense launches");
-  static_assert(Cfg::kBlockN == 256 || kFit || (Cfg::kBlockN == 128 && Mma::kNarrowOk && !kSwiGlu && !kPtrArray) ||
-                    (Cfg::kBlockN == 192 && Mma::kPromote && !Cfg::kPingpong) ||
-                    (Cfg::kBlockN == 192 && sm90_defers<Cfg, Mma>() && !kSwiGlu && !kPtrArray && !kGroupEnds) ||
-                    (sm90_defer_only<Cfg, Mma>() && kPlainTma) ||
-                    (Cfg::kBlockN == 64 && Cfg::kPingpong && (Mma::kPromote || (Mma::kNarrowOk && !kSwiGlu && !kPtrArray))),
-                "128-column tiles: 16-bit operands, plain launches; 192: the promoting 8-bit cooperative one "
-                "and the deferring 16-bit one (dense and batched launches); 240: the compact deferring kernel only; "
-                "64: the ping-pong ones (8-bit promoting; 16-bit plain launches)");
   constexpr int kAccRegs = Cfg::kBlockN / 2;  // a consumer's 64 x kBlockN fp32 fragment per thread
   // The deferred store (p.defer_store: what, why and what it measured, epilogue/sm90_deferred_store.cuh). The
   // fused SwiGLU's tiles too (kSwiGlu: 128 output columns, 32 packed registers, two slices, from registers).
@@ -82,15 +58,12 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
   constexpr int kSlices = ((kSwiGlu ? Cfg::kBlockN / 2 : Cfg::kBlockN) + 63) / 64;
   // Slices stored from registers: SwiGLU's tiles, and a grouped-M group's last partial tile in the
   // kGroupEnds variant (elsewhere such a tile takes the normal epilogue).
-  static_assert(!kGroupEnds || (sm90_defers<Cfg, Mma>() && !kAMn && !kSwiGlu && !kPtrArray),
-                "kGroupEnds: the deferring cooperative kernels with a K-major A");
   [[maybe_unused]] constexpr bool kDeferDirect = kSwiGlu || kGroupEnds;  // (unused by the fit-width tiles)
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   // The cooperative compact variant: fixed tile grids (dense, batched, grouped-K), every tile deferred.
   constexpr bool kCompactCoop = kPlainTma && !Cfg::kPingpong;
   using Storage = Sm90SharedStorage<Cfg, E>;
   using State = sm90::PipelineState<Cfg::kStages>;
-  static_assert(!(kSwiGlu && kPtrArray), "one variant at a time");
   // The compact kernels run on fixed tile grids (launch_sm90); stream-K pieces come only to the
   // dense cooperative launches of the kernels that test for them below.
   constexpr bool kStreamK = !Cfg::kPingpong && !kSwiGlu && !kPtrArray && !kGroupEnds && !kFit && !kBare;

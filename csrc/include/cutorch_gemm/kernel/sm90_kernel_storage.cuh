@@ -123,6 +123,44 @@ constexpr bool sm90_has_ksplit() {
   return Cfg::kPingpong && Cfg::kBlockN == 64 && Cfg::kStages % 2 == 0 && !Mma::kPromote;
 }
 
+// The kernel's template arguments that make a variant it has (sm90_gemm_ws_kernel asserts this; each
+// static_assert names what the failing one needs). Fit-width tiles (device/sm90_configs.h; rule:
+// device/sm90_fit_rules.h): 128 x 80 ... 224, both operands K-major, B MN-major (Sm90MnB) or both MN-major,
+// plain dense launches, D stored from registers (sm90_store_tile_direct) and no other epilogue. (Not the
+// 192-wide one: three 64-column slices, it defers its store as the 128x256 tile does. Nor the fit tiles'
+// deferring twins, Sm90Deferring, or the 128x240 tile: compact kernels whose last slice overlaps the one
+// before, sm90_slice_first_col.)
+template <class Cfg, class Mma, bool kAMn, bool kBMn, bool kSwiGlu, bool kPtrArray, bool kPlainTma, bool kGroupEnds,
+          bool kBare>
+constexpr bool sm90_kernel_variant_ok() {
+  using E = typename Mma::Element;
+  constexpr bool kFit = sm90_is_fit<Cfg, Mma>();
+  static_assert(Cfg::kBlockK * sizeof(E) == 128, "a tile row of K is one 128-byte swizzle row");
+  static_assert(Mma::kInstrK * sizeof(E) == 32, "the descriptors' K step is 32 bytes (K-major)");
+  static_assert(Mma::kMnMajorOk || (!kAMn && !kBMn), "this operand type reads K-major tiles only");
+  static_assert(!(kSwiGlu && kPtrArray), "one variant at a time");
+  static_assert(!kPlainTma || (!kSwiGlu && !kPtrArray && !Mma::kScaled && !kGroupEnds &&
+                                (Cfg::kPingpong || sm90_defers<Cfg, Mma>())),
+                "the compact variants: plain ping-pong launches; deferring cooperative ones");
+  static_assert(!kBare || (kPlainTma && !kAMn && !kBMn && !Mma::kPromote), "bare: a compact kernel, K-major 16-bit");
+  static_assert(!kFit || (Cfg::kBlockN % 16 == 0 && !kSwiGlu && !kPtrArray && !kPlainTma &&
+                          !kGroupEnds && (kBMn || !kAMn)),
+                "fit-width tiles: fp16 / bf16, a K-major A only with a K-major B, the general kernel's plain launches");
+  static_assert(!Cfg::kPadB || (kBMn && !kSwiGlu && !kPtrArray && !kGroupEnds),
+                "whole 64-column B boxes (Sm90MnB): an MN-major B, dense launches");
+  static_assert(Cfg::kBlockN == 256 || kFit || (Cfg::kBlockN == 128 && Mma::kNarrowOk && !kSwiGlu && !kPtrArray) ||
+                    (Cfg::kBlockN == 192 && Mma::kPromote && !Cfg::kPingpong) ||
+                    (Cfg::kBlockN == 192 && sm90_defers<Cfg, Mma>() && !kSwiGlu && !kPtrArray && !kGroupEnds) ||
+                    (sm90_defer_only<Cfg, Mma>() && kPlainTma) ||
+                    (Cfg::kBlockN == 64 && Cfg::kPingpong && (Mma::kPromote || (Mma::kNarrowOk && !kSwiGlu && !kPtrArray))),
+                "128-column tiles: 16-bit operands, plain launches; 192: the promoting 8-bit cooperative one "
+                "and the deferring 16-bit one (dense and batched launches); 240: the compact deferring kernel only; "
+                "64: the ping-pong ones (8-bit promoting; 16-bit plain launches)");
+  static_assert(!kGroupEnds || (sm90_defers<Cfg, Mma>() && !kAMn && !kSwiGlu && !kPtrArray),
+                "kGroupEnds: the deferring cooperative kernels with a K-major A");
+  return true;
+}
+
 // The configs and types whose general kernels load C by TMA (Sm90Params::tma_load_c; sm90_store_tile_tma's kC):
 // 16-bit operands and D, tiles of whole 64-column slices, not the fit-width tiles (which read C as column pairs into
 // registers: sm90_direct_c).
