@@ -1,6 +1,7 @@
 #pragma once
-// What the Hopper GEMM kernel (kernel/sm90_gemm_ws_kernel.cuh) lays out in shared memory, its variant flags, and
-// which configs take its variants: the fit-width tiles, the deferred store, C by TMA (launch_sm90 asks these too).
+// What the Hopper GEMM kernel (kernel/sm90_gemm_ws_kernel.cuh) lays out in shared memory, its variant flags and
+// the template arguments each variant takes (sm90_kernel_variant_ok), and which configs take its variants: the
+// fit-width tiles, the deferred store, C by TMA (launch_sm90 asks these too).
 
 #include <cstdint>
 #include <type_traits>
