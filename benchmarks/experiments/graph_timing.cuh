@@ -1,11 +1,13 @@
-// The experiments' error check, bf16 fill and CUDA-graph timing (sm90_timeline.cu, tma_first_load.cu, header_ab/ab_main.cu):
+// The experiments' error check, bf16 fill, median and CUDA-graph timing (sm90_timeline.cu, tma_first_load.cu, header_ab/ab_main.cu):
 // a launch sequence captured once as a graph of `launches` launches, timed per launch with no host time between them.
 #pragma once
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <vector>
 
 #define EXP_CHECK(x)                                                               \
   do {                                                                             \
@@ -55,4 +57,10 @@ inline double exp_replay_us(cudaGraphExec_t exec, cudaStream_t s, int launches) 
   float ms;
   EXP_CHECK(cudaEventElapsedTime(&ms, e0, e1));
   return ms * 1000.0 / launches;
+}
+
+inline double exp_median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
 }

@@ -18,12 +18,6 @@
 
 using namespace cutorch_gemm;
 
-static double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
 int main(int argc, char** argv) {
   const int M = argc > 1 ? std::atoi(argv[1]) : 1024, N = argc > 2 ? std::atoi(argv[2]) : 1024,
             K = argc > 3 ? std::atoi(argv[3]) : 1024;
@@ -69,7 +63,7 @@ int main(int argc, char** argv) {
     exp_replay_us(ge, s, 50);
     std::vector<double> t;
     for (int r = 0; r < 20; ++r) t.push_back(exp_replay_us(ge, s, 50));
-    return median(t);
+    return exp_median(t);
   };
   for (int round = 0; round < 3; ++round) {
     std::printf("round %d: per launch in a graph: ours %.2f us, cuBLAS %.2f us (warm L2)\n", round, graph_time(ours),
@@ -128,10 +122,10 @@ int main(int argc, char** argv) {
       }
     }
   }
-  const double ghz = median(clk_rate);
+  const double ghz = exp_median(clk_rate);
   std::printf("\nSM clock ~%.2f GHz (clock64 over globaltimer per CTA). CTA entry after the first CTA: median %.0f ns, "
               "max %.0f ns; CTA exit: median %.0f ns, max %.0f ns\n",
-              ghz, median(entry_ns), *std::max_element(entry_ns.begin(), entry_ns.end()), median(exit_ns),
+              ghz, exp_median(entry_ns), *std::max_element(entry_ns.begin(), entry_ns.end()), exp_median(exit_ns),
               *std::max_element(exit_ns.begin(), exit_ns.end()));
   auto row = [&](const char* name, int i) {
     auto v = agg[i];
