@@ -282,6 +282,7 @@ cudaError_t launch_sm90(const GemmArgs& args, int num_sms, cudaStream_t stream) 
       }
       err = ensure_dynamic_smem(reinterpret_cast<const void*>(launched), smem);
       if (err != cudaSuccess) return err;
+      p.one_tile = items <= (long long)config.gridDim.x && cluster == 1 && !env_is("CUTORCH_GEMM_SM90_ONE_TILE", "off");
       // The K-split pair where every CTA has one tile at most (dense or batched, no clusters).
       if constexpr (sm90_has_ksplit<Cfg, Mma>()) {
         const char* ks_env = std::getenv("CUTORCH_GEMM_SM90_KSPLIT");

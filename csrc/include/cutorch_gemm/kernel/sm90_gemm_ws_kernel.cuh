@@ -539,6 +539,18 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
         continue;
       }
       if constexpr (kBare && Cfg::kPingpong) {  // (D = acc: no bias, alpha 1, a 16-bit D)
+        // A one-tile launch (p.one_tile): the slices from the idle stages, one buffer each (the CTA's only tile: every
+        // stage was loaded and read for it; fenced, as the async proxy wrote and read them last).
+        if constexpr (Cfg::kEpiBuffers == 1 && Cfg::kBlockN == 128) {
+          static_assert(sizeof(s.a) >= 2 * sizeof(s.epi_slot[0].u.out), "two epilogue buffers in the A stages");
+          if (p.one_tile && !ksplit) {
+            sm90::fence_proxy_async_shared();
+            sm90_store_tile_tma<Sm90WithBuffers<Cfg, 2>, T, T, false, Activation::kNone, false>(
+                g, resolve_problem(g.shape, w.group), acc, reinterpret_cast<uint8_t(*)[64 * 128]>(&s.a[0][0]), &tma_d,
+                p.d_3d, w.group, w.a_row + row_in_tile, w.n0, tid_in_wg, 1 + consumer);
+            continue;
+          }
+        }
         sm90_store_tile_tma<Cfg, T, T, false, Activation::kNone, false>(
             g, resolve_problem(g.shape, w.group), acc, s.epi_slot[consumer].u.out, &tma_d, p.d_3d, w.group,
             w.a_row + row_in_tile, w.n0, tid_in_wg, 1 + consumer);

@@ -162,6 +162,13 @@ constexpr bool sm90_kernel_variant_ok() {
   return true;
 }
 
+// Cfg with kBuffers TMA-store buffers (an epilogue writing to buffers outside the epilogue slots: the one-tile
+// ping-pong launches' idle stages, Sm90Params::one_tile).
+template <class Cfg, int kBuffers>
+struct Sm90WithBuffers : Cfg {
+  static constexpr int kEpiBuffers = kBuffers;
+};
+
 // The configs and types whose general kernels load C by TMA (Sm90Params::tma_load_c; sm90_store_tile_tma's kC):
 // 16-bit operands and D, tiles of whole 64-column slices, not the fit-width tiles (which read C as column pairs into
 // registers: sm90_direct_c).

@@ -113,6 +113,10 @@ struct Sm90Params {
   // 1: the compact ping-pong kernels' K-split pair, both consumers on the CTA's one tile (collective/sm90_ksplit_pair.cuh;
   // launch_sm90 sets it where every CTA has one tile at most: sm90_ksplit_ok).
   int ksplit;
+  // 1: the compact ping-pong kernels' one-tile launches (every CTA one tile at most, no clusters): the tile's epilogue
+  // writes its 64-column slices into the idle pipeline stages, each to its own buffer (sm90_store_tile_tma from
+  // &s.a[0][0]), so no slice waits for an earlier one's store to read a shared buffer. CUTORCH_GEMM_SM90_ONE_TILE=off.
+  int one_tile;
 };
 
 struct Sm90Work {
