@@ -4,6 +4,8 @@
 // two binaries run one after the other measured the second 1-10% slower on compute-bound shapes (forty-fifth session).
 // Config: 0 the 64x128 ping-pong, 1 the 64x64 ping-pong, 2 the 128x256 cooperative (launch_impl.inc).
 //   bash benchmarks/experiments/header_ab/run.sh [commit, default HEAD~1] < shapes   (lines "M N K config")
+// AB_OLD_ENV / AB_NEW_ENV ("VAR=value[+VAR=value...]"): launch-time variables set while that side's graph is captured
+// (the launch reads them then), so one build also compares two settings of the same headers.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 #include <algorithm>
@@ -12,6 +14,7 @@
 #include <vector>
 #include "cutorch_gemm/device/gemm_args.h"
 #include "../graph_timing.cuh"
+#include <string>
 extern "C" int launch_old(const void*, int, cudaStream_t);
 extern "C" int launch_new(const void*, int, cudaStream_t);
 int main(int argc, char** argv) {
@@ -30,7 +33,23 @@ int main(int argc, char** argv) {
   auto launcher = [&](bool old) {
     return [&, old] { EXP_CHECK(old ? launch_old(&g, cfg, s) : launch_new(&g2, cfg, s)); };
   };
-  const cudaGraphExec_t go = exp_capture(launcher(true), s, 50), gn = exp_capture(launcher(false), s, 50);
+  auto captured_with = [&](const char* spec_var, bool old) {
+    const char* spec = std::getenv(spec_var);
+    std::vector<std::string> names;
+    for (std::string rest = spec ? spec : ""; !rest.empty();) {
+      const size_t plus = rest.find('+');
+      const std::string kv = rest.substr(0, plus);
+      rest = plus == std::string::npos ? "" : rest.substr(plus + 1);
+      const size_t eq = kv.find('=');
+      if (eq == std::string::npos) continue;
+      names.push_back(kv.substr(0, eq));
+      setenv(names.back().c_str(), kv.substr(eq + 1).c_str(), 1);
+    }
+    const cudaGraphExec_t ge = exp_capture(launcher(old), s, 50);
+    for (const std::string& n : names) unsetenv(n.c_str());
+    return ge;
+  };
+  const cudaGraphExec_t go = captured_with("AB_OLD_ENV", true), gn = captured_with("AB_NEW_ENV", false);
   auto once = [&](cudaGraphExec_t ge) { return exp_replay_us(ge, s, 50); };
   for (int i = 0; i < 3; ++i) { once(go); once(gn); }
   std::vector<double> to, tn;
