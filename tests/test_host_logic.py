@@ -55,6 +55,36 @@ def test_raster_tile_group1_is_row_major():
         assert tuple(_C.raster_tile(lid, 6, 4, 1)) == (lid // 4, lid % 4)
 
 
+# raster_tile_fast / fast_divide: the multiply-and-shift form of the same lookup (core/fast_divide.h), for the
+# Hopper kernels' fixed grids (benchmarks/experiments/sm90_fast_raster.patch)
+
+@pytest.mark.parametrize("tm,tn,group", RASTER_CASES + [(129, 3, 8), (3, 129, 8), (1000, 2, 6), (17, 17, 17),
+                                                        (31, 5, 32), (250, 4, 7)])
+def test_raster_tile_fast_matches_raster_tile(tm, tn, group):
+    for lid in range(tm * tn):
+        assert tuple(_C.raster_tile_fast(lid, tm, tn, group)) == tuple(_C.raster_tile(lid, tm, tn, group)), (
+            f"id {lid}, tiles {tm}x{tn}, group {group}")
+
+
+def test_fast_divide_is_floor_division():
+    import random
+    rng = random.Random(7)
+    top = 2**31
+    divisors = [1, 2, 3, 5, 7, 64, 127, 128, 129, 1000, 65537, 2**20 - 1, 2**30 + 1, top - 1, top]
+    divisors += [rng.randrange(1, top + 1) for _ in range(40)]
+    for d in divisors:
+        ns = {0, 1, top - 1, top - 2, d - 1, d, d + 1, 2 * d - 1, 2 * d, 3 * d + 1}
+        ns |= {rng.randrange(top) for _ in range(30)}
+        for n in sorted(x for x in ns if 0 <= x < top):
+            assert _C.fast_divide(n, d) == n // d, f"{n} // {d}"
+
+
+@pytest.mark.parametrize("n,d", [(-1, 3), (2**31, 3), (5, 0), (5, 2**31 + 1)])
+def test_fast_divide_rejects_out_of_range(n, d):
+    with pytest.raises(ValueError, match="fast_divide: need"):
+        _C.fast_divide(n, d)
+
+
 # --------------------------------------------------------------------------------------
 # splitk_range
 # --------------------------------------------------------------------------------------

@@ -325,6 +325,17 @@ PYBIND11_MODULE(_C, m) {
     const TileCoord t = raster_tile(linear, tiles_m, tiles_n, group);
     return std::make_pair(t.m, t.n);
   }, "Threadblock rasterization swizzle: linear CTA id -> (tile_m, tile_n).");
+  m.def("raster_tile_fast", [](int linear, int tiles_m, int tiles_n, int group) {
+    TORCH_CHECK_VALUE(tiles_m > 0 && tiles_n > 0 && group > 0 && linear >= 0 && linear < tiles_m * tiles_n,
+                      "raster_tile_fast: need 0 <= linear < tiles_m * tiles_n and group > 0");
+    const TileCoord t = raster_tile_fast(linear, make_raster_divisors(tiles_m, tiles_n, group));
+    return std::make_pair(t.m, t.n);
+  }, "raster_tile through make_raster_divisors' constants (each quotient a multiply and a shift).");
+  m.def("fast_divide", [](int64_t n, int64_t d) {
+    TORCH_CHECK_VALUE(n >= 0 && n < (int64_t(1) << 31) && d >= 1 && d <= (int64_t(1) << 31),
+                      "fast_divide: need 0 <= n < 2^31 and 1 <= d <= 2^31, got n = ", n, ", d = ", d);
+    return int64_t(make_fast_divisor(uint32_t(d)).divide(uint32_t(n)));
+  }, "floor(n / d) through make_fast_divisor's multiply and shift (core/fast_divide.h).");
   m.def("raster_group_for", &raster_group_for, "Band height the kernels use for a tile grid.");
   m.def("splitk_range", [](int k, int block_k, int splits, int idx) {
     TORCH_CHECK_VALUE(k >= 0 && block_k > 0 && splits > 0 && idx >= 0 && idx < splits,
