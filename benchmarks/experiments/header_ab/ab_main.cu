@@ -11,10 +11,12 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <string>
+#include <utility>
 #include <vector>
 #include "cutorch_gemm/device/gemm_args.h"
 #include "../graph_timing.cuh"
-#include <string>
 extern "C" int launch_old(const void*, int, cudaStream_t);
 extern "C" int launch_new(const void*, int, cudaStream_t);
 int main(int argc, char** argv) {
@@ -35,18 +37,23 @@ int main(int argc, char** argv) {
   };
   auto captured_with = [&](const char* spec_var, bool old) {
     const char* spec = std::getenv(spec_var);
-    std::vector<std::string> names;
+    std::vector<std::pair<std::string, const char*>> saved;  // (name, the value it had, or nullptr)
     for (std::string rest = spec ? spec : ""; !rest.empty();) {
       const size_t plus = rest.find('+');
       const std::string kv = rest.substr(0, plus);
       rest = plus == std::string::npos ? "" : rest.substr(plus + 1);
       const size_t eq = kv.find('=');
       if (eq == std::string::npos) continue;
-      names.push_back(kv.substr(0, eq));
-      setenv(names.back().c_str(), kv.substr(eq + 1).c_str(), 1);
+      const std::string name = kv.substr(0, eq);
+      const char* had = std::getenv(name.c_str());
+      saved.emplace_back(name, had ? strdup(had) : nullptr);
+      setenv(name.c_str(), kv.substr(eq + 1).c_str(), 1);
     }
     const cudaGraphExec_t ge = exp_capture(launcher(old), s, 50);
-    for (const std::string& n : names) unsetenv(n.c_str());
+    for (auto it = saved.rbegin(); it != saved.rend(); ++it) {  // (restored, so the other side sees the outer value)
+      if (it->second) setenv(it->first.c_str(), it->second, 1);
+      else unsetenv(it->first.c_str());
+    }
     return ge;
   };
   const cudaGraphExec_t go = captured_with("AB_OLD_ENV", true), gn = captured_with("AB_NEW_ENV", false);
