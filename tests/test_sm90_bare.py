@@ -4,11 +4,11 @@ ping-pong tiles runs a kernel with no other epilogue compiled in. Everything els
 
 Each case checks which kernel ran (the kernel's name in the profiler: its last template flag is kBare), the float64
 reference's answer, and the compact kernel's bits (CUTORCH_GEMM_SM90_BARE=off): the bare kernel rounds the same
-accumulator the same way. The cases: one tile per CTA (the 64x128 ping-pong
-stores those tiles from two idle pipeline stages, Sm90Params::one_tile: compared bitwise with the compact kernel's
-one-buffer store), edge tiles in M and N, several tiles per CTA (a capped grid),
-K under one k-block, 2x1 pairs (rows that are not 128-byte multiples), batched, bf16 and fp16; and the launches that
-must not take it (alpha, bias, an fp32 D, an MN-major operand, stream-K).
+accumulator the same way. The cases: one tile per CTA (the 64x128 ping-pong stores those tiles from two idle
+pipeline stages, Sm90Params::one_tile: compared bitwise with the compact kernel's one-buffer store), edge tiles in M
+and N, several tiles per CTA (a capped grid), K under one k-block, 2x1 pairs (rows that are not 128-byte multiples),
+batched, bf16 and fp16; and the launches that must not take it (alpha, bias, an fp32 D, an MN-major operand,
+stream-K).
 Skipped without an sm_90 GPU."""
 from __future__ import annotations
 

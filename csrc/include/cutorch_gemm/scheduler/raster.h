@@ -32,8 +32,8 @@ struct RasterDivisors {
   int group = 1;                // rows of a full band
   uint32_t band_tiles = 1;      // tiles of a full band: group * tiles_n
   FastDivisor by_band;          // / band_tiles
-  FastDivisor by_group;         // / group (a full band's columns)
-  FastDivisor by_last;          // / the last band's rows (tiles_m - its first row)
+  FastDivisor by_group;         // / group (a tile's column inside a full band)
+  FastDivisor by_last;          // / the last band's rows (its column inside that band)
   FastDivisor by_grid;          // / tiles_m * tiles_n (a batched launch's problem index)
 };
 
