@@ -56,7 +56,7 @@ def test_raster_tile_group1_is_row_major():
 
 
 # raster_tile_fast / fast_divide: the multiply-and-shift form of the same lookup (core/fast_divide.h), for the
-# Hopper kernels' fixed grids (benchmarks/experiments/sm90_fast_raster.patch)
+# Hopper kernels' fixed grids (Sm90TileScheduler::get)
 
 @pytest.mark.parametrize("tm,tn,group", RASTER_CASES + [(129, 3, 8), (3, 129, 8), (1000, 2, 6), (17, 17, 17),
                                                         (31, 5, 32), (250, 4, 7)])

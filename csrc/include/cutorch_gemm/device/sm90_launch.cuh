@@ -183,6 +183,7 @@ cudaError_t launch_sm90(const GemmArgs& args, int num_sms, cudaStream_t stream) 
     const int b = std::atoi(band);
     if (b > 0) p.raster_group = b < item_rows ? b : (item_rows > 0 ? item_rows : 1);
   }
+  p.raster = make_raster_divisors(item_rows, p.tiles_n, p.raster_group);
   long long items = (long long)item_rows * p.tiles_n * args.batch;
   if (s.mode == GroupMode::kGroupedM) items = (long long)(p.tiles_m + args.batch) * p.tiles_n;
   if (s.mode == GroupMode::kGroupedN) items = (long long)p.tiles_m * (p.tiles_n + args.batch);

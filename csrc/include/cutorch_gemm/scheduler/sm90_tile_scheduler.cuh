@@ -110,6 +110,10 @@ struct Sm90Params {
   // 1: through the epilogue buffers (CUTORCH_GEMM_SM90_LAST_FRESH=off); 2: from the stages, all at once in every
   // kernel (=all). 1 and 2 are for A/B runs.
   int last_tile_mode;
+  // The fixed grids' raster_tile divisors (one problem's work-item grid: ceil(tiles_m / cluster) x tiles_n, band
+  // raster_group), set by launch_sm90: the tile lookup multiplies instead of dividing (every get_item call site
+  // inlines it, and at one tile per CTA it is cold code on the way to the first load and the first wgmma).
+  RasterDivisors raster;
   // 1: the compact ping-pong kernels' K-split pair, both consumers on the CTA's one tile (collective/sm90_ksplit_pair.cuh;
   // launch_sm90 sets it where every CTA has one tile at most: sm90_ksplit_ok).
   int ksplit;
@@ -225,9 +229,9 @@ struct Sm90TileScheduler {
       // Clustered: `tile` is a pair tile of a (tiles_m / 2) x tiles_n grid per problem.
       const int rows = (p.tiles_m + p.cluster - 1) >> (p.cluster - 1);
       const int per = rows * p.tiles_n;
-      const int group = p.args.batch == 1 ? int(tile >= per) : int(unsigned(tile) / unsigned(per));  // (dense: none)
+      const int group = int(p.raster.by_grid.divide(unsigned(tile)));  // (per: p.raster's grid)
       if (group >= p.args.batch) return w;
-      TileCoord tc = raster_tile(tile - group * per, rows, p.tiles_n, p.raster_group);
+      TileCoord tc = raster_tile_fast(tile - group * per, p.raster);
       if (p.cluster > 1) tc.m = 2 * tc.m + int(cluster_rank());
       w.group = group;
       w.m0 = w.a_row = tc.m * kBlockM;
