@@ -2,7 +2,8 @@
 // one config on one M x N x K bf16 problem, each captured in a CUDA graph of 50 launches (warm L2, no host time), timed
 // alternately old / new / new / old over 10 rounds, medians; and whether the two D's differ anywhere. Why one process:
 // two binaries run one after the other measured the second 1-10% slower on compute-bound shapes (forty-fifth session).
-// Config: 0 the 64x128 ping-pong, 1 the 64x64 ping-pong, 2 the 128x256 cooperative (launch_impl.inc).
+// Config: 0 the 64x128 ping-pong, 1 the 64x64 ping-pong, 2 the 128x256 cooperative, 3 the 128x240 cooperative
+// (launch_impl.inc). Prints how many D elements differ and the largest distance in units in the last place.
 //   bash benchmarks/experiments/header_ab/run.sh [commit, default HEAD~1] < shapes   (lines "M N K config")
 // AB_OLD_ENV / AB_NEW_ENV ("VAR=value[+VAR=value...]"): launch-time variables set while that side's graph is captured
 // (the launch reads them then), so one build also compares two settings of the same headers.
@@ -88,8 +89,17 @@ int main(int argc, char** argv) {
   EXP_CHECK(cudaMemcpy(h1.data(), d1, h1.size() * 2, cudaMemcpyDeviceToHost));
   EXP_CHECK(cudaMemcpy(h2.data(), d2, h2.size() * 2, cudaMemcpyDeviceToHost));
   size_t diff = 0;
-  for (size_t i = 0; i < h1.size(); ++i) diff += __bfloat162float(h1[i]) != __bfloat162float(h2[i]);
-  std::printf("%dx%dx%d cfg%d: old %.2f us, new %.2f us, new/old %.3f, differing outputs %zu\n", M, N, K, cfg,
-              exp_median(to), exp_median(tn), exp_median(tn) / exp_median(to), diff);
+  int max_ulp = 0;  // (bf16 bit patterns as a signed-magnitude order: adjacent values differ by one)
+  auto ordered = [](__nv_bfloat16 v) {
+    uint16_t b;
+    std::memcpy(&b, &v, 2);
+    return b & 0x8000u ? -int(b & 0x7FFFu) : int(b);
+  };
+  for (size_t i = 0; i < h1.size(); ++i) {
+    diff += __bfloat162float(h1[i]) != __bfloat162float(h2[i]);
+    max_ulp = std::max(max_ulp, std::abs(ordered(h1[i]) - ordered(h2[i])));
+  }
+  std::printf("%dx%dx%d cfg%d: old %.2f us, new %.2f us, new/old %.3f, differing outputs %zu (at most %d ulp)\n", M, N,
+              K, cfg, exp_median(to), exp_median(tn), exp_median(tn) / exp_median(to), diff, max_ulp);
   return 0;
 }
