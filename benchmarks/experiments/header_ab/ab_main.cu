@@ -7,9 +7,9 @@
 //   bash benchmarks/experiments/header_ab/run.sh [commit, default HEAD~1] < shapes   (lines "M N K config")
 // AB_OLD_ENV / AB_NEW_ENV ("VAR=value[+VAR=value...]"): launch-time variables set while that side's graph is captured
 // (the launch reads them then), so one build also compares two settings of the same headers.
-// AB_OLD_EPI / AB_NEW_EPI: that side's epilogue, "plain" (D = A B, the default: the bare kernels), "scaled" (D = A B / 2:
-// the general epilogue's kernel, no bias), "bias" (+ bias[n]) or "bias+<activation>" (relu, gelu, gelu_tanh, silu):
-// one build also times what an epilogue costs over plain.
+// AB_OLD_EPI / AB_NEW_EPI: that side's epilogue, "plain" (D = A B, the default: the bare kernels), "scaled"
+// (D = A B / 2: the epilogue kernels, no bias), "bias" (+ bias[n]) or "bias+<activation>" (relu, gelu, gelu_tanh,
+// silu): one build also times what an epilogue costs over plain.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 #include <algorithm>
@@ -40,15 +40,24 @@ int main(int argc, char** argv) {
     const std::string e = std::getenv(var) ? std::getenv(var) : "plain";
     if (e == "plain") return;
     if (e == "scaled") { side.alpha = 0.5; return; }  // (exact: a power of two)
-    if (e.rfind("bias", 0) != 0) { std::printf("%s=%s: expected plain, scaled, bias or bias+<activation>\n", var, e.c_str()); std::exit(2); }
-    if (!bias) { EXP_CHECK(cudaMalloc(&bias, size_t(N) * 2)); exp_fill_bf16<<<64, 256>>>(bias, size_t(N), 3u); }
+    if (e.rfind("bias", 0) != 0) {
+      std::printf("%s=%s: expected plain, scaled, bias or bias+<activation>\n", var, e.c_str());
+      std::exit(2);
+    }
+    if (!bias) {
+      EXP_CHECK(cudaMalloc(&bias, size_t(N) * 2));
+      exp_fill_bf16<<<64, 256>>>(bias, size_t(N), 3u);
+    }
     side.bias = bias;
-    const std::string act = e.size() > 5 ? e.substr(5) : "none";
-    const Activation acts[] = {Activation::kNone, Activation::kRelu, Activation::kGelu, Activation::kGeluTanh,
-                               Activation::kSilu};
+    const std::string act = e.size() > 5 ? e.substr(5) : "none";  // ("bias+" then the activation's name)
     bool found = false;
-    for (Activation a : acts) if (act == activation_name(a)) { side.act = a; found = true; }
-    if (!found) { std::printf("%s=%s: unknown activation %s\n", var, e.c_str(), act.c_str()); std::exit(2); }
+    for (int a = 0; a <= int(Activation::kSilu); ++a) {
+      if (act == activation_name(Activation(a))) side.act = Activation(a), found = true;
+    }
+    if (!found) {
+      std::printf("%s=%s: unknown activation %s\n", var, e.c_str(), act.c_str());
+      std::exit(2);
+    }
   };
   epilogue("AB_OLD_EPI", g);
   epilogue("AB_NEW_EPI", g2);
