@@ -44,14 +44,19 @@ CG_DEVICE void sm90_pack_tile(const float (&acc)[kRegs], float alpha, const uint
   }
   uint32_t bias_pk[kBias ? kJ : 1];
   if constexpr (kBias) {
-    // (explicit shared loads: through the generic pointer they compiled to generic LD.E)
-    const uint32_t staged_s = staged ? sm90::smem_addr(staged) + 4u * uint32_t(lane % 4) : 0u;
+    // The staged pairs in one branch-free run of shared loads. NOTE: tested per pair inside one loop, the staged path
+    // compiled to 32 taken branches around the other path's guarded global loads (a BSSY region each).
+    if (staged) {
+      // (explicit shared loads: through the generic pointer they compiled to generic LD.E)
+      const uint32_t staged_s = sm90::smem_addr(staged) + 4u * uint32_t(lane % 4);
 #pragma unroll
-    for (int j = 0; j < kJ; ++j) {
-      const int c = col_base + 8 * j + 2 * (lane % 4);
-      if (staged) {
+      for (int j = 0; j < kJ; ++j) {
         asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(bias_pk[j]) : "r"(staged_s + 16u * uint32_t(j)));
-      } else {
+      }
+    } else {
+#pragma unroll
+      for (int j = 0; j < kJ; ++j) {
+        const int c = col_base + 8 * j + 2 * (lane % 4);
         bias_pk[j] = bias16 && c < n ? __ldg(reinterpret_cast<const unsigned int*>(bias16 + c)) : 0u;
       }
     }
