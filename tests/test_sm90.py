@@ -106,6 +106,34 @@ def test_sm90_bias_activation(dtype, activation, config, path, monkeypatch):
 
 
 @pytest.mark.parametrize("dtype", HALF_DTYPES, ids=dtype_id)
+@pytest.mark.parametrize("activation", ACTIVATIONS)
+@pytest.mark.parametrize("mnk", [(2048, 2048, 1024), (1537, 2312, 4096), (2048, 2048, 4160)],
+                         ids=lambda s: "x".join(map(str, s)))
+def test_sm90_activation_takes_pingpong(dtype, activation, mnk, monkeypatch):
+    """The activation rule (device/sm90_fit_rules.h, choose_sm90_act), not forced: a dense launch left on the
+    cooperative 128x256 tiles (CUTORCH_GEMM_SM90_ACT_PINGPONG=off shows which) runs 64x256 ping-pong tiles where the
+    epilogue has an activation and K <= 4096 (explain names the config); without an activation or past K = 4096 the
+    config stays. Both configs match the float64 reference on poisoned memory."""
+    m, n, k = mnk
+    a, b = linear_operands(m, n, k, dtype)
+    bias = 4 * torch.randn(n, device="cuda", dtype=dtype)
+    monkeypatch.setenv("CUTORCH_GEMM_SM90_ACT_PINGPONG", "off")
+    base = cg.explain("gemm", a, b, bias=bias, activation=activation).config
+    if m == 2048:  # (one round of 128x256 tiles, which no other rule replaces)
+        assert base == CONFIGS["coop"], base
+    poison(m * n * 2)
+    out_base = cg.gemm(a, b, bias=bias, activation=activation)
+    check(out_base, ref_gemm(a, b, bias, None, 1.0, 0.0, activation), dtype, what=f"{activation} {mnk} {base}")
+    monkeypatch.delenv("CUTORCH_GEMM_SM90_ACT_PINGPONG")
+    e = cg.explain("gemm", a, b, bias=bias, activation=activation)
+    takes = base == CONFIGS["coop"] and activation != "none" and k <= 4096
+    assert e.kernel == "sm90" and e.config == (CONFIGS["pingpong"] if takes else base), str(e)
+    poison(m * n * 2)
+    out = cg.gemm(a, b, bias=bias, activation=activation)
+    check(out, ref_gemm(a, b, bias, None, 1.0, 0.0, activation), dtype, what=f"{activation} {mnk} {e.config}")
+
+
+@pytest.mark.parametrize("dtype", HALF_DTYPES, ids=dtype_id)
 def test_sm90_agrees_with_simt(dtype, monkeypatch):
     a, b = linear_operands(384, 512, 320, dtype)
     fast = cg.mm(a, b, out_dtype=torch.float32)

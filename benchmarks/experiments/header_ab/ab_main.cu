@@ -2,8 +2,8 @@
 // one config on one M x N x K bf16 problem, each captured in a CUDA graph of 50 launches (warm L2, no host time), timed
 // alternately old / new / new / old over 10 rounds, medians; and whether the two D's differ anywhere. Why one process:
 // two binaries run one after the other measured the second 1-10% slower on compute-bound shapes (forty-fifth session).
-// Config: 0 the 64x128 ping-pong, 1 the 64x64 ping-pong, 2 the 128x256 cooperative, 3 the 128x240 cooperative
-// (launch_impl.inc). Prints how many D elements differ and the largest distance in units in the last place.
+// Config: 0 the 64x128 ping-pong, 1 the 64x64 ping-pong, 2 the 128x256 cooperative, 3 the 128x240 cooperative,
+// 4 the 64x256 ping-pong (launch_impl.inc); AB_NEW_CFG gives the new side another config than the line's. Prints how many D elements differ and the largest distance in units in the last place.
 //   bash benchmarks/experiments/header_ab/run.sh [commit, default HEAD~1] < shapes   (lines "M N K config")
 // AB_OLD_ENV / AB_NEW_ENV ("VAR=value[+VAR=value...]"): launch-time variables set while that side's graph is captured
 // (the launch reads them then), so one build also compares two settings of the same headers.
@@ -61,9 +61,10 @@ int main(int argc, char** argv) {
   };
   epilogue("AB_OLD_EPI", g);
   epilogue("AB_NEW_EPI", g2);
+  const int cfg_new = std::getenv("AB_NEW_CFG") ? std::atoi(std::getenv("AB_NEW_CFG")) : cfg;
   cudaStream_t s; EXP_CHECK(cudaStreamCreate(&s));
   auto launcher = [&](bool old) {
-    return [&, old] { EXP_CHECK(old ? launch_old(&g, cfg, s) : launch_new(&g2, cfg, s)); };
+    return [&, old] { EXP_CHECK(old ? launch_old(&g, cfg, s) : launch_new(&g2, cfg_new, s)); };
   };
   auto captured_with = [&](const char* spec_var, bool old) {
     const char* spec = std::getenv(spec_var);
@@ -108,6 +109,7 @@ int main(int argc, char** argv) {
     diff += __bfloat162float(h1[i]) != __bfloat162float(h2[i]);
     max_ulp = std::max(max_ulp, std::abs(ordered(h1[i]) - ordered(h2[i])));
   }
+  if (cfg_new != cfg) std::printf("(new side: cfg%d) ", cfg_new);
   std::printf("%dx%dx%d cfg%d: old %.2f us, new %.2f us, new/old %.3f, differing outputs %zu (at most %d ulp)\n", M, N,
               K, cfg, exp_median(to), exp_median(tn), exp_median(tn) / exp_median(to), diff, max_ulp);
   return 0;

@@ -2,7 +2,8 @@
 // The rules that replace the heuristic's config (choose_sm90_config) for one dense fp16 / bf16 problem by a
 // cooperative tile whose count fills the SMs' rounds: the fit widths (128 x 80 ... 224) and 128x240 tiles
 // (choose_sm90_wide) where operand rows are 128-byte multiples, and 2x1-clustered pairs of 128x256, 128x240 or
-// 128x192 tiles where they are not (choose_sm90_pairs). The binding (csrc/torch/cuda/cuda_common.cpp) applies them,
+// 128x192 tiles where they are not (choose_sm90_pairs); and the 64x256 ping-pong tile for launches with an
+// activation and a short K (choose_sm90_act). The binding (csrc/torch/cuda/cuda_common.cpp) applies them,
 // `explain` mirrors them. Torch- and CUDA-free.
 
 #include <string>
@@ -208,6 +209,26 @@ inline Sm90ConfigId choose_sm90_fit(Sm90ConfigId base, int m, int n, int k, int 
   const bool fit_serves = m >= 256 && k >= 512 && rounds_ok && best_score >= min_score &&
                           sm90_tile_score(m, n, 128, 256, num_sms) < kFitBase;
   return fit_serves ? fit : choose_sm90_wide(base, m, n, k, num_sms, defer_ok, coop_sk);
+}
+
+// The activation rule (one dense fp16 / bf16 problem whose epilogue applies an activation, operand rows 128-byte
+// multiples, K <= kActPingpongMaxK, no forced config): the 64x256 ping-pong tile in place of the cooperative 128x256
+// one the other rules left. Why: the cooperative kernel's two consumer warpgroups share each tile and apply the
+// activation together after its last wgmma group, with the tensor core idle (GELU-tanh ~4.5 K cycles per 128x256
+// tile, ncu, forty-seventh session; the mainloop ~65 K at K = 4096); the ping-pong consumers own alternate tiles, so
+// one's epilogue runs under the other's mainloop. Its mainloop is slower (64-row tiles: more L2 traffic per FLOP),
+// which the hidden epilogue outweighs only while K is short. H200, header_ab (graph-timed), forty-eighth session,
+// bias + GELU-tanh, ping-pong / cooperative: 4096^3 0.963, 8192x14336x4096 0.974, 2048x11008x4096 0.877,
+// 4096x4096x512 0.993; at K = 8192: 16384x8192x8192 1.015, 8192^3 1.032 (plain, ping-pong / cooperative: 4096^3
+// 1.010, 8192x14336x4096 1.015, 16384x8192x8192 1.060). CUTORCH_GEMM_SM90_ACT_PINGPONG=off (`off`) keeps the
+// cooperative tile.
+constexpr int kActPingpongMaxK = 4096;
+
+inline Sm90ConfigId choose_sm90_act(Sm90ConfigId config, int k, bool activation, bool rows_128b,
+                                    const std::string& forced, bool off) {
+  const bool serves = config == Sm90ConfigId::kCoop128x256 && activation && rows_128b && forced.empty() && !off &&
+                      k <= kActPingpongMaxK;
+  return serves ? Sm90ConfigId::kPingpong64x256 : config;
 }
 
 }  // namespace cutorch_gemm
