@@ -392,7 +392,7 @@ _FIT192_NOTE = ("; fit-width cooperative tiles: the tile width makes the tile co
 _PAIR240_NOTE = ("; 128x240 tiles, which fill the SMs' rounds at least 5% better than 128x256 ones (the last "
                   "64-column slice of a tile overlaps the one before; the compact deferring kernel only, no stream-K "
                   "or split-K)")
-_ACT_NOTE = ("; an activation with K <= 4096: 64x256 ping-pong tiles, whose two consumers take turns, so one's "
+_ACT_NOTE = ("; an activation, K-major operands and K <= 4096: 64x256 ping-pong tiles, whose two consumers take turns, so one's "
              "epilogue runs under the other's mainloop (the cooperative tiles apply it with the tensor core idle)")
 _PAIRS_NOTE = ("; operand rows are not 128-byte multiples: cooperative tiles in 2x1 clusters (ping-pong tiles over "
                "more than one round fell far behind there), 192 wide where those pairs fill the rounds at least "
@@ -571,7 +571,7 @@ def _explain_gemm(op: str, args, kwargs, skinny: bool = True) -> Explanation:
         # the activation rule (choose_sm90_act): the 128x256 tiles the rules above left, with an activation
         if a.dtype in (torch.float16, torch.bfloat16) and mode == "none" and batch == 1:
             act = _C.choose_sm90_act(config, k, kwargs.get("activation", "none") not in (None, "none"),
-                                     _operands_rows_128b(a, b), sm90_forced,
+                                     _operands_rows_128b(a, b), not (op_a[1] or op_b[1]), sm90_forced,
                                      os.environ.get("CUTORCH_GEMM_SM90_ACT_PINGPONG", "").strip().lower() == "off")
             if act:
                 config, mid_note = act, _ACT_NOTE

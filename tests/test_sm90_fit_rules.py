@@ -209,19 +209,20 @@ def test_sm90_mn_b_stages_note():
 COOP, PP = "Sm90_128x256x64_Coop_S4", "Sm90_64x256x64_Pingpong_S5"
 
 
-@pytest.mark.parametrize("base,k,activation,rows_128b,forced,off,expected", [
-    (COOP, 4096, True, True, "", False, PP),       # measured 0.963-0.974 at 4096^3 and 8192x14336x4096
-    (COOP, 512, True, True, "", False, PP),
-    (COOP, 4097, True, True, "", False, ""),       # K = 8192: the cooperative tile kept the lead (1.015-1.032)
-    (COOP, 8192, True, True, "", False, ""),
-    (COOP, 4096, False, True, "", False, ""),      # no activation: nothing to hide
-    (COOP, 4096, True, False, "", False, ""),      # rows not 128-byte multiples: the pair rule's clusters
-    (COOP, 4096, True, True, "coop", False, ""),   # a forced config stays
-    (COOP, 4096, True, True, "nofit", False, ""),
-    (COOP, 4096, True, True, "", True, ""),        # CUTORCH_GEMM_SM90_ACT_PINGPONG=off
-    ("Sm90_128x240x64_Coop_S4", 4096, True, True, "", False, ""),   # the fit rules' tiles stay
-    ("Sm90_128x208x64_Coop_S4", 4096, True, True, "", False, ""),
-    (PP, 4096, True, True, "", False, ""),         # already ping-pong: '' (the heuristic's stays)
+@pytest.mark.parametrize("base,k,activation,rows_128b,k_major,forced,off,expected", [
+    (COOP, 4096, True, True, True, "", False, PP),       # measured 0.963-0.974 at 4096^3 and 8192x14336x4096
+    (COOP, 512, True, True, True, "", False, PP),
+    (COOP, 4097, True, True, True, "", False, ""),       # K = 8192: the cooperative tile kept the lead (1.015-1.032)
+    (COOP, 8192, True, True, True, "", False, ""),
+    (COOP, 4096, False, True, True, "", False, ""),      # no activation: nothing to hide
+    (COOP, 4096, True, False, True, "", False, ""),      # rows not 128-byte multiples: the pair rule's clusters
+    (COOP, 4096, True, True, False, "", False, ""),      # an MN-major operand: not measured
+    (COOP, 4096, True, True, True, "coop", False, ""),   # a forced config stays
+    (COOP, 4096, True, True, True, "nofit", False, ""),
+    (COOP, 4096, True, True, True, "", True, ""),        # CUTORCH_GEMM_SM90_ACT_PINGPONG=off
+    ("Sm90_128x240x64_Coop_S4", 4096, True, True, True, "", False, ""),   # the fit rules' tiles stay
+    ("Sm90_128x208x64_Coop_S4", 4096, True, True, True, "", False, ""),
+    (PP, 4096, True, True, True, "", False, ""),         # already ping-pong: '' (the heuristic's stays)
 ])
-def test_sm90_act_rule(base, k, activation, rows_128b, forced, off, expected):
-    assert _C.choose_sm90_act(base, k, activation, rows_128b, forced, off) == expected
+def test_sm90_act_rule(base, k, activation, rows_128b, k_major, forced, off, expected):
+    assert _C.choose_sm90_act(base, k, activation, rows_128b, k_major, forced, off) == expected

@@ -211,8 +211,9 @@ inline Sm90ConfigId choose_sm90_fit(Sm90ConfigId base, int m, int n, int k, int 
   return fit_serves ? fit : choose_sm90_wide(base, m, n, k, num_sms, defer_ok, coop_sk);
 }
 
-// The activation rule (one dense fp16 / bf16 problem whose epilogue applies an activation, operand rows 128-byte
-// multiples, K <= kActPingpongMaxK, no forced config): the 64x256 ping-pong tile in place of the cooperative 128x256
+// The activation rule (one dense fp16 / bf16 problem whose epilogue applies an activation, both operands K-major
+// (nn.Linear's forward; the layouts measured) with rows of 128-byte multiples, K <= kActPingpongMaxK, no forced
+// config): the 64x256 ping-pong tile in place of the cooperative 128x256
 // one the other rules left. Why: the cooperative kernel's two consumer warpgroups share each tile and apply the
 // activation together after its last wgmma group, with the tensor core idle (GELU-tanh ~4.5 K cycles per 128x256
 // tile, ncu, forty-seventh session; the mainloop ~65 K at K = 4096); the ping-pong consumers own alternate tiles, so
@@ -224,10 +225,10 @@ inline Sm90ConfigId choose_sm90_fit(Sm90ConfigId base, int m, int n, int k, int 
 // cooperative tile.
 constexpr int kActPingpongMaxK = 4096;
 
-inline Sm90ConfigId choose_sm90_act(Sm90ConfigId config, int k, bool activation, bool rows_128b,
+inline Sm90ConfigId choose_sm90_act(Sm90ConfigId config, int k, bool activation, bool rows_128b, bool k_major,
                                     const std::string& forced, bool off) {
-  const bool serves = config == Sm90ConfigId::kCoop128x256 && activation && rows_128b && forced.empty() && !off &&
-                      k <= kActPingpongMaxK;
+  const bool serves = config == Sm90ConfigId::kCoop128x256 && activation && rows_128b && k_major && forced.empty() &&
+                      !off && k <= kActPingpongMaxK;
   return serves ? Sm90ConfigId::kPingpong64x256 : config;
 }
 
