@@ -217,8 +217,9 @@ inline Sm90ConfigId choose_sm90_fit(Sm90ConfigId base, int m, int n, int k, int 
 // one the other rules left. Why: the cooperative kernel's two consumer warpgroups share each tile and apply the
 // activation together after its last wgmma group, with the tensor core idle (GELU-tanh ~4.5 K cycles per 128x256
 // tile, ncu, forty-seventh session; the mainloop ~65 K at K = 4096); the ping-pong consumers own alternate tiles, so
-// one's epilogue runs under the other's mainloop. Its mainloop is slower (64-row tiles: more L2 traffic per FLOP),
-// which the hidden epilogue outweighs only while K is short. H200, header_ab (graph-timed), forty-eighth session,
+// one's epilogue runs under the other's mainloop. Its mainloop is slower: the same cycles, but 64-row tiles move ~45%
+// more bytes through L2 and read ~70% more from DRAM, so the power cap holds the clock ~7% lower (ncu, one launch,
+// 16384x8192x8192 and 8192x14336x4096); the hidden epilogue outweighs that only while K is short. H200, header_ab (graph-timed), forty-eighth session,
 // bias + GELU-tanh, ping-pong / cooperative: 4096^3 0.963, 8192x14336x4096 0.974, 2048x11008x4096 0.877,
 // 4096x4096x512 0.993; at K = 8192: 16384x8192x8192 1.015, 8192^3 1.032 (plain, ping-pong / cooperative: 4096^3
 // 1.010, 8192x14336x4096 1.015, 16384x8192x8192 1.060). CUTORCH_GEMM_SM90_ACT_PINGPONG=off (`off`) keeps the
