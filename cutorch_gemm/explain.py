@@ -392,8 +392,9 @@ _FIT192_NOTE = ("; fit-width cooperative tiles: the tile width makes the tile co
 _PAIR240_NOTE = ("; 128x240 tiles, which fill the SMs' rounds at least 5% better than 128x256 ones (the last "
                   "64-column slice of a tile overlaps the one before; the compact deferring kernel only, no stream-K "
                   "or split-K)")
-_ACT_NOTE = ("; an activation, K-major operands and K <= 4096: 64x256 ping-pong tiles, whose two consumers take turns, so one's "
-             "epilogue runs under the other's mainloop (the cooperative tiles apply it with the tensor core idle)")
+_ACT_NOTE = ("; an activation, K-major operands and K <= 4096: 64x256 ping-pong tiles, whose two consumers take "
+             "turns, so one's epilogue runs under the other's mainloop (the cooperative tiles apply it with the "
+             "tensor core idle)")
 _PAIRS_NOTE = ("; operand rows are not 128-byte multiples: cooperative tiles in 2x1 clusters (ping-pong tiles over "
                "more than one round fell far behind there), 192 wide where those pairs fill the rounds at least "
                "15% better than 256-wide ones, else 240 wide (launches that defer every tile's store) where they "

@@ -211,19 +211,19 @@ inline Sm90ConfigId choose_sm90_fit(Sm90ConfigId base, int m, int n, int k, int 
   return fit_serves ? fit : choose_sm90_wide(base, m, n, k, num_sms, defer_ok, coop_sk);
 }
 
-// The activation rule (one dense fp16 / bf16 problem whose epilogue applies an activation, both operands K-major
-// (nn.Linear's forward; the layouts measured) with rows of 128-byte multiples, K <= kActPingpongMaxK, no forced
-// config): the 64x256 ping-pong tile in place of the cooperative 128x256
-// one the other rules left. Why: the cooperative kernel's two consumer warpgroups share each tile and apply the
-// activation together after its last wgmma group, with the tensor core idle (GELU-tanh ~4.5 K cycles per 128x256
-// tile, ncu, forty-seventh session; the mainloop ~65 K at K = 4096); the ping-pong consumers own alternate tiles, so
-// one's epilogue runs under the other's mainloop. Its mainloop is slower: the same cycles, but 64-row tiles move ~45%
-// more bytes through L2 and read ~70% more from DRAM, so the power cap holds the clock ~7% lower (ncu, one launch,
-// 16384x8192x8192 and 8192x14336x4096); the hidden epilogue outweighs that only while K is short. H200, header_ab (graph-timed), forty-eighth session,
-// bias + GELU-tanh, ping-pong / cooperative: 4096^3 0.963, 8192x14336x4096 0.974, 2048x11008x4096 0.877,
-// 4096x4096x512 0.993; at K = 8192: 16384x8192x8192 1.015, 8192^3 1.032 (plain, ping-pong / cooperative: 4096^3
-// 1.010, 8192x14336x4096 1.015, 16384x8192x8192 1.060). CUTORCH_GEMM_SM90_ACT_PINGPONG=off (`off`) keeps the
-// cooperative tile.
+// The activation rule: the 64x256 ping-pong tile in place of the cooperative 128x256 one that the other rules left,
+// for one dense fp16 / bf16 problem whose epilogue applies an activation, with both operands K-major (nn.Linear's
+// forward; the layouts measured) on rows of 128-byte multiples, K <= kActPingpongMaxK and no forced config.
+// Why: the cooperative kernel's two consumer warpgroups share each tile and apply the activation together after its
+// last wgmma group, with the tensor core idle (GELU-tanh ~4.5 K cycles per 128x256 tile, ncu, forty-seventh session;
+// the mainloop ~65 K at K = 4096); the ping-pong consumers own alternate tiles, so one's epilogue runs under the
+// other's mainloop. Its mainloop is slower: the same cycles, but 64-row tiles move ~45% more bytes through L2 and
+// read ~70% more from DRAM, so the power cap holds the clock ~7% lower (ncu, one launch, 16384x8192x8192 and
+// 8192x14336x4096); the hidden epilogue outweighs that only while K is short.
+// H200, header_ab (graph-timed), forty-eighth session, bias + GELU-tanh, ping-pong / cooperative: 4096^3 0.963,
+// 8192x14336x4096 0.974, 2048x11008x4096 0.877, 4096x4096x512 0.993; at K = 8192: 16384x8192x8192 1.015, 8192^3
+// 1.032 (plain, ping-pong / cooperative: 4096^3 1.010, 8192x14336x4096 1.015, 16384x8192x8192 1.060).
+// `off`: CUTORCH_GEMM_SM90_ACT_PINGPONG=off, which keeps the cooperative tile.
 constexpr int kActPingpongMaxK = 4096;
 
 inline Sm90ConfigId choose_sm90_act(Sm90ConfigId config, int k, bool activation, bool rows_128b, bool k_major,
