@@ -226,3 +226,10 @@ COOP, PP = "Sm90_128x256x64_Coop_S4", "Sm90_64x256x64_Pingpong_S5"
 ])
 def test_sm90_act_rule(base, k, activation, rows_128b, k_major, forced, off, expected):
     assert _C.choose_sm90_act(base, k, activation, rows_128b, k_major, forced, off) == expected
+
+
+def test_sm90_act_rule_bound():
+    """The bound explain's note names is the one the rule applies."""
+    max_k = _C.SM90_ACT_PINGPONG_MAX_K
+    assert _C.choose_sm90_act(COOP, max_k, True, True, True, "", False) == PP
+    assert _C.choose_sm90_act(COOP, max_k + 1, True, True, True, "", False) == ""
