@@ -392,9 +392,9 @@ _FIT192_NOTE = ("; fit-width cooperative tiles: the tile width makes the tile co
 _PAIR240_NOTE = ("; 128x240 tiles, which fill the SMs' rounds at least 5% better than 128x256 ones (the last "
                   "64-column slice of a tile overlaps the one before; the compact deferring kernel only, no stream-K "
                   "or split-K)")
-_ACT_NOTE = ("; an activation, K-major operands and K <= {max_k}: 64x256 ping-pong tiles, whose two consumers "
-             "take turns, so one's epilogue runs under the other's mainloop (the cooperative tiles apply it with the "
-             "tensor core idle)")
+_ACT_NOTE = ("; an activation, K-major operands, K <= {max_k} and M*N*K <= 2^{max_mnk}: 64x256 ping-pong tiles, "
+             "whose two consumers take turns, so one's epilogue runs under the other's mainloop (the cooperative tiles "
+             "apply it with the tensor core idle)")
 _PAIRS_NOTE = ("; operand rows are not 128-byte multiples: cooperative tiles in 2x1 clusters (ping-pong tiles over "
                "more than one round fell far behind there), 192 wide where those pairs fill the rounds at least "
                "15% better than 256-wide ones, else 240 wide (launches that defer every tile's store) where they "
@@ -571,11 +571,12 @@ def _explain_gemm(op: str, args, kwargs, skinny: bool = True) -> Explanation:
         fit = fit if "x256x" not in fit else ""  # (the binding's split-K rule still sees a 128x256 config)
         # the activation rule (choose_sm90_act): the 128x256 tiles the rules above left, with an activation
         if a.dtype in (torch.float16, torch.bfloat16) and mode == "none" and batch == 1:
-            act = _C.choose_sm90_act(config, k, kwargs.get("activation", "none") not in (None, "none"),
+            act = _C.choose_sm90_act(config, m, n, k, kwargs.get("activation", "none") not in (None, "none"),
                                      _operands_rows_128b(a, b), not (op_a[1] or op_b[1]), sm90_forced,
                                      os.environ.get("CUTORCH_GEMM_SM90_ACT_PINGPONG", "").strip().lower() == "off")
             if act:
-                config, mid_note = act, _ACT_NOTE.format(max_k=_C.SM90_ACT_PINGPONG_MAX_K)
+                config, mid_note = act, _ACT_NOTE.format(max_k=_C.SM90_ACT_PINGPONG_MAX_K,
+                                                         max_mnk=_C.SM90_ACT_PINGPONG_MAX_MNK.bit_length() - 1)
         splits, chunk = 1, 0
         if mode == "none" and batch == 1 and not fit:
             # the binding's split-K rule for one dense problem

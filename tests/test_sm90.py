@@ -112,8 +112,8 @@ def test_sm90_bias_activation(dtype, activation, config, path, monkeypatch):
 def test_sm90_activation_takes_pingpong(dtype, activation, mnk, monkeypatch):
     """The activation rule (device/sm90_fit_rules.h, choose_sm90_act), not forced: a dense launch left on the
     cooperative 128x256 tiles (CUTORCH_GEMM_SM90_ACT_PINGPONG=off shows which) runs 64x256 ping-pong tiles where the
-    epilogue has an activation and K <= 4096 (explain names the config); without an activation or past K = 4096 the
-    config stays. Both configs match the float64 reference on poisoned memory."""
+    epilogue has an activation, K <= 4096 and M*N*K <= 2^39 (explain names the config); without an activation or
+    past K = 4096 the config stays. Both configs match the float64 reference on poisoned memory."""
     m, n, k = mnk
     a, b = linear_operands(m, n, k, dtype)
     bias = 4 * torch.randn(n, device="cuda", dtype=dtype)
@@ -126,11 +126,27 @@ def test_sm90_activation_takes_pingpong(dtype, activation, mnk, monkeypatch):
     check(out_base, ref_gemm(a, b, bias, None, 1.0, 0.0, activation), dtype, what=f"{activation} {mnk} {base}")
     monkeypatch.delenv("CUTORCH_GEMM_SM90_ACT_PINGPONG")
     e = cg.explain("gemm", a, b, bias=bias, activation=activation)
-    takes = base == CONFIGS["coop"] and activation != "none" and k <= 4096
+    takes = base == CONFIGS["coop"] and activation != "none" and k <= 4096 and m * n * k <= 1 << 39
     assert e.kernel == "sm90" and e.config == (CONFIGS["pingpong"] if takes else base), str(e)
     poison(m * n * 2)
     out = cg.gemm(a, b, bias=bias, activation=activation)
     check(out, ref_gemm(a, b, bias, None, 1.0, 0.0, activation), dtype, what=f"{activation} {mnk} {e.config}")
+
+
+@pytest.mark.parametrize("mnk,takes", [((16384, 14336, 1024), True), ((16384, 8192, 4096), True),
+                                       ((12288, 14336, 4096), False), ((16384, 14336, 4096), False)],
+                         ids=lambda v: "x".join(map(str, v)) if isinstance(v, tuple) else str(v))
+def test_sm90_activation_rule_problem_bound(mnk, takes):
+    """The activation rule's M*N*K bound (2^39) as explain applies it to large nn.Linear launches (explain only:
+    the launches themselves are the large ones header_ab measured)."""
+    m, n, k = mnk
+    a = torch.empty(m, k, device="cuda", dtype=torch.bfloat16)
+    b = torch.empty(n, k, device="cuda", dtype=torch.bfloat16).t()
+    bias = torch.empty(n, device="cuda", dtype=torch.bfloat16)
+    e = cg.explain("gemm", a, b, bias=bias, activation="gelu_tanh")
+    assert e.kernel == "sm90" and e.config == (CONFIGS["pingpong"] if takes else CONFIGS["coop"]), str(e)
+    if takes:
+        assert "M*N*K <= 2^39" in e.reason, e.reason
 
 
 @pytest.mark.parametrize("dtype", HALF_DTYPES, ids=dtype_id)

@@ -280,7 +280,7 @@ void run_gemm(const GemmArgs& g, const at::Tensor& a, const at::Tensor& b) {
       config = choose_sm90_fit(config, int(g.shape.m), int(g.shape.n), int(g.shape.k), d.sms, forced_config,
                                rows_128b, fit_ok, defer_ok, coop_sk, ob.mn_major);
       // (after the fit rules: only the 128x256 tiles they left move to ping-pong)
-      config = choose_sm90_act(config, int(g.shape.k), g.act != Activation::kNone, rows_128b,
+      config = choose_sm90_act(config, g.shape.m, g.shape.n, int(g.shape.k), g.act != Activation::kNone, rows_128b,
                                !oa.mn_major && !ob.mn_major, forced_config,
                                env_lower("CUTORCH_GEMM_SM90_ACT_PINGPONG") == "off");
     }

@@ -213,23 +213,30 @@ inline Sm90ConfigId choose_sm90_fit(Sm90ConfigId base, int m, int n, int k, int 
 
 // The activation rule: the 64x256 ping-pong tile in place of the cooperative 128x256 one that the other rules left,
 // for one dense fp16 / bf16 problem whose epilogue applies an activation, with both operands K-major (nn.Linear's
-// forward; the layouts measured) on rows of 128-byte multiples, K <= kActPingpongMaxK and no forced config.
+// forward; the layouts measured) on rows of 128-byte multiples, K <= kActPingpongMaxK, M*N*K <= kActPingpongMaxMnk
+// and no forced config.
 // Why: the cooperative kernel's two consumer warpgroups share each tile and apply the activation together after its
 // last wgmma group, with the tensor core idle (GELU-tanh ~4.5 K cycles per 128x256 tile, ncu, forty-seventh session;
 // the mainloop ~65 K at K = 4096); the ping-pong consumers own alternate tiles, so one's epilogue runs under the
 // other's mainloop. Its mainloop is slower: the same cycles, but 64-row tiles move ~45% more bytes through L2 and
 // read ~70% more from DRAM, so the power cap holds the clock ~7% lower (ncu, one launch, 16384x8192x8192 and
-// 8192x14336x4096); the hidden epilogue outweighs that only while K is short.
-// H200, header_ab (graph-timed), forty-eighth session, bias + GELU-tanh, ping-pong / cooperative: 4096^3 0.963,
-// 8192x14336x4096 0.974, 2048x11008x4096 0.877, 4096x4096x512 0.993; at K = 8192: 16384x8192x8192 1.015, 8192^3
-// 1.032 (plain, ping-pong / cooperative: 4096^3 1.010, 8192x14336x4096 1.015, 16384x8192x8192 1.060).
+// 8192x14336x4096). The hidden epilogue is a share of each tile's time that shrinks as K grows; the extra DRAM reads
+// grow once the operands outgrow L2, so the trade is lost on long K and on large problems.
+// H200, header_ab (graph-timed), bias + GELU-tanh, ping-pong / cooperative (bias + relu within ~2% of it):
+//   K <= 4096, M*N*K <= 2^39: 4096^3 0.963, 2048x11008x4096 0.877, 16384x6144x4096 0.951, 8192^2x4096 0.971,
+//     16384x4096x4096 0.965, 12288^2x1024 0.843, 16384x14336x1024 0.857, 8192x14336x4096 0.974 / 1.000,
+//     4096x28672x4096 1.004, at 2^39: 16384x8192x4096 1.001, 32768x4096x4096 0.993, 16384^2x2048 0.990;
+//   K <= 4096, past 2^39: 12288x14336x4096 1.088, 16384x11008x4096 1.076, 8192x28672x4096 1.030,
+//     16384x14336x4096 1.022-1.046;
+//   K = 8192: 16384x8192x8192 1.015, 8192^3 1.032 (forty-eighth and forty-ninth sessions).
 // `off`: CUTORCH_GEMM_SM90_ACT_PINGPONG=off, which keeps the cooperative tile.
 constexpr int kActPingpongMaxK = 4096;
+constexpr long long kActPingpongMaxMnk = 1LL << 39;
 
-inline Sm90ConfigId choose_sm90_act(Sm90ConfigId config, int k, bool activation, bool rows_128b, bool k_major,
-                                    const std::string& forced, bool off) {
+inline Sm90ConfigId choose_sm90_act(Sm90ConfigId config, long long m, long long n, int k, bool activation,
+                                    bool rows_128b, bool k_major, const std::string& forced, bool off) {
   const bool serves = config == Sm90ConfigId::kCoop128x256 && activation && rows_128b && k_major && forced.empty() &&
-                      !off && k <= kActPingpongMaxK;
+                      !off && k <= kActPingpongMaxK && m * n * k <= kActPingpongMaxMnk;
   return serves ? Sm90ConfigId::kPingpong64x256 : config;
 }
 
