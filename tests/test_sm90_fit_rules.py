@@ -220,7 +220,7 @@ COOP, PP = "Sm90_128x256x64_Coop_S4", "Sm90_64x256x64_Pingpong_S5"
     (COOP, 12288, 14336, 4096, True, True, True, "", False, ""),    # past 2^39: ping-pong lost (1.088)
     (COOP, 16384, 14336, 4096, True, True, True, "", False, ""),    # 1.022-1.046
     (COOP, 4096, 4096, 4096, False, True, True, "", False, ""),     # no activation: nothing to hide
-    (COOP, 4096, 4096, 4096, True, False, True, "", False, ""),     # rows not 128-byte multiples: the pair rule's clusters
+    (COOP, 4096, 4096, 4096, True, False, True, "", False, ""),     # rows not 128-byte multiples: the pair rule
     (COOP, 4096, 4096, 4096, True, True, False, "", False, ""),     # an MN-major operand: not measured
     (COOP, 4096, 4096, 4096, True, True, True, "coop", False, ""),  # a forced config stays
     (COOP, 4096, 4096, 4096, True, True, True, "nofit", False, ""),
