@@ -1,6 +1,6 @@
 """The fused epilogue's cost over our plain mm under three timings, to tell what the torch-level excess is.
 
-    SHAPES=4096x4096x4096,8192x14336x4096 ROUNDS=9 python benchmarks/experiments/epilogue_timing.py
+    SHAPES=4096x4096x4096,8192x14336x4096 ROUNDS=9 REP_MS=40 python benchmarks/experiments/epilogue_timing.py
 
 Why: graph-timed `header_ab` read bias + GELU-tanh at +1.2% over the plain kernel at 4096^3, while
 `epilogue_ab.py` and the epilogue suite (do_bench, which flushes L2 before every call) read +5.5% to +9.3%
@@ -10,6 +10,10 @@ Why: graph-timed `header_ab` read bias + GELU-tanh at +1.2% over the plain kerne
   graph   one CUDA graph of GRAPH_LAUNCHES calls, its replay timed as a whole, per call.
 If the excess shows under flush only, the flushed L2 (or the clock after the memset) is its cause; if under
 events as well, the per-call start; if under all three, the kernels themselves.
+A fourth candidate is the power cap: the activation's MUFU and FP32 work draws power, and the clock follows the
+power of the last tens of milliseconds, so a timing window long enough for the clock to settle on the fused kernel
+alone charges it that clock. REP_MS (default 40) sets the window of flush and events; run it at 10 and at 200: an
+excess that grows with the window is the clock's.
 bf16, nn.Linear operands with a bias (bench_gemm's rotating input sets); ACT (default gelu_tanh).
 Each round times every (timing, callable) pair once, in a rotated order; medians over the rounds.
 Written in the forty-ninth session with no GPU time left: not yet run on a GPU.
@@ -51,9 +55,10 @@ def graph_timer(fn):
     return statistics.median(times)
 
 
+REP_MS = float(os.environ.get("REP_MS", "40"))
 TIMERS = {
-    "flush": lambda f: time_ms(f, warmup_ms=10, rep_ms=40),
-    "events": lambda f: _event_bench(f, warmup_ms=10, rep_ms=40),
+    "flush": lambda f: time_ms(f, warmup_ms=10, rep_ms=REP_MS),
+    "events": lambda f: _event_bench(f, warmup_ms=10, rep_ms=REP_MS),
     "graph": graph_timer,
 }
 
@@ -74,7 +79,7 @@ def main():
                 t, f = pairs[(r + i) % len(pairs)]
                 times[(t, f)].append(TIMERS[t](fns[f]))
         e = cg.explain("gemm", *sets[0][:2], bias=sets[0][2], activation=act)
-        print(f"{m}x{n}x{k} ({len(sets)} input sets; fused: {e.config}, plain: "
+        print(f"{m}x{n}x{k} ({len(sets)} input sets, windows of {REP_MS:g} ms; fused: {e.config}, plain: "
               f"{cg.explain('mm', *sets[0][:2]).config})")
         for t in TIMERS:
             plain, fused = (statistics.median(times[(t, f)]) for f in fns)
