@@ -576,7 +576,7 @@ def _explain_gemm(op: str, args, kwargs, skinny: bool = True) -> Explanation:
                                      os.environ.get("CUTORCH_GEMM_SM90_ACT_PINGPONG", "").strip().lower() == "off")
             if act:
                 config, mid_note = act, _ACT_NOTE.format(max_k=_C.SM90_ACT_PINGPONG_MAX_K,
-                                                         max_mnk=_C.SM90_ACT_PINGPONG_MAX_MNK.bit_length() - 1)
+                                                         max_mnk=_C.SM90_ACT_PINGPONG_MAX_MNK_LOG2)
         splits, chunk = 1, 0
         if mode == "none" and batch == 1 and not fit:
             # the binding's split-K rule for one dense problem

@@ -235,7 +235,7 @@ def test_sm90_act_rule(base, m, n, k, activation, rows_128b, k_major, forced, of
 
 def test_sm90_act_rule_bound():
     """The bounds explain's note names are the ones the rule applies (K, and M*N*K in 64-bit: no int overflow)."""
-    max_k, max_mnk = _C.SM90_ACT_PINGPONG_MAX_K, _C.SM90_ACT_PINGPONG_MAX_MNK
+    max_k, max_mnk = _C.SM90_ACT_PINGPONG_MAX_K, 1 << _C.SM90_ACT_PINGPONG_MAX_MNK_LOG2
     assert _C.choose_sm90_act(COOP, 1024, 1024, max_k, True, True, True, "", False) == PP
     assert _C.choose_sm90_act(COOP, 1024, 1024, max_k + 1, True, True, True, "", False) == ""
     m = max_mnk // (4096 * max_k)

@@ -211,7 +211,7 @@ PYBIND11_MODULE(_C, m) {
         pybind11::arg("forced"), pybind11::arg("elem_bytes") = 2, pybind11::arg("narrow") = false,
         pybind11::arg("fast_accum") = false, pybind11::arg("coop_streamk") = false);
   m.attr("SM90_ACT_PINGPONG_MAX_K") = kActPingpongMaxK;  // (explain's note names the bounds)
-  m.attr("SM90_ACT_PINGPONG_MAX_MNK") = kActPingpongMaxMnk;
+  m.attr("SM90_ACT_PINGPONG_MAX_MNK_LOG2") = kActPingpongMaxMnkLog2;
   m.def("choose_sm90_act", [](const std::string& base, int64_t m, int64_t n, int64_t k, bool activation,
                               bool rows_128b, bool k_major, const std::string& forced, bool off) {
     if (base != sm90_config_name(Sm90ConfigId::kCoop128x256)) return std::string();

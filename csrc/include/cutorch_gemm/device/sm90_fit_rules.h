@@ -231,7 +231,8 @@ inline Sm90ConfigId choose_sm90_fit(Sm90ConfigId base, int m, int n, int k, int 
 //   K = 8192: 16384x8192x8192 1.015, 8192^3 1.032 (forty-eighth and forty-ninth sessions).
 // `off`: CUTORCH_GEMM_SM90_ACT_PINGPONG=off, which keeps the cooperative tile.
 constexpr int kActPingpongMaxK = 4096;
-constexpr long long kActPingpongMaxMnk = 1LL << 39;
+constexpr int kActPingpongMaxMnkLog2 = 39;  // (explain's note names it as a power of two)
+constexpr long long kActPingpongMaxMnk = 1LL << kActPingpongMaxMnkLog2;
 
 inline Sm90ConfigId choose_sm90_act(Sm90ConfigId config, long long m, long long n, int k, bool activation,
                                     bool rows_128b, bool k_major, const std::string& forced, bool off) {
