@@ -392,7 +392,8 @@ _FIT192_NOTE = ("; fit-width cooperative tiles: the tile width makes the tile co
 _PAIR240_NOTE = ("; 128x240 tiles, which fill the SMs' rounds at least 5% better than 128x256 ones (the last "
                   "64-column slice of a tile overlaps the one before; the compact deferring kernel only, no stream-K "
                   "or split-K)")
-_ACT_NOTE = ("; an activation, K-major operands, K <= {max_k} and M*N*K <= 2^{max_mnk}: 64x256 ping-pong tiles, "
+_ACT_NOTE = ("; CUTORCH_GEMM_SM90_ACT_PINGPONG=on, an activation, K-major operands, K <= {max_k} and "
+             "M*N*K <= 2^{max_mnk}: 64x256 ping-pong tiles, "
              "whose two consumers take turns, so one's epilogue runs under the other's mainloop (the cooperative tiles "
              "apply it with the tensor core idle)")
 _PAIRS_NOTE = ("; operand rows are not 128-byte multiples: cooperative tiles in 2x1 clusters (ping-pong tiles over "
@@ -569,11 +570,11 @@ def _explain_gemm(op: str, args, kwargs, skinny: bool = True) -> Explanation:
                                      else _PAIR240_NOTE if "x240x" in fit else _FIT192_NOTE)
             mid_note += _mn_b_note(fit, op_b[1])
         fit = fit if "x256x" not in fit else ""  # (the binding's split-K rule still sees a 128x256 config)
-        # the activation rule (choose_sm90_act): the 128x256 tiles the rules above left, with an activation
+        # the activation rule (choose_sm90_act, opt-in): the 128x256 tiles the rules above left, with an activation
         if a.dtype in (torch.float16, torch.bfloat16) and mode == "none" and batch == 1:
             act = _C.choose_sm90_act(config, m, n, k, kwargs.get("activation", "none") not in (None, "none"),
                                      _operands_rows_128b(a, b), not (op_a[1] or op_b[1]), sm90_forced,
-                                     os.environ.get("CUTORCH_GEMM_SM90_ACT_PINGPONG", "").strip().lower() == "off")
+                                     os.environ.get("CUTORCH_GEMM_SM90_ACT_PINGPONG", "").strip().lower() == "on")
             if act:
                 config, mid_note = act, _ACT_NOTE.format(max_k=_C.SM90_ACT_PINGPONG_MAX_K,
                                                          max_mnk=_C.SM90_ACT_PINGPONG_MAX_MNK_LOG2)

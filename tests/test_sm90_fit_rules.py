@@ -209,37 +209,39 @@ def test_sm90_mn_b_stages_note():
 COOP, PP = "Sm90_128x256x64_Coop_S4", "Sm90_64x256x64_Pingpong_S5"
 
 
-@pytest.mark.parametrize("base,m,n,k,activation,rows_128b,k_major,forced,off,expected", [
-    (COOP, 4096, 4096, 4096, True, True, True, "", False, PP),      # measured 0.963 (bias + GELU-tanh, header_ab)
-    (COOP, 2048, 11008, 4096, True, True, True, "", False, PP),     # 0.877
-    (COOP, 4096, 4096, 512, True, True, True, "", False, PP),
-    (COOP, 16384, 14336, 1024, True, True, True, "", False, PP),    # 0.857: a short K keeps it on a large problem
-    (COOP, 16384, 8192, 4096, True, True, True, "", False, PP),     # M*N*K = 2^39, the bound: 1.001
-    (COOP, 4096, 4096, 4097, True, True, True, "", False, ""),      # K = 8192: cooperative kept the lead (1.015-1.032)
-    (COOP, 4096, 4096, 8192, True, True, True, "", False, ""),
-    (COOP, 12288, 14336, 4096, True, True, True, "", False, ""),    # past 2^39: ping-pong lost (1.088)
-    (COOP, 16384, 14336, 4096, True, True, True, "", False, ""),    # 1.022-1.046
-    (COOP, 4096, 4096, 4096, False, True, True, "", False, ""),     # no activation: nothing to hide
-    (COOP, 4096, 4096, 4096, True, False, True, "", False, ""),     # rows not 128-byte multiples: the pair rule
-    (COOP, 4096, 4096, 4096, True, True, False, "", False, ""),     # an MN-major operand: not measured
-    (COOP, 4096, 4096, 4096, True, True, True, "coop", False, ""),  # a forced config stays
-    (COOP, 4096, 4096, 4096, True, True, True, "nofit", False, ""),
-    (COOP, 4096, 4096, 4096, True, True, True, "", True, ""),       # CUTORCH_GEMM_SM90_ACT_PINGPONG=off
-    ("Sm90_128x240x64_Coop_S4", 4096, 4096, 4096, True, True, True, "", False, ""),   # the fit rules' tiles stay
-    ("Sm90_128x208x64_Coop_S4", 4096, 4096, 4096, True, True, True, "", False, ""),
-    (PP, 4096, 4096, 4096, True, True, True, "", False, ""),        # already ping-pong: '' (the heuristic's stays)
+# on: CUTORCH_GEMM_SM90_ACT_PINGPONG=on (the rule is opt-in). The ratios are header_ab's, which set the bounds; run
+# alone, ping-pong lost at every shape (device/sm90_fit_rules.h).
+@pytest.mark.parametrize("base,m,n,k,activation,rows_128b,k_major,forced,on,expected", [
+    (COOP, 4096, 4096, 4096, True, True, True, "", True, PP),       # measured 0.963 (bias + GELU-tanh, header_ab)
+    (COOP, 2048, 11008, 4096, True, True, True, "", True, PP),      # 0.877
+    (COOP, 4096, 4096, 512, True, True, True, "", True, PP),
+    (COOP, 16384, 14336, 1024, True, True, True, "", True, PP),     # 0.857: a short K keeps it on a large problem
+    (COOP, 16384, 8192, 4096, True, True, True, "", True, PP),      # M*N*K = 2^39, the bound: 1.001
+    (COOP, 4096, 4096, 4097, True, True, True, "", True, ""),       # K = 8192: cooperative kept the lead (1.015-1.032)
+    (COOP, 4096, 4096, 8192, True, True, True, "", True, ""),
+    (COOP, 12288, 14336, 4096, True, True, True, "", True, ""),     # past 2^39: ping-pong lost (1.088)
+    (COOP, 16384, 14336, 4096, True, True, True, "", True, ""),     # 1.022-1.046
+    (COOP, 4096, 4096, 4096, False, True, True, "", True, ""),      # no activation: nothing to hide
+    (COOP, 4096, 4096, 4096, True, False, True, "", True, ""),      # rows not 128-byte multiples: the pair rule
+    (COOP, 4096, 4096, 4096, True, True, False, "", True, ""),      # an MN-major operand: not measured
+    (COOP, 4096, 4096, 4096, True, True, True, "coop", True, ""),   # a forced config stays
+    (COOP, 4096, 4096, 4096, True, True, True, "nofit", True, ""),
+    (COOP, 4096, 4096, 4096, True, True, True, "", False, ""),     # not opted in (the default)
+    ("Sm90_128x240x64_Coop_S4", 4096, 4096, 4096, True, True, True, "", True, ""),    # the fit rules' tiles stay
+    ("Sm90_128x208x64_Coop_S4", 4096, 4096, 4096, True, True, True, "", True, ""),
+    (PP, 4096, 4096, 4096, True, True, True, "", True, ""),         # already ping-pong: '' (the heuristic's stays)
 ])
-def test_sm90_act_rule(base, m, n, k, activation, rows_128b, k_major, forced, off, expected):
-    assert _C.choose_sm90_act(base, m, n, k, activation, rows_128b, k_major, forced, off) == expected
+def test_sm90_act_rule(base, m, n, k, activation, rows_128b, k_major, forced, on, expected):
+    assert _C.choose_sm90_act(base, m, n, k, activation, rows_128b, k_major, forced, on) == expected
 
 
 def test_sm90_act_rule_bound():
     """The bounds explain's note names are the ones the rule applies (K, and M*N*K in 64-bit: no int overflow)."""
     max_k, max_mnk = _C.SM90_ACT_PINGPONG_MAX_K, 1 << _C.SM90_ACT_PINGPONG_MAX_MNK_LOG2
-    assert _C.choose_sm90_act(COOP, 1024, 1024, max_k, True, True, True, "", False) == PP
-    assert _C.choose_sm90_act(COOP, 1024, 1024, max_k + 1, True, True, True, "", False) == ""
+    assert _C.choose_sm90_act(COOP, 1024, 1024, max_k, True, True, True, "", True) == PP
+    assert _C.choose_sm90_act(COOP, 1024, 1024, max_k + 1, True, True, True, "", True) == ""
     m = max_mnk // (4096 * max_k)
     assert m * 4096 * max_k == max_mnk
-    assert _C.choose_sm90_act(COOP, m, 4096, max_k, True, True, True, "", False) == PP
-    assert _C.choose_sm90_act(COOP, m + 1, 4096, max_k, True, True, True, "", False) == ""
-    assert _C.choose_sm90_act(COOP, 1 << 20, 1 << 20, 64, True, True, True, "", False) == ""  # 2^46: not wrapped
+    assert _C.choose_sm90_act(COOP, m, 4096, max_k, True, True, True, "", True) == PP
+    assert _C.choose_sm90_act(COOP, m + 1, 4096, max_k, True, True, True, "", True) == ""
+    assert _C.choose_sm90_act(COOP, 1 << 20, 1 << 20, 64, True, True, True, "", True) == ""  # 2^46: not wrapped

@@ -16,7 +16,8 @@ alone charges it that clock. REP_MS (default 40) sets the window of flush and ev
 excess that grows with the window is the clock's.
 bf16, nn.Linear operands with a bias (bench_gemm's rotating input sets); ACT (default gelu_tanh).
 Each round times every (timing, callable) pair once, in a rotated order; medians over the rounds.
-Written in the forty-ninth session with no GPU time left: not yet run on a GPU.
+First run in the fiftieth session (benchmarks/RESULTS.md): the excess grew with the window; epilogue_power.py
+follows it up.
 """
 import os
 import statistics

@@ -213,18 +213,18 @@ PYBIND11_MODULE(_C, m) {
   m.attr("SM90_ACT_PINGPONG_MAX_K") = kActPingpongMaxK;  // (explain's note names the bounds)
   m.attr("SM90_ACT_PINGPONG_MAX_MNK_LOG2") = kActPingpongMaxMnkLog2;
   m.def("choose_sm90_act", [](const std::string& base, int64_t m, int64_t n, int64_t k, bool activation,
-                              bool rows_128b, bool k_major, const std::string& forced, bool off) {
+                              bool rows_128b, bool k_major, const std::string& forced, bool on) {
     if (base != sm90_config_name(Sm90ConfigId::kCoop128x256)) return std::string();
     const Sm90ConfigId id =
-        choose_sm90_act(Sm90ConfigId::kCoop128x256, m, n, int(k), activation, rows_128b, k_major, forced, off);
+        choose_sm90_act(Sm90ConfigId::kCoop128x256, m, n, int(k), activation, rows_128b, k_major, forced, on);
     return std::string(id != Sm90ConfigId::kCoop128x256 ? sm90_config_name(id) : "");
   }, "The activation rule for one dense fp16 / bf16 problem (base: the config the heuristic and the fit rules left, "
      "by name): the 64x256 ping-pong config's name where it replaces the cooperative 128x256 one (an activation, "
      "rows_128b, k_major: both operands K-major, K <= kActPingpongMaxK, M*N*K <= kActPingpongMaxMnk, no forced "
-     "config, not off: CUTORCH_GEMM_SM90_ACT_PINGPONG=off), else ''.",
+     "config, on: CUTORCH_GEMM_SM90_ACT_PINGPONG=on, the opt-in), else ''.",
         pybind11::arg("base"), pybind11::arg("m"), pybind11::arg("n"), pybind11::arg("k"), pybind11::arg("activation"),
         pybind11::arg("rows_128b"), pybind11::arg("k_major"), pybind11::arg("forced") = "",
-        pybind11::arg("off") = false);
+        pybind11::arg("on") = false);
   m.def("choose_sm90_fit", [](int64_t m_, int64_t n, int64_t k, int num_sms, const std::string& forced,
                               bool rows_128b, const std::string& base, bool fit_ok, bool defer_ok, bool coop_sk,
                               bool mn_b) {

@@ -279,10 +279,10 @@ void run_gemm(const GemmArgs& g, const at::Tensor& a, const at::Tensor& b) {
           sm90_fit_act_ok(g, defer_ok, env_lower("CUTORCH_GEMM_SM90_FIT_DEFER") == "off", forced_config);
       config = choose_sm90_fit(config, int(g.shape.m), int(g.shape.n), int(g.shape.k), d.sms, forced_config,
                                rows_128b, fit_ok, defer_ok, coop_sk, ob.mn_major);
-      // (after the fit rules: only the 128x256 tiles they left move to ping-pong)
+      // (after the fit rules: only the 128x256 tiles they left move to ping-pong; opt-in, sm90_fit_rules.h says why)
       config = choose_sm90_act(config, g.shape.m, g.shape.n, int(g.shape.k), g.act != Activation::kNone, rows_128b,
                                !oa.mn_major && !ob.mn_major, forced_config,
-                               env_lower("CUTORCH_GEMM_SM90_ACT_PINGPONG") == "off");
+                               env_lower("CUTORCH_GEMM_SM90_ACT_PINGPONG") == "on");
     }
     // Split-K for one dense problem whose tiles leave SMs idle (explain() mirrors this rule).
     const Sm90Split split = g.shape.mode == GroupMode::kBatched && g.batch == 1

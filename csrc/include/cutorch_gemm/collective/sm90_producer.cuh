@@ -18,10 +18,44 @@
 #include <cuda.h>
 
 #include "cutorch_gemm/arch/sm90_tma.cuh"
+#include "cutorch_gemm/collective/sm90_operand_load.cuh"
 #include "cutorch_gemm/core/numeric.cuh"
 #include "cutorch_gemm/scheduler/sm90_tile_scheduler.cuh"
 
 namespace cutorch_gemm {
+
+// One k-block, kb, of work item w (the kernel's load_stage): wait for stage st to be free, expect its bytes, load A's
+// and B's boxes into it, advance st. s: the kernel's shared storage (a[], b[], full[]); kBCols: the B columns a stage
+// holds (sm90_b_cols). map_a / map_b: the problem's tensor maps; tma_b: the launch's, from which SwiGLU loads both its
+// gate and its up rows. rank: this CTA's rank in a 2x1 cluster, whose half of the shared B tile it multicasts to both.
+// b_hint: B's loads carry L2 policy b_policy (the producer loop's streamed B: p.b_stream).
+template <class Cfg, typename E, bool kAMn, bool kBMn, bool kSwiGlu, int kBCols, class Storage, class Pipe, class State>
+CG_DEVICE void sm90_load_stage(Storage& s, const Pipe& pipe, const Sm90Params& p, int rank, const CUtensorMap* tma_b,
+                               State& st, const Sm90Work& w, int kb, const CUtensorMap* map_a,
+                               const CUtensorMap* map_b, bool b_hint, uint64_t b_policy) {
+  constexpr uint32_t kStageBytes = (Cfg::kBlockM + kBCols) * Cfg::kBlockK * sizeof(E);
+  const int za = p.a_3d ? w.group : 0, zb = p.b_3d ? w.group : 0;
+  const int k = w.k_begin + kb * Cfg::kBlockK;
+  pipe.producer_acquire(st);
+  pipe.producer_commit(st, kStageBytes);
+  sm90_load_operand<Cfg, E, kAMn, Cfg::kBlockM>(s.a[st.index], map_a, &s.full[st.index], w.a_row, k, za, p.a_3d);
+  if constexpr (kSwiGlu) {  // gate rows, then the matching up rows F further on
+    constexpr int kHalf = Cfg::kBlockN / 2;
+    sm90_load_operand<Cfg, E, kBMn, kHalf>(s.b[st.index], tma_b, &s.full[st.index], w.b_col, k, zb, p.b_3d);
+    sm90_load_operand<Cfg, E, kBMn, kHalf>(s.b[st.index] + kHalf * Cfg::kBlockK, tma_b, &s.full[st.index],
+                                           p.args.shape.n / 2 + w.b_col, k, zb, p.b_3d);
+  } else if (!Cfg::kPadB && p.cluster > 1) {  // (launch_sm90: no clusters for half tiles of partial boxes)
+    // This CTA's half of the shared B tile, multicast to both CTAs (the full barrier of
+    // each expects the whole stage: its own A, this half and the peer's half).
+    sm90_load_operand_multicast<Cfg, E, kBMn, Cfg::kBlockN / 2>(
+        s.b[st.index] + rank * (Cfg::kBlockN / 2) * Cfg::kBlockK, map_b, &s.full[st.index],
+        w.b_col + rank * (Cfg::kBlockN / 2), k, zb, p.b_3d, uint16_t(0x3));
+  } else {
+    sm90_load_operand<Cfg, E, kBMn, kBCols>(s.b[st.index], map_b, &s.full[st.index], w.b_col, k, zb, p.b_3d, b_hint,
+                                            b_policy);
+  }
+  st.advance();
+}
 
 // Called by every thread of warpgroup 0 (tid_in_wg: 0..127). early: k-blocks of the first tile that
 // thread 0 already issued (the kernel's early start); the other warps pass the same count. first: the

@@ -211,10 +211,17 @@ inline Sm90ConfigId choose_sm90_fit(Sm90ConfigId base, int m, int n, int k, int 
   return fit_serves ? fit : choose_sm90_wide(base, m, n, k, num_sms, defer_ok, coop_sk);
 }
 
-// The activation rule: the 64x256 ping-pong tile in place of the cooperative 128x256 one that the other rules left,
-// for one dense fp16 / bf16 problem whose epilogue applies an activation, with both operands K-major (nn.Linear's
-// forward; the layouts measured) on rows of 128-byte multiples, K <= kActPingpongMaxK, M*N*K <= kActPingpongMaxMnk
-// and no forced config.
+// The activation rule, opt-in since the fiftieth session (`on`: CUTORCH_GEMM_SM90_ACT_PINGPONG=on): the 64x256
+// ping-pong tile in place of the cooperative 128x256 one that the other rules left, for one dense fp16 / bf16 problem
+// whose epilogue applies an activation, with both operands K-major (nn.Linear's forward; the layouts measured) on
+// rows of 128-byte multiples, K <= kActPingpongMaxK, M*N*K <= kActPingpongMaxMnk and no forced config.
+// Why it is off by default: the numbers below are header_ab's, whose two sides alternate, so both run at the clock
+// their mix sets. Run alone for 0.7-1 s (benchmarks/experiments/epilogue_power.py; the board at its ~560 W cap),
+// the ping-pong launches held the SM clock 90-220 MHz lower and lost at all nine shapes where the configs differed:
+// bias + GELU-tanh, ping-pong / cooperative at the torch level, 4096^3 1.030, 2048x4096x4096 1.066,
+// 2048x11008x4096 1.025, 1024x4096x1024 1.032, 8192^2x4096 1.022, 16384x14336x1024 1.012, 20480x8192x2048 1.025,
+// 16384x6144x4096 1.011, 8192x14336x4096 1.013 (H200, fiftieth session). At the cap the time of a workload made of
+// these launches follows their energy, which the alternating A/B does not charge; the cooperative tile spends less.
 // Why: the cooperative kernel's two consumer warpgroups share each tile and apply the activation together after its
 // last wgmma group, with the tensor core idle (GELU-tanh ~4.5 K cycles per 128x256 tile, ncu, forty-seventh session;
 // the mainloop ~65 K at K = 4096); the ping-pong consumers own alternate tiles, so one's epilogue runs under the
@@ -229,15 +236,15 @@ inline Sm90ConfigId choose_sm90_fit(Sm90ConfigId base, int m, int n, int k, int 
 //   K <= 4096, past 2^39: 12288x14336x4096 1.088, 16384x11008x4096 1.076, 8192x28672x4096 1.030,
 //     16384x14336x4096 1.022-1.046;
 //   K = 8192: 16384x8192x8192 1.015, 8192^3 1.032 (forty-eighth and forty-ninth sessions).
-// `off`: CUTORCH_GEMM_SM90_ACT_PINGPONG=off, which keeps the cooperative tile.
+// `on`: CUTORCH_GEMM_SM90_ACT_PINGPONG=on, the opt-in (A/B runs); without it the cooperative tile stays.
 constexpr int kActPingpongMaxK = 4096;
 constexpr int kActPingpongMaxMnkLog2 = 39;  // (explain's note names it as a power of two)
 constexpr long long kActPingpongMaxMnk = 1LL << kActPingpongMaxMnkLog2;
 
 inline Sm90ConfigId choose_sm90_act(Sm90ConfigId config, long long m, long long n, int k, bool activation,
-                                    bool rows_128b, bool k_major, const std::string& forced, bool off) {
+                                    bool rows_128b, bool k_major, const std::string& forced, bool on) {
   const bool serves = config == Sm90ConfigId::kCoop128x256 && activation && rows_128b && k_major && forced.empty() &&
-                      !off && k <= kActPingpongMaxK && m * n * k <= kActPingpongMaxMnk;
+                      on && k <= kActPingpongMaxK && m * n * k <= kActPingpongMaxMnk;
   return serves ? Sm90ConfigId::kPingpong64x256 : config;
 }
 

@@ -83,34 +83,14 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
   const int tid_in_wg = threadIdx.x % 128;
   const GemmArgs& g = p.args;
   constexpr int kBCols = sm90_b_cols<Cfg>();  // B columns a stage holds (Sm90MnB: whole 64-column boxes)
-  constexpr uint32_t kStageBytes = (Cfg::kBlockM + kBCols) * Cfg::kBlockK * sizeof(E);
-  // The producer's k-block kb of work item w: wait for the stage to be free, expect its bytes, load. b_hint: B's loads
-  // carry L2 policy b_policy (the producer loop's streamed B: p.b_stream). NOTE: the early start's loads go without it:
-  // each call site inlines both load sequences, and the compact kernels' size shows at 1024^3. (Hinting every load
-  // instead, with the evict-normal policy where B is not streamed, cost H200 4096^3 and 8192x4096x14336 3-4%.)
+  // The producer's k-block kb of work item w (collective/sm90_producer.cuh). NOTE: the early start's loads go without
+  // B's L2 policy: each call site inlines both load sequences, and the compact kernels' size shows at 1024^3. (Hinting
+  // every load instead, with the evict-normal policy where B is not streamed, cost H200 4096^3 and 8192x4096x14336
+  // 3-4%.)
   auto load_stage = [&](State& st, const Sm90Work& w, int kb, const CUtensorMap* map_a, const CUtensorMap* map_b,
                         bool b_hint = false, uint64_t b_policy = 0) {
-    const int za = p.a_3d ? w.group : 0, zb = p.b_3d ? w.group : 0;
-    const int k = w.k_begin + kb * Cfg::kBlockK;
-    pipe.producer_acquire(st);
-    pipe.producer_commit(st, kStageBytes);
-    sm90_load_operand<Cfg, E, kAMn, Cfg::kBlockM>(s.a[st.index], map_a, &s.full[st.index], w.a_row, k, za, p.a_3d);
-    if constexpr (kSwiGlu) {  // gate rows, then the matching up rows F further on
-      constexpr int kHalf = Cfg::kBlockN / 2;
-      sm90_load_operand<Cfg, E, kBMn, kHalf>(s.b[st.index], &tma_b, &s.full[st.index], w.b_col, k, zb, p.b_3d);
-      sm90_load_operand<Cfg, E, kBMn, kHalf>(s.b[st.index] + kHalf * Cfg::kBlockK, &tma_b, &s.full[st.index],
-                                             g.shape.n / 2 + w.b_col, k, zb, p.b_3d);
-    } else if (!Cfg::kPadB && p.cluster > 1) {  // (launch_sm90: no clusters for half tiles of partial boxes)
-      // This CTA's half of the shared B tile, multicast to both CTAs (the full barrier of
-      // each expects the whole stage: its own A, this half and the peer's half).
-      sm90_load_operand_multicast<Cfg, E, kBMn, Cfg::kBlockN / 2>(
-          s.b[st.index] + rank * (Cfg::kBlockN / 2) * Cfg::kBlockK, map_b, &s.full[st.index],
-          w.b_col + rank * (Cfg::kBlockN / 2), k, zb, p.b_3d, uint16_t(0x3));
-    } else {
-      sm90_load_operand<Cfg, E, kBMn, kBCols>(s.b[st.index], map_b, &s.full[st.index], w.b_col, k, zb, p.b_3d, b_hint,
-                                              b_policy);
-    }
-    st.advance();
+    sm90_load_stage<Cfg, E, kAMn, kBMn, kSwiGlu, kBCols>(s, pipe, p, rank, &tma_b, st, w, kb, map_a, map_b, b_hint,
+                                                         b_policy);
   };
   // Early start (compact kernels and fit-width tiles without clusters, p.early_start): the thread that initialises the
   // barriers, which is also the producer's issuing lane, loads the first k-blocks (kSm90EarlyStages) of the CTA's first
