@@ -19,7 +19,8 @@ Variants (env as epilogue_ab.py sets it; each cleared for the others):
              default until the fiftieth session, which measured it here and made it opt-in);
   torch_mm   torch.mm (cuBLAS); torch_fused: torch._addmm_activation(bias, x, w.t(), use_gelu=True) (cuBLASLt's
              GELU epilogue, the tanh form).
-VARIANTS (default plain,plain_pp,fused,fused_pp) picks them; "steady vs" is against the first one named.
+VARIANTS (default plain,plain_pp,fused,fused_pp) picks them, each optionally with more variables
+("plain|CUTORCH_GEMM_SM90_RASTER=16"); "steady vs" is against the first one named.
 If fused runs at a lower clock than plain on the same schedule, its power (the activation's math) is the
 excess; if plain_pp's clock sits with fused_pp's, the schedule is. Two passes in mirrored order (ABCD DCBA),
 each variant preceded by IDLE_S of idle.
@@ -50,7 +51,12 @@ VARIANTS = {
     "torch_fused": ("torch_fused", {}),
 }
 CHOSEN = os.environ.get("VARIANTS", "plain,plain_pp,fused,fused_pp").split(",")
-ENV_KEYS = {k for _, env in VARIANTS.values() for k in env}
+for _v in CHOSEN:  # "<variant>|VAR=value[+VAR=value...]": a named variant with more variables set
+    _base, _, _extra = _v.partition("|")
+    if _extra:
+        _kind, _env = VARIANTS[_base]
+        VARIANTS[_v] = (_kind, {**_env, **dict(part.split("=", 1) for part in _extra.split("+"))})
+ENV_KEYS = {k for v in CHOSEN for k in VARIANTS[v][1]}
 
 
 class Sampler:

@@ -3,7 +3,7 @@
 // cooperative tile whose count fills the SMs' rounds: the fit widths (128 x 80 ... 224) and 128x240 tiles
 // (choose_sm90_wide) where operand rows are 128-byte multiples, and 2x1-clustered pairs of 128x256, 128x240 or
 // 128x192 tiles where they are not (choose_sm90_pairs); and the 64x256 ping-pong tile for launches with an
-// activation and a short K (choose_sm90_act). The binding (csrc/torch/cuda/cuda_common.cpp) applies them,
+// activation and a short K, opt-in (choose_sm90_act). The binding (csrc/torch/cuda/cuda_common.cpp) applies them,
 // `explain` mirrors them. Torch- and CUDA-free.
 
 #include <string>
