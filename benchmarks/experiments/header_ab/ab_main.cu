@@ -12,13 +12,19 @@
 // AB_OLD_EPI / AB_NEW_EPI: that side's epilogue, "plain" (D = A B, the default: the bare kernels), "scaled"
 // (D = A B / 2: the epilogue kernels, no bias), "bias" (+ bias[n]) or "bias+<activation>" (relu, gelu, gelu_tanh,
 // silu): one build also times what an epilogue costs over plain.
+// AB_ALONE_MS=<ms> (e.g. 800): also times each side alone, as the board's power cap charges it: after 300 ms idle, its
+// graph replayed back to back for that long, the median over the window's second half; old, new, new, old, means.
+// The alternating rounds above run both sides at the clock of their mix, so a kernel that draws more power is not
+// charged for it there (fiftieth session: the 64x256 ping-pong tiles won alternating A/Bs and lost run alone).
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 #include "cutorch_gemm/device/gemm_args.h"
@@ -97,6 +103,23 @@ int main(int argc, char** argv) {
     if (r % 2 == 0) { to.push_back(once(go)); tn.push_back(once(gn)); }
     else { tn.push_back(once(gn)); to.push_back(once(go)); }
   }
+  const double alone_ms = std::getenv("AB_ALONE_MS") ? std::atof(std::getenv("AB_ALONE_MS")) : 0.0;
+  double alone_old = 0, alone_new = 0;
+  if (alone_ms > 0) {
+    auto alone = [&](cudaGraphExec_t ge) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      std::vector<double> t;
+      const auto t0 = std::chrono::steady_clock::now();
+      while (std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() < alone_ms) {
+        t.push_back(once(ge));
+      }
+      return exp_median(std::vector<double>(t.begin() + t.size() / 2, t.end()));
+    };
+    alone_old = alone(go);
+    alone_new = alone(gn);
+    alone_new = (alone_new + alone(gn)) / 2;
+    alone_old = (alone_old + alone(go)) / 2;
+  }
   std::vector<__nv_bfloat16> h1(size_t(M) * N), h2(size_t(M) * N);
   EXP_CHECK(cudaMemcpy(h1.data(), d1, h1.size() * 2, cudaMemcpyDeviceToHost));
   EXP_CHECK(cudaMemcpy(h2.data(), d2, h2.size() * 2, cudaMemcpyDeviceToHost));
@@ -114,5 +137,9 @@ int main(int argc, char** argv) {
   if (cfg_new != cfg) std::printf("(new side: cfg%d) ", cfg_new);
   std::printf("%dx%dx%d cfg%d: old %.2f us, new %.2f us, new/old %.3f, differing outputs %zu (at most %d ulp)\n", M, N,
               K, cfg, exp_median(to), exp_median(tn), exp_median(tn) / exp_median(to), diff, max_ulp);
+  if (alone_ms > 0) {
+    std::printf("   alone (%g ms each): old %.2f us, new %.2f us, new/old %.3f\n", alone_ms, alone_old, alone_new,
+                alone_new / alone_old);
+  }
   return 0;
 }
