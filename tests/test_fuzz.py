@@ -47,6 +47,7 @@ KNOBS = {
     "CUTORCH_GEMM_SM90_BIAS_EARLY": ["off"],
     "CUTORCH_GEMM_SM90_HALF_TILES": ["on", "off"],
     "CUTORCH_GEMM_SM90_GROUP_ENDS": ["off"],
+    "CUTORCH_GEMM_SM90_ACT_PINGPONG": ["on"],  # (the activation rule, opt-in since the fiftieth session)
     "CUTORCH_GEMM_SPLIT_K": ["none", "serial:2", "serial:5", "parallel:2", "parallel:7"],
     "CUTORCH_GEMM_SM80_SPLIT_REDUCE": ["kernel"],
     "CUTORCH_GEMM_SM80_EPILOGUE": ["general"],
