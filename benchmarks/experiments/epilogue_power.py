@@ -17,8 +17,8 @@ Variants (env as epilogue_ab.py sets it; each cleared for the others):
   fused      cg.gemm(bias, ACT), the rule's config (128x256 cooperative at these shapes);
   fused_pp   the same with CUTORCH_GEMM_SM90_ACT_PINGPONG=on (64x256 ping-pong at or under M*N*K = 2^39; the
              default until the fiftieth session, which measured it here and made it opt-in);
-  torch_mm   torch.mm (cuBLAS); torch_fused: torch._addmm_activation(bias, x, w.t(), use_gelu=True) (cuBLASLt's
-             GELU epilogue, the tanh form).
+  torch_mm   torch.mm (cuBLAS); torch_fused: torch._addmm_activation(bias, x, w.t()) (cuBLASLt's epilogue: GELU's
+             tanh form for ACT=gelu_tanh, relu for ACT=relu; no other).
 VARIANTS (default plain,plain_pp,fused,fused_pp) picks them, each optionally with more variables
 ("plain|CUTORCH_GEMM_SM90_RASTER=16"); "steady vs" is against the first one named.
 If fused runs at a lower clock than plain on the same schedule, its power (the activation's math) is the
@@ -37,6 +37,7 @@ import torch
 sys.path.insert(0, os.getcwd())
 import cutorch_gemm as cg  # noqa: E402
 from benchmarks.bench_gemm import _make_sets, _rotating  # noqa: E402
+from benchmarks.experiments.epilogue_ab import parse  # noqa: E402  ("<name>|VAR=value[+VAR=value...]")
 
 RUN_S = float(os.environ.get("RUN_S", "1.0"))
 CHUNK_MS = float(os.environ.get("CHUNK_MS", "20"))
@@ -51,11 +52,12 @@ VARIANTS = {
     "torch_fused": ("torch_fused", {}),
 }
 CHOSEN = os.environ.get("VARIANTS", "plain,plain_pp,fused,fused_pp").split(",")
-for _v in CHOSEN:  # "<variant>|VAR=value[+VAR=value...]": a named variant with more variables set
-    _base, _, _extra = _v.partition("|")
+for _v in CHOSEN:  # a named variant with more variables set
+    _base, _extra = parse(_v)
     if _extra:
-        _kind, _env = VARIANTS[_base]
-        VARIANTS[_v] = (_kind, {**_env, **dict(part.split("=", 1) for part in _extra.split("+"))})
+        VARIANTS[_v] = (VARIANTS[_base][0], {**VARIANTS[_base][1], **_extra})
+if "torch_fused" in CHOSEN and ACT not in ("gelu_tanh", "relu"):
+    sys.exit(f"torch_fused: torch._addmm_activation has GELU-tanh and relu only, not ACT={ACT}")
 ENV_KEYS = {k for v in CHOSEN for k in VARIANTS[v][1]}
 
 
@@ -121,8 +123,8 @@ def main():
             fns = {"plain": _rotating(lambda x, b, bias: cg.mm(x, b), sets),
                    "fused": _rotating(lambda x, b, bias: cg.gemm(x, b, bias=bias, activation=ACT), sets),
                    "torch_mm": _rotating(lambda x, b, bias: torch.mm(x, b), sets),
-                   "torch_fused": _rotating(lambda x, b, bias: torch._addmm_activation(bias, x, b, use_gelu=True),
-                                            sets)}
+                   "torch_fused": _rotating(lambda x, b, bias: torch._addmm_activation(
+                       bias, x, b, use_gelu=ACT == "gelu_tanh"), sets)}
             guess_ms = 2 * m * n * k / 600e12 * 1e3  # a per-call guess at 600 TF/s, to size the chunks
             results = {v: [] for v in CHOSEN}
             configs = {}
