@@ -370,7 +370,7 @@ def _split_kind(config: str) -> str:
 def _cluster_note(config: str, fixed_grid: bool, swiglu: bool, m: int, a: torch.Tensor, b: torch.Tensor,
                   dense16: bool = False, n: int = 0, k: int = 0, sms: int = 0, b_mn: bool = False) -> str:
     """The launch's cluster, as the binding's rule (choose_sm90_cluster) picks it (dense16: one
-    dense 16-bit problem of n columns and depth k, for the short-K rule). An MN-major B (b_mn) takes none where
+    dense 16-bit problem of n columns and depth k, for the short-K rules). An MN-major B (b_mn) takes none where
     half a tile is not whole 64-column boxes (launch_sm90)."""
     if b_mn and (_tile_width(config) // 2) % 64:
         return ""
@@ -379,7 +379,8 @@ def _cluster_note(config: str, fixed_grid: bool, swiglu: bool, m: int, a: torch.
     forced = os.environ.get("CUTORCH_GEMM_SM90_CLUSTER", "").strip()
     rows = _operands_rows_128b(a, b)
     tiles = tiles_m * -(-n // _tile_width(config))
-    if _C.choose_sm90_cluster(coop, fixed_grid, swiglu, tiles_m, rows, forced, dense16, k, tiles, sms) > 1:
+    if _C.choose_sm90_cluster(coop, fixed_grid, swiglu, tiles_m, rows, forced, dense16, k, tiles, sms,
+                              _tile_width(config)) > 1:
         return "; 2x1 clusters: the two CTAs of a cluster share each B tile (TMA multicast)"
     return ""
 

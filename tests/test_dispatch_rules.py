@@ -359,9 +359,25 @@ def test_sm90_cluster_rule():
     assert _C.choose_sm90_cluster(True, True, False, 64, False, "1") == 1
     assert _C.choose_sm90_cluster(True, True, False, 64, True, "2") == 2
     assert _C.choose_sm90_cluster(True, False, False, 64, True, "2") == 1  # still needs an eligible launch
-    # one dense 16-bit problem, K <= 2048 and 8 rounds of tiles or more: pairs even with aligned rows
+    # one dense 16-bit problem, 512 <= K <= 2048 and 8 rounds of tiles or more: pairs even with aligned rows
     assert _C.choose_sm90_cluster(True, True, False, 64, True, "", True, 1024, 64 * 32, 132) == 2
-    assert _C.choose_sm90_cluster(True, True, False, 64, True, "", True, 4096, 64 * 32, 132) == 1  # long K
+    # 2048 < K <= 4096 and 3.5 rounds or more: pairs too (run alone at the power cap, they keep a higher clock)
+    assert _C.choose_sm90_cluster(True, True, False, 64, True, "", True, 4096, 64 * 32, 132) == 2
+    assert _C.choose_sm90_cluster(True, True, False, 32, True, "", True, 4096, 32 * 16, 132) == 2  # 4096^3: 3.9
+    assert _C.choose_sm90_cluster(True, True, False, 32, True, "", True, 4096, 32 * 14, 132) == 1  # 3.4 rounds
+    assert _C.choose_sm90_cluster(True, True, False, 32, True, "", True, 2112, 32 * 16, 132) == 2
+    assert _C.choose_sm90_cluster(True, True, False, 64, True, "", True, 4160, 64 * 32, 132) == 1  # long K
+    assert _C.choose_sm90_cluster(True, True, False, 64, True, "", True, 8192, 64 * 32, 132) == 1
+    assert _C.choose_sm90_cluster(True, True, False, 64, True, "", False, 4096, 64 * 32, 132) == 1  # not dense16
+    assert _C.choose_sm90_cluster(True, True, False, 64, True, "1", True, 4096, 64 * 32, 132) == 1  # forced off
+    # 2176x8192x4096: 544 tiles leave 18% of 5 rounds idle (stream-K's); 1/16 idle is the edge (4 rounds: 495)
+    assert _C.choose_sm90_cluster(True, True, False, 17, True, "", True, 4096, 17 * 32, 132) == 1
+    assert _C.choose_sm90_cluster(True, True, False, 33, True, "", True, 4096, 495, 132) == 2
+    assert _C.choose_sm90_cluster(True, True, False, 33, True, "", True, 4096, 494, 132) == 1
+    # the mid-K rule is the 128 x 256 / 128 x 240 tiles' only (the fit widths were measured without pairs)
+    assert _C.choose_sm90_cluster(True, True, False, 32, True, "", True, 4096, 512, 132, 240) == 2
+    assert _C.choose_sm90_cluster(True, True, False, 32, True, "", True, 4096, 512, 132, 224) == 1
+    assert _C.choose_sm90_cluster(True, True, False, 64, True, "", True, 1024, 64 * 32, 132, 224) == 2  # (short K)
     assert _C.choose_sm90_cluster(True, True, False, 8, True, "", True, 256, 8 * 149, 132) == 1  # (stream-K's)
     assert _C.choose_sm90_cluster(True, True, False, 32, True, "", True, 1024, 32 * 16, 132) == 1  # 4 rounds
     assert _C.choose_sm90_cluster(True, True, False, 64, True, "", False, 1024, 64 * 32, 132) == 1  # not dense16

@@ -321,15 +321,17 @@ PYBIND11_MODULE(_C, m) {
      "mode: batched | grouped_m | grouped_n | grouped_k.", pybind11::arg("tiles_m"), pybind11::arg("mode"),
         pybind11::arg("batch") = 1, pybind11::arg("b_3d") = false, pybind11::arg("k_chunk") = 0);
   m.def("choose_sm90_cluster", [](bool cooperative, bool fixed_grid, bool swiglu, int64_t tiles_m, bool rows_128b,
-                                  const std::string& forced, bool dense16, int64_t k, int64_t tiles, int num_sms) {
+                                  const std::string& forced, bool dense16, int64_t k, int64_t tiles, int num_sms,
+                                  int block_n) {
     return choose_sm90_cluster(cooperative, fixed_grid, swiglu, int(tiles_m), rows_128b, forced, dense16, int(k),
-                               (long long)tiles, num_sms);
+                               (long long)tiles, num_sms, block_n);
   }, "CTAs per cluster (1 or 2) of one sm90 launch (rows_128b: both operands' TMA rows are 128-byte "
      "multiples; forced: CUTORCH_GEMM_SM90_CLUSTER; dense16, k, tiles, num_sms: one dense 16-bit problem's K, "
-     "cooperative tiles and the SMs, for the short-K rule).",
+     "cooperative tiles and the SMs, for the short-K rules; block_n: the tiles' width).",
         pybind11::arg("cooperative"), pybind11::arg("fixed_grid"), pybind11::arg("swiglu"), pybind11::arg("tiles_m"),
         pybind11::arg("rows_128b"), pybind11::arg("forced") = "", pybind11::arg("dense16") = false,
-        pybind11::arg("k") = 0, pybind11::arg("tiles") = 0, pybind11::arg("num_sms") = 0);
+        pybind11::arg("k") = 0, pybind11::arg("tiles") = 0, pybind11::arg("num_sms") = 0,
+        pybind11::arg("block_n") = 256);
   m.def("sm90_rows_128b", &sm90_rows_128b,
         "Whether the stride between an operand's TMA rows (K-major: its M/N stride; MN-major: its K stride) "
         "is a multiple of 128 bytes.", pybind11::arg("k_stride"), pybind11::arg("mn_stride"),

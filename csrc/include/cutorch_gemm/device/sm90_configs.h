@@ -476,20 +476,36 @@ inline Sm90Split choose_sm90_split(Sm90ConfigId config, int m, int n, int k, int
 // 8192x8192x2048 0.950 / 0.965, 8192x14336x2048 0.957 / 0.971; but 4096x4096x1024 (2 rounds)
 // 0.957 / 0.927, and grouped-K (dW) launches of the MoE shapes, whose groups are short in K too,
 // were equal or 1-3% slower with pairs.
+// And for one dense 16-bit problem with 33 to 64 K slices (K <= 4096) over at least 3.5 rounds of tiles whose
+// last round is nearly full (at most 1/16 of the slots idle: pairs take no stream-K, which a sparser last round
+// needs), aligned rows too. Timed alone at the board's power cap (benchmarks/experiments/epilogue_power.py, H200,
+// fifty-first session), where a run's clock follows its own power, the pairs' halved B reads from L2 left 30-45
+// MHz more clock than the unclustered tiles, also where those took stream-K. Plain / bias + GELU-tanh, % time,
+// pairs vs none: 4096^3 -1.3 / -1.0, 8192x4096x4096 -1.6 / -2.0, 4096x14336x4096 -1.9 / -3.8, 8192x14336x4096
+// -1.5 / -3.3, 8192x8192x4096 -1.2 / -1.9, 6144x6144x4096 -1.9 (plain), 4096x4096x3072 0.0 (plain). Not taken:
+// shorter K at few rounds (4096x4096x1024 +0.7, x2048 +3.2), deeper K, even over stream-K's plans (8192x4096x14336
+// -0.8 / -0.3, 14336x4096x8192 +0.1 / -0.6, 8192^3 +0.4 / +0.8, 4096x28672x8192 +0.6 / -0.3, 16384x8192x8192
+// -1.1 / -2.3; 8192x8192x6144 -1.3, one run). Interleaved with cuBLASLt (epilogue_ab: both sides share one clock)
+// bias + GELU-tanh read 4096^3 0.973 / 0.975, 8192x14336x4096 0.976 / 0.995, 8192x4096x14336 0.973 / 0.968.
 // `forced` is CUTORCH_GEMM_SM90_CLUSTER ("", "1", "2"; "2" still needs an eligible launch: fixed
 // tile grid, not SwiGLU, two tile rows; ping-pong then too, but it measured slower everywhere:
 // 1024^3 0.78 / 0.72, 512x4096x4096 0.84 / 0.79, 3072^3 0.77 / 0.71).
 // dense16: one dense problem of 16-bit operands; k, tiles, num_sms: its K, cooperative tiles and
-// the SMs (the short-K rule; 0: not applied).
+// the SMs (the short-K rules; 0: not applied); block_n: the tiles' width (the mid-K rule: 128 x 256 and 128 x 240
+// only; the fit widths' rules, sm90_fit_rules.h, were measured without pairs).
 inline int choose_sm90_cluster(bool cooperative, bool fixed_grid, bool swiglu, int tiles_m, bool rows_128b,
                                const std::string& forced, bool dense16 = false, int k = 0, long long tiles = 0,
-                               int num_sms = 0) {
+                               int num_sms = 0, int block_n = 256) {
   if (!fixed_grid || swiglu || tiles_m < 2 || forced == "1") return 1;
   if (forced == "2") return 2;  // (ping-pong too: its two CTAs walk the same pair tiles in step)
   if (!cooperative) return 1;
   if (!rows_128b) return 2;
-  const bool short_k = dense16 && k >= 8 * 64 && k <= 32 * 64 && num_sms > 0 && tiles >= 8LL * num_sms;
-  return short_k ? 2 : 1;
+  if (!dense16 || num_sms <= 0 || k < 8 * 64 || k > 64 * 64) return 1;
+  const bool short_k = k <= 32 * 64 && tiles >= 8LL * num_sms;
+  // (2176x8192x4096's 544 tiles leave 18% of 5 rounds idle: it keeps stream-K)
+  const long long slots = (tiles + num_sms - 1) / num_sms * num_sms;
+  const bool mid_k = k > 32 * 64 && block_n >= 240 && 2 * tiles >= 7LL * num_sms && 16 * (slots - tiles) <= slots;
+  return short_k || mid_k ? 2 : 1;
 }
 
 // Stream-K for the last round of a dense cooperative launch. The persistent grid runs

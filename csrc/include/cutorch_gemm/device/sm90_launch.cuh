@@ -86,7 +86,8 @@ cudaError_t launch_sm90(const GemmArgs& args, int num_sms, cudaStream_t stream) 
   const bool dense16 = elem_bytes == 2 && s.mode == GroupMode::kBatched && args.batch == 1 && args.k_chunk == 0;
   int cluster = choose_sm90_cluster(!Cfg::kPingpong, fixed_grid, kSwiGlu, ceil_div(s.m, Cfg::kBlockM), rows_128b,
                                     forced_cluster ? forced_cluster : "", dense16, s.k,
-                                    (long long)ceil_div(s.m, Cfg::kBlockM) * ceil_div(s.n, Cfg::kBlockN), num_sms);
+                                    (long long)ceil_div(s.m, Cfg::kBlockM) * ceil_div(s.n, Cfg::kBlockN), num_sms,
+                                    Cfg::kBlockN);
   // The scheduler maps work items with shifts by (cluster - 1): one CTA or pairs only. An MN-major B is read in
   // 64-column boxes, which half a tile of a width that is not a multiple of 128 does not split into: no pairs.
   if (cluster != 1 && cluster != 2) return cudaErrorNotSupported;

@@ -226,10 +226,10 @@ struct Sm90TileScheduler {
     const ProblemShape& s = p.args.shape;
     Sm90Work w{-1, 0, 0, 0, 0, 0, s.k};
     if (kFixedGrid || (!kPtrArray && (s.mode == GroupMode::kBatched || s.mode == GroupMode::kGroupedK))) {
-      // Clustered: `tile` is a pair tile of a (tiles_m / 2) x tiles_n grid per problem.
-      const int rows = (p.tiles_m + p.cluster - 1) >> (p.cluster - 1);
-      const int per = rows * p.tiles_n;
-      const int group = int(p.raster.by_grid.divide(unsigned(tile)));  // (per: p.raster's grid)
+      // Clustered: `tile` is a pair tile of a (tiles_m / 2) x tiles_n grid per problem (p.raster's grid: its tiles_m
+      // is the launch's work-item rows).
+      const int per = p.raster.tiles_m * p.tiles_n;
+      const int group = int(p.raster.by_grid.divide(unsigned(tile)));
       if (group >= p.args.batch) return w;
       TileCoord tc = raster_tile_fast(tile - group * per, p.raster);
       if (p.cluster > 1) tc.m = 2 * tc.m + int(cluster_rank());
