@@ -188,7 +188,8 @@ struct Sm90_128x192x64_Coop_S5 : Sm90_128x256x64_Coop_S4 {
 // The 240-wide tile: where 128x256 tiles leave the last round partly empty and 240-wide ones fill the same number
 // of rounds better, as 2x1 pairs on operand rows that are not 128-byte multiples (choose_sm90_pairs;
 // 3000x5000x1000: 12 x 20 = 240 pairs of 256 and 12 x 21 = 252 of 240 on 66 clusters, both four rounds, 7% less
-// work per round) and unclustered on aligned rows (choose_sm90_wide). 240 is not a multiple of 64: the tile's fourth 64-column slice starts at column 176 and stores columns
+// work per round) and on aligned rows (choose_sm90_wide: unclustered unless choose_sm90_cluster's mid-K rule pairs
+// them). 240 is not a multiple of 64: the tile's fourth 64-column slice starts at column 176 and stores columns
 // 176-191 again with the same values (sm90_slice_first_col), so it runs only where every tile defers its store
 // (the compact kernel; launch_sm90 refuses the rest). Each CTA of a pair loads 120 B rows (15 swizzle atoms).
 // 4 stages of 46 KB beside the two 8 KB slots per consumer.

@@ -135,7 +135,8 @@ inline Sm90ConfigId choose_sm90_pairs(Sm90ConfigId base, int m, int n, int k, in
 // 128x256 tiles already fill theirs to kFitBase): 128x240 tiles (unclustered) in place of the 128x256 ones where
 // they fill the rounds at least kPairWideGain better, as the pairs do on unaligned rows; launches that defer
 // every tile (defer_ok) and whose 128x256 tiles would not take stream-K (coop_sk: sm90_coop_streamk, which
-// fills their last round otherwise), fewer than 8 rounds (no short-K pairs: choose_sm90_cluster). H200,
+// fills their last round otherwise), fewer than 8 rounds (no short-K pairs: choose_sm90_cluster; its mid-K rule
+// can pair the 240-wide tiles: 2048x11008x4096 forced so, timed alone, 0.997 / 0.987 plain / bias + GELU-tanh). H200,
 // dense_ab.py, 5-7 rounds, ratio to cuBLAS, 128x256 / 128x240 (forced), thirty-sixth session: 3072x5120x1024
 // 0.974-0.991 / 1.003-1.018, 3000x5000x1024 0.953-0.961 / 0.984-0.986, 3072x5120x2048 0.965 / 1.012,
 // 3072x5120x4096 0.962 / 1.009, 3072x5120x8192 0.940 / 1.007, 3000x5000x4096 0.911 / 0.972, 2048x11008x2048
