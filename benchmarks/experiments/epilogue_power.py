@@ -19,7 +19,7 @@ Variants (env as epilogue_ab.py sets it; each cleared for the others):
              default until the fiftieth session, which measured it here and made it opt-in);
   torch_mm   torch.mm (cuBLAS); torch_fused: torch._addmm_activation(bias, x, w.t()) (cuBLASLt's epilogue: GELU's
              tanh form for ACT=gelu_tanh, relu for ACT=relu; no other).
-VARIANTS (default plain,plain_pp,fused,fused_pp) picks them, each optionally with more variables
+DTYPE: bf16 (default) or fp16. VARIANTS (default plain,plain_pp,fused,fused_pp) picks them, each optionally with more variables
 ("plain|CUTORCH_GEMM_SM90_RASTER=16"); "steady vs" is against the first one named.
 If fused runs at a lower clock than plain on the same schedule, its power (the activation's math) is the
 excess; if plain_pp's clock sits with fused_pp's, the schedule is. Two passes in mirrored order (ABCD DCBA),
@@ -43,6 +43,10 @@ RUN_S = float(os.environ.get("RUN_S", "1.0"))
 CHUNK_MS = float(os.environ.get("CHUNK_MS", "20"))
 IDLE_S = float(os.environ.get("IDLE_S", "0.5"))
 ACT = os.environ.get("ACT", "gelu_tanh")
+DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
+if os.environ.get("DTYPE", "bf16") not in DTYPES:
+    sys.exit(f"DTYPE: one of {sorted(DTYPES)}, not {os.environ['DTYPE']!r}")
+DTYPE_NAME = os.environ.get("DTYPE", "bf16")
 VARIANTS = {
     "plain": ("plain", {}),
     "plain_pp": ("plain", {"CUTORCH_GEMM_SM90_CONFIG": "pingpong"}),
@@ -119,7 +123,7 @@ def main():
         print("nvidia-smi gave no samples: clocks and power read as nan")
     try:
         for m, n, k in shapes:
-            sets = _make_sets(m, n, k, torch.bfloat16, True)
+            sets = _make_sets(m, n, k, DTYPES[DTYPE_NAME], True)
             fns = {"plain": _rotating(lambda x, b, bias: cg.mm(x, b), sets),
                    "fused": _rotating(lambda x, b, bias: cg.gemm(x, b, bias=bias, activation=ACT), sets),
                    "torch_mm": _rotating(lambda x, b, bias: torch.mm(x, b), sets),
@@ -144,7 +148,7 @@ def main():
                     print("   (no nvidia-smi samples in the run's second half)")
             for key in ENV_KEYS:
                 os.environ.pop(key, None)
-            print(f"{m}x{n}x{k}, {ACT}, runs of {RUN_S:g} s (two passes, mirrored order)")
+            print(f"{m}x{n}x{k} {DTYPE_NAME}, {ACT}, runs of {RUN_S:g} s (two passes, mirrored order)")
             base = statistics.mean(r[1] for r in results[CHOSEN[0]])
             for v, runs in results.items():
                 first = statistics.mean(r[0] for r in runs)
