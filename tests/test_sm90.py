@@ -476,6 +476,39 @@ def test_sm90_cluster_batched_grouped_k_split(cluster, monkeypatch):
     check(cg.mm(a, b), ref_gemm(a, b), dt, what=f"cluster {cluster} split-K")
 
 
+# The mid-K rule (device/sm90_configs.h, choose_sm90_cluster), unforced, aligned rows: (M, N, K), pairs on 132 SMs.
+MID_K_CASES = [((4096, 4096, 4096), True),    # 512 tiles of 128x256: 3.9 rounds, 3% idle
+               ((4096, 4096, 3072), True),    # 48 K slices
+               ((2176, 8192, 4096), False),   # 544 tiles: 18% of 5 rounds idle, stream-K's
+               ((4096, 4096, 2048), False),   # 32 K slices: the short-K rule's 8 rounds
+               ((4096, 4096, 4160), False)]   # 65 K slices
+
+
+@pytest.mark.parametrize("case", MID_K_CASES, ids=lambda c: "x".join(map(str, c[0])))
+def test_sm90_mid_k_cluster_rule(case, monkeypatch):
+    """One dense 16-bit problem with 2048 < K <= 4096 over 3.5+ rounds of 128x256 tiles, at most 1/16 of their
+    slots idle, takes 2x1 clusters on aligned rows, plain and with bias + GELU-tanh (no stream-K then); the
+    others keep their tiles unclustered. The rule's reading is checked on 132 SMs, the results everywhere."""
+    for var in ("CUTORCH_GEMM_SM90_CONFIG", "CUTORCH_GEMM_SM90_CLUSTER", "CUTORCH_GEMM_SM90_STREAMK",
+                "CUTORCH_GEMM_SM90_GRID", "CUTORCH_GEMM_SM90_ACT_PINGPONG"):
+        monkeypatch.delenv(var, raising=False)
+    (m, n, k), pairs = case
+    dt = torch.bfloat16
+    a, b = linear_operands(m, n, k, dt)
+    bias = make((n,), dt, "cuda")
+    explained = (cg.explain("mm", a, b), cg.explain("gemm", a, b, bias=bias, activation="gelu_tanh"))
+    if torch.cuda.get_device_properties(0).multi_processor_count == 132:
+        for e in explained:
+            assert (CLUSTER_NOTE in e.reason) == pairs, str(e)
+            if pairs:
+                assert e.config == "Sm90_128x256x64_Coop_S4" and "stream-K" not in e.reason, str(e)
+    poison(m * n * 2)
+    check(cg.mm(a, b), ref_gemm(a, b), dt, what=f"mid-K rule mm {m}x{n}x{k}")
+    poison(m * n * 2)
+    check(cg.gemm(a, b, bias=bias, activation="gelu_tanh"), ref_gemm(a, b, bias, activation="gelu_tanh"), dt,
+          what=f"mid-K rule gemm {m}x{n}x{k}")
+
+
 @pytest.mark.parametrize("cluster", ["2", "1"])
 def test_sm90_cluster_tf32_fp8(cluster, monkeypatch):
     monkeypatch.setenv("CUTORCH_GEMM_SM90_CONFIG", "coop")
