@@ -476,7 +476,7 @@ def test_sm90_cluster_batched_grouped_k_split(cluster, monkeypatch):
     check(cg.mm(a, b), ref_gemm(a, b), dt, what=f"cluster {cluster} split-K")
 
 
-# The mid-K rule (device/sm90_configs.h, choose_sm90_cluster), unforced, aligned rows: (M, N, K), pairs on 132 SMs.
+# The mid-K rule (device/sm90_cluster_streamk.h, choose_sm90_cluster), unforced, aligned rows: (M, N, K), pairs on 132 SMs.
 MID_K_CASES = [((4096, 4096, 4096), True),    # 512 tiles of 128x256: 3.9 rounds, 3% idle
                ((4096, 4096, 3072), True),    # 48 K slices
                ((2176, 8192, 4096), False),   # 544 tiles: 18% of 5 rounds idle, stream-K's

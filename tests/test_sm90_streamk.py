@@ -166,7 +166,7 @@ def test_sm90_streamk_full_round(case, monkeypatch):
 @pytest.mark.parametrize("mnk", [(768, 3072, 8192), (896, 3584, 6144)], ids=lambda s: "x".join(map(str, s)))
 def test_sm90_streamk_full_by_the_rule(mnk, monkeypatch):
     """Stream-K unforced: one cooperative round 55-74% full with tiles 96+ K slices deep takes the "full" form
-    on a 132-SM GPU (device/sm90_configs.h, sm90_streamk_full); the cooperative config then stays. (The fit-width
+    on a 132-SM GPU (device/sm90_cluster_streamk.h, sm90_streamk_full); the cooperative config then stays. (The fit-width
     rule is switched off, CUTORCH_GEMM_SM90_CONFIG=nofit: it would give 896x3584x6144 its 208-wide tiles, b
     MN-major or not, tests/test_sm90_fit.py.)"""
     for var in ("CUTORCH_GEMM_SM90_STREAMK", "CUTORCH_GEMM_SM90_GRID"):

@@ -31,7 +31,7 @@ struct GemmArgs {
   // sm90 split-K partial launches: batch entry z is the K range [z * k_chunk, (z + 1) * k_chunk)
   // of one dense problem (a multiple of the config's K slice; 0: batch entries are problems).
   int k_chunk;
-  // sm90 stream-K (device/sm90_configs.h, choose_sm90_streamk): room for `sk_slots` CTAs' fp32
+  // sm90 stream-K (device/sm90_cluster_streamk.h, choose_sm90_streamk): room for `sk_slots` CTAs' fp32
   // partial tiles (128 x 256 each) and two ready flags per CTA, the flags zeroed by the caller.
   // nullptr: no stream-K for this launch.
   float* sk_partials = nullptr;

@@ -74,7 +74,7 @@ struct Sm90Params {
   // at ptr_maps[2g], B at ptr_maps[2g + 1]), in one device blob.
   const Sm90PtrProblem* ptr_problems;
   const CUtensorMap* ptr_maps;
-  // Stream-K (dense cooperative launches without clusters, device/sm90_configs.h): the last
+  // Stream-K (dense cooperative launches without clusters, device/sm90_cluster_streamk.h): the last
   // sk_tiles tiles of the sequence are cut along K, sk_kb k-blocks per tile; 0: none. The
   // buffers are args.sk_partials / args.sk_flags.
   int sk_tiles;

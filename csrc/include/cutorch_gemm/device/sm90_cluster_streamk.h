@@ -1,0 +1,176 @@
+#pragma once
+// Two rules of how an sm90 launch runs its tiles, shared by the launch (device/sm90_launch.cuh), the binding
+// (csrc/torch/cuda/cuda_common.cpp: the stream-K workspace) and `explain`: 2x1 thread-block clusters with B
+// multicast (choose_sm90_cluster) and stream-K for a partly empty last round (choose_sm90_streamk,
+// sm90_streamk_full, sm90_streamk_plan). Torch- and CUDA-free.
+
+#include <cstddef>
+#include <string>
+
+namespace cutorch_gemm {
+
+// CTAs per cluster (along M) for one launch of the cooperative kernel: 2 shares each B tile
+// between the two CTAs of a cluster (each loads half and multicasts it), so a CTA reads a third
+// less per stage from L2. Possible for launches whose problems all have the same tile grid
+// (dense, batched, grouped-K: the pair's tiles share a tile column and K range) with at least
+// two tile rows; ping-pong, fused SwiGLU and pointer-array launches run without clusters.
+// Chosen when an operand's rows (the stride between the 128-byte rows that TMA boxes read) are
+// not a multiple of 128 bytes: every box row then spans two L2 lines, and L2 traffic is what
+// limits the kernel. Measured on an H100 (best of 3, ratio to cuBLAS): 3000x5000x1000 (rows of
+// 2000 bytes) 0.668 -> 0.891 with clusters; with 128-byte-aligned rows the coupled CTAs lose
+// 2-5% (4096^3 0.971 -> 0.951, 4096x28672x8192 0.987 -> 0.940, 16384x8192x8192 1.002 -> 0.952).
+// Also for one dense 16-bit problem with a short K (8 to 32 K slices: shorter ones keep stream-K,
+// see choose_sm90_streamk) and at least 8 rounds of tiles, aligned rows or not: there the pairs
+// won (H100, 5 interleaved rounds, ratio to cuBLAS, without / with; a second run agreed):
+// 8192x8192x1024 0.895 / 0.955, 8192x8192x512 0.811 / 0.872, 16384x4096x1024 0.891 / 0.929,
+// 8192x8192x2048 0.950 / 0.965, 8192x14336x2048 0.957 / 0.971; but 4096x4096x1024 (2 rounds)
+// 0.957 / 0.927, and grouped-K (dW) launches of the MoE shapes, whose groups are short in K too,
+// were equal or 1-3% slower with pairs.
+// And for one dense 16-bit problem with 33 to 64 K slices (K <= 4096) over at least 3.5 rounds of tiles whose
+// last round is nearly full (at most 1/16 of the slots idle: pairs take no stream-K, which a sparser last round
+// needs), aligned rows too. Timed alone at the board's power cap (benchmarks/experiments/epilogue_power.py, H200,
+// fifty-first session), where a run's clock follows its own power, the pairs' halved B reads from L2 left 30-45
+// MHz more clock than the unclustered tiles, also where those took stream-K. Plain / bias + GELU-tanh, % time,
+// pairs vs none: 4096^3 -1.3 / -1.0, 8192x4096x4096 -1.6 / -2.0, 4096x14336x4096 -1.9 / -3.8, 8192x14336x4096
+// -1.5 / -3.3, 8192x8192x4096 -1.2 / -1.9, 6144x6144x4096 -1.9 (plain), 4096x4096x3072 0.0 (plain). Not taken:
+// shorter K at few rounds (4096x4096x1024 +0.7, x2048 +3.2), deeper K, even over stream-K's plans (8192x4096x14336
+// -0.8 / -0.3, 14336x4096x8192 +0.1 / -0.6, 8192^3 +0.4 / +0.8, 4096x28672x8192 +0.6 / -0.3, 16384x8192x8192
+// -1.1 / -2.3; 8192x8192x6144 -1.3, one run). Interleaved with cuBLASLt (epilogue_ab: both sides share one clock)
+// bias + GELU-tanh read 4096^3 0.973 / 0.975, 8192x14336x4096 0.976 / 0.995, 8192x4096x14336 0.973 / 0.968.
+// `forced` is CUTORCH_GEMM_SM90_CLUSTER ("", "1", "2"; "2" still needs an eligible launch: fixed
+// tile grid, not SwiGLU, two tile rows; ping-pong then too, but it measured slower everywhere:
+// 1024^3 0.78 / 0.72, 512x4096x4096 0.84 / 0.79, 3072^3 0.77 / 0.71).
+// dense16: one dense problem of 16-bit operands; k, tiles, num_sms: its K, cooperative tiles and
+// the SMs (the short-K rules; 0: not applied); block_n: the tiles' width (the mid-K rule: 128 x 256 and 128 x 240
+// only; the fit widths' rules, sm90_fit_rules.h, were measured without pairs).
+inline int choose_sm90_cluster(bool cooperative, bool fixed_grid, bool swiglu, int tiles_m, bool rows_128b,
+                               const std::string& forced, bool dense16 = false, int k = 0, long long tiles = 0,
+                               int num_sms = 0, int block_n = 256) {
+  if (!fixed_grid || swiglu || tiles_m < 2 || forced == "1") return 1;
+  if (forced == "2") return 2;  // (ping-pong too: its two CTAs walk the same pair tiles in step)
+  if (!cooperative) return 1;
+  if (!rows_128b) return 2;
+  if (!dense16 || num_sms <= 0 || k < 8 * 64 || k > 64 * 64) return 1;
+  const bool short_k = k <= 32 * 64 && tiles >= 8LL * num_sms;
+  // (2176x8192x4096's 544 tiles leave 18% of 5 rounds idle: it keeps stream-K)
+  const long long slots = (tiles + num_sms - 1) / num_sms * num_sms;
+  const bool mid_k = k > 32 * 64 && block_n >= 240 && 2 * tiles >= 7LL * num_sms && 16 * (slots - tiles) <= slots;
+  return short_k || mid_k ? 2 : 1;
+}
+
+// Stream-K for the last round of a dense cooperative launch. The persistent grid runs
+// ceil(tiles / ctas) rounds of whole tiles; when the last round is partly empty, its SMs idle
+// while the rest finish. Instead the last tiles are cut along K into one contiguous range of
+// k-blocks per CTA; the CTAs holding a tile's earlier k-blocks store fp32 partial tiles, the one
+// holding its last k-blocks adds them (in k order: deterministic) and runs the epilogue. Two
+// forms, by how many tiles are cut, with rest = tiles % ctas:
+//   "last": the rest only (a fraction of a tile per CTA), when it is at least half a round (a
+//           tile then has at most three pieces), at most a tenth of the tiles, and tiles are at
+//           least 128 K slices deep (shorter pieces did not pay for their partials);
+//   "wide": rest + ctas (more than a tile per CTA, a tile has at most two pieces), when that is
+//           at most an eighth of the tiles, or when the last round is at most a quarter full and
+//           tiles are at least 64 K slices deep (a sparse last round: there it cost most of a round).
+// Measured on an H100 (bf16, interleaved with torch.mm, stream-K vs not, two runs): "last"
+// 8192x4096x14336 +2.5/+2.9%, 14336x4096x8192 +5.2/+3.0%, 8192^3 +2.8/+4.6%; "wide"
+// 8192x14336x4096 +1.2/+2.6%, 16384x8192x8192 +2.4/+3.0%, 4096x28672x8192 +2.1/+3.5%. Cutting
+// more lost: "wide" on 4096^3 (48% of the tiles) -8%, on 8192x4096x14336 (23%) -9% (the CTAs'
+// k positions drift apart and the concurrent K slices no longer share L2); "last" on 4096^3
+// -3..-5%, on 16384x8192x8192 (4 tiles over 132 CTAs: 33 partials per tile) -2%.
+// The sparse-last-round "wide" (H200, cooperative launches, interleaved with torch.mm, ratio, none /
+// wide; last rounds 9-23% full): 2048x11008x4096 0.933 / 0.999 (two other runs 0.949 / 1.007, 0.964 /
+// 1.047), 1664x11008x4096 0.902 / 0.976, 2304x7680x4096 0.908 / 1.024, 1920x9216x4096 0.905 / 1.040,
+// 2048x11008x8192 0.956 / 1.044. A 61% full one gained less ("last" 1024x11008x4096 0.885 / 0.920).
+// Returns how many tiles (the last ones of the sequence) run this way; 0: none. `forced` is
+// CUTORCH_GEMM_SM90_STREAMK ("", "off", "wide" / "on", "last": any partial last round).
+// Fewer tiles than CTAs: the grid was widened for the "full" form (sm90_streamk_full decides it): every
+// tile is cut, a CTA taking under one tile's k-blocks.
+inline int choose_sm90_streamk(long long tiles, int ctas, int k_blocks, const std::string& forced) {
+  if (forced == "off" || ctas <= 0 || k_blocks <= 0) return 0;
+  if (tiles < ctas) {
+    if (tiles * k_blocks < ctas) return 0;                              // every CTA gets k-blocks
+    return tiles * k_blocks * (ctas + 1LL) >= (1LL << 31) ? 0 : int(tiles);
+  }
+  if (tiles == ctas) return 0;
+  const long long rest = tiles % ctas;
+  if (rest == 0) return 0;
+  long long sk = 0;
+  if (forced == "last") {
+    sk = rest;
+  } else if (forced == "on" || forced == "wide") {
+    sk = rest + ctas;
+  } else if (2 * rest >= ctas && 10 * rest <= tiles && k_blocks >= 128) {
+    sk = rest;
+  } else if ((8 * (rest + ctas) <= tiles && k_blocks >= 4) || (4 * rest <= ctas && k_blocks >= 64)) {
+    sk = rest + ctas;
+  }
+  if (sk == 0 || sk * k_blocks < ctas) return 0;                       // every CTA gets k-blocks
+  if (sk * k_blocks * (ctas + 1LL) >= (1LL << 31)) return 0;           // the kernel's 32-bit math
+  return int(sk);
+}
+
+// The stream-K plan of one dense cooperative launch (128x256 tiles, K slices of block_k): the
+// persistent grid launch_sm90 will use (one CTA per tile up to the SMs, capped by grid_cap when
+// positive: CUTORCH_GEMM_SM90_GRID) and choose_sm90_streamk's tile count for it. The binding sizes
+// the workspace with it, `explain` reports it.
+struct Sm90StreamK {
+  long long tiles;
+  int ctas;
+  int sk_tiles;  // 0: no stream-K
+};
+// The "full" stream-K form: one partial round of cooperative tiles spread over a grid of num_sms CTAs
+// (instead of one CTA per tile), every tile cut along K. Where the round is half to three quarters
+// full and tiles are at least 96 K slices of 64 deep, or at most 60% full and at least 64 slices deep
+// (fp16 / bf16: block_k 64; tf32 not measured);
+// CUTORCH_GEMM_SM90_STREAMK=full forces it on any partial round, "off" or another form turns it off.
+// H200, 5 interleaved rounds, ratio to cuBLAS, the rule's 64x128 tiles / cooperative tiles with
+// "full" (thirtieth session): 768x3072x8192 (72 tiles) 0.626 / 0.782, 1536x1536x8192 0.633 / 0.804,
+// 1024x2560x8192 0.706 / 0.850, 1280x2048x8192 0.669 / 0.813, 1152x2304x8192 0.694 / 0.839,
+// 1024x3072x8192 (96) 0.810 / 0.862, 896x3584x8192 (98) 1.001 / 1.042, 768x3072x16384 0.670 /
+// 0.862, 1536x1536x12288 0.660 / 0.866; 96 K slices: 768x3072x6144 0.656 / 0.759, 1024x2560x6144
+// 0.746 / 0.818, 896x3584x6144 1.015 / 1.015; 64 K slices (7 rounds): 1536x1536x4096 (72 tiles)
+// 0.676 / 0.716, 768x3072x4096 0.688 / 0.721, 1024x2304x4096 0.666 / 0.718, but 80 tiles 0.764 /
+// 0.781, 0.728 / 0.734, 0.732 / 0.731 and 96-98 tiles 0.817 / 0.782, 1.008 / 0.952. Where it lost:
+// shallower tiles (768x3072x2048 0.711 / 0.635, 896x3584x4096 1.001 / 0.948), fuller rounds (2048x2048x8192, 128 tiles, cooperative 0.987 /
+// 0.883; 1024x3584x8192, 112: 0.914 / 0.908), emptier ones (640x3072x8192, 60 tiles: ping-pong
+// 64x256 0.925 / 0.795).
+inline bool sm90_streamk_full(long long tiles, int num_sms, int k_blocks, int block_k, const std::string& forced) {
+  if (forced == "off" || tiles >= num_sms || tiles * k_blocks < num_sms) return false;
+  if (forced == "full") return true;
+  if (!forced.empty()) return false;  // ("on", "wide", "last": the other forms only)
+  return block_k == 64 && 2 * tiles >= num_sms && 4 * tiles <= 3LL * num_sms &&
+         (k_blocks >= 96 || (k_blocks >= 64 && 5 * tiles <= 3LL * num_sms));
+}
+inline Sm90StreamK sm90_streamk_plan(long long m, long long n, long long k, int block_k, int num_sms,
+                                     long long grid_cap, const std::string& forced) {
+  const long long tiles = ((m + 127) / 128) * ((n + 255) / 256);
+  const int k_blocks = int((k + block_k - 1) / block_k);
+  const bool full = sm90_streamk_full(tiles, num_sms, k_blocks, block_k, forced);
+  long long ctas = tiles < num_sms && !full ? tiles : num_sms;
+  if (grid_cap > 0 && ctas > grid_cap) ctas = grid_cap;
+  return {tiles, int(ctas), choose_sm90_streamk(tiles, int(ctas), k_blocks, forced)};
+}
+
+// Whether one dense problem would take stream-K with the cooperative config: no 2x1 clusters
+// (choose_sm90_cluster: rows_128b, the operands' TMA rows are 128-byte multiples; forced_cluster:
+// CUTORCH_GEMM_SM90_CLUSTER) and choose_sm90_streamk's plan (forced_sk: CUTORCH_GEMM_SM90_STREAMK).
+// block_k: the K slice, 64 (fp16 / bf16) or 32 (tf32). choose_sm90_config's wave rule asks it;
+// explain mirrors the binding through it.
+inline bool sm90_coop_streamk(long long m, long long n, long long k, int num_sms, bool rows_128b,
+                              const std::string& forced_cluster, const std::string& forced_sk, int block_k = 64) {
+  const long long tiles = ((m + 127) / 128) * ((n + 255) / 256);
+  if (num_sms <= 0 || tiles == num_sms) return false;
+  if (choose_sm90_cluster(true, true, false, int((m + 127) / 128), rows_128b, forced_cluster, block_k == 64, int(k),
+                          tiles, num_sms) != 1) {
+    return false;
+  }
+  return sm90_streamk_plan(m, n, k, block_k, num_sms, 0, forced_sk).sk_tiles > 0;
+}
+
+// Bytes of stream-K workspace for up to `ctas` CTAs: their flags (two ints each, first), then
+// their 128 x 256 fp32 partial tiles (16-byte aligned).
+inline size_t sm90_streamk_flag_bytes(int ctas) { return (size_t(2 * ctas) * 4 + 15) / 16 * 16; }
+inline size_t sm90_streamk_workspace_bytes(int ctas) {
+  return sm90_streamk_flag_bytes(ctas) + size_t(ctas) * 128 * 256 * 4;
+}
+
+}  // namespace cutorch_gemm
