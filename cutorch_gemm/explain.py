@@ -380,9 +380,18 @@ def _cluster_note(config: str, fixed_grid: bool, swiglu: bool, m: int, a: torch.
     rows = _operands_rows_128b(a, b)
     tiles = tiles_m * -(-n // _tile_width(config))
     if _C.choose_sm90_cluster(coop, fixed_grid, swiglu, tiles_m, rows, forced, dense16, k, tiles, sms,
-                              _tile_width(config)) > 1:
-        return "; 2x1 clusters: the two CTAs of a cluster share each B tile (TMA multicast)"
-    return ""
+                              _tile_width(config)) == 1:
+        return ""
+    if forced == "2":
+        why = "forced: CUTORCH_GEMM_SM90_CLUSTER=2"
+    elif not rows:
+        why = "operand rows are not 128-byte multiples: each TMA box row spans two L2 lines"
+    elif k <= 2048:
+        why = "K <= 2048 over 8 or more rounds of tiles"
+    else:
+        why = ("2048 < K <= 4096 over 3.5 or more nearly full rounds of tiles: at the power cap, the halved B reads "
+               "from L2 leave a higher clock")
+    return f"; 2x1 clusters ({why}): the two CTAs of a cluster share each B tile (TMA multicast)"
 
 
 _FIT_NOTE = ("; fit-width cooperative tiles: the tile width makes the tile count fill the SMs' rounds, D stored "
