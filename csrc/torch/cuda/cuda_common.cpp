@@ -179,15 +179,13 @@ static at::Tensor streamk_workspace(GemmArgs& g, Sm90ConfigId config, int num_sm
   if (config != Sm90ConfigId::kCoop128x256 || g.shape.mode != GroupMode::kBatched || g.batch != 1) return at::Tensor();
   // 2x1 clusters take no stream-K (launch_sm90 makes the same choice): no workspace and no memset to pay for.
   const bool tf32 = g.dtype == DType::kFloat32;
+  const int block_k = tf32 ? 32 : 64;  // the config's K slice (tf32: 32)
   const char* forced_cluster = std::getenv("CUTORCH_GEMM_SM90_CLUSTER");
-  const long long tiles_m = (g.shape.m + 127) / 128;
-  if (choose_sm90_cluster(true, true, false, int(tiles_m), sm90_operands_rows_128b(g.shape, tf32 ? 4 : 2),
-                          forced_cluster ? forced_cluster : "", !tf32 && g.k_chunk == 0, int(g.shape.k),
-                          tiles_m * ((g.shape.n + 255) / 256), num_sms) > 1) {
+  if (sm90_coop_pairs(g.shape.m, g.shape.n, g.shape.k, num_sms, sm90_operands_rows_128b(g.shape, tf32 ? 4 : 2),
+                      forced_cluster ? forced_cluster : "", block_k)) {
     return at::Tensor();
   }
   const char* cap = std::getenv("CUTORCH_GEMM_SM90_GRID");
-  const int block_k = g.dtype == DType::kFloat32 ? 32 : 64;  // the config's K slice (tf32: 32)
   const Sm90StreamK plan = sm90_streamk_plan(g.shape.m, g.shape.n, g.shape.k, block_k, num_sms,
                                              cap ? std::atoll(cap) : 0, env_lower("CUTORCH_GEMM_SM90_STREAMK"));
   if (plan.sk_tiles == 0) return at::Tensor();

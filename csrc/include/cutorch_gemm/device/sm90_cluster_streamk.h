@@ -150,19 +150,24 @@ inline Sm90StreamK sm90_streamk_plan(long long m, long long n, long long k, int 
   return {tiles, int(ctas), choose_sm90_streamk(tiles, int(ctas), k_blocks, forced)};
 }
 
-// Whether one dense problem would take stream-K with the cooperative config: no 2x1 clusters
+// sm90_coop_pairs: whether one dense problem's launch on the cooperative 128x256 config takes 2x1 clusters
+// (choose_sm90_cluster as launch_sm90 asks it; block_k 64: 16-bit operands, 32: tf32).
+// sm90_coop_streamk: whether one dense problem would take stream-K with the cooperative config: no 2x1 clusters
 // (choose_sm90_cluster: rows_128b, the operands' TMA rows are 128-byte multiples; forced_cluster:
 // CUTORCH_GEMM_SM90_CLUSTER) and choose_sm90_streamk's plan (forced_sk: CUTORCH_GEMM_SM90_STREAMK).
 // block_k: the K slice, 64 (fp16 / bf16) or 32 (tf32). choose_sm90_config's wave rule asks it;
 // explain mirrors the binding through it.
+inline bool sm90_coop_pairs(long long m, long long n, long long k, int num_sms, bool rows_128b,
+                            const std::string& forced_cluster, int block_k = 64) {
+  const long long tiles_m = (m + 127) / 128;
+  return choose_sm90_cluster(true, true, false, int(tiles_m), rows_128b, forced_cluster, block_k == 64, int(k),
+                             tiles_m * ((n + 255) / 256), num_sms) > 1;
+}
 inline bool sm90_coop_streamk(long long m, long long n, long long k, int num_sms, bool rows_128b,
                               const std::string& forced_cluster, const std::string& forced_sk, int block_k = 64) {
   const long long tiles = ((m + 127) / 128) * ((n + 255) / 256);
   if (num_sms <= 0 || tiles == num_sms) return false;
-  if (choose_sm90_cluster(true, true, false, int((m + 127) / 128), rows_128b, forced_cluster, block_k == 64, int(k),
-                          tiles, num_sms) != 1) {
-    return false;
-  }
+  if (sm90_coop_pairs(m, n, k, num_sms, rows_128b, forced_cluster, block_k)) return false;
   return sm90_streamk_plan(m, n, k, block_k, num_sms, 0, forced_sk).sk_tiles > 0;
 }
 
