@@ -162,6 +162,59 @@ def time_interleaved(fns: dict, rounds: int = INTERLEAVE_ROUNDS, timer: Optional
     return {n: statistics.median(v) for n, v in times.items()}
 
 
+ALONE_RUN_S = 0.6      # time_alone: each callable's sustained run, seconds
+ALONE_IDLE_S = 0.3     # ... the idle gap before it
+ALONE_CHUNK_MS = 20.0  # ... the work between two events
+
+
+def _chunk_times(fn: Callable[[], object], run_s: float, chunk_ms: float) -> list:
+    """Milliseconds per call of ``fn`` run back to back for about ``run_s`` seconds, one value per chunk of
+    about ``chunk_ms`` (an event pair around each chunk's calls; the queue stays full)."""
+    for _ in range(3):
+        fn()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    fn()
+    end.record()
+    torch.cuda.synchronize()
+    calls = max(1, int(chunk_ms / max(start.elapsed_time(end), 1e-3)))
+    chunks = max(4, int(run_s * 1e3 / chunk_ms))
+    events = [torch.cuda.Event(enable_timing=True) for _ in range(chunks + 1)]
+    events[0].record()
+    for c in range(chunks):
+        for _ in range(calls):
+            fn()
+        events[c + 1].record()
+    torch.cuda.synchronize()
+    return [events[c].elapsed_time(events[c + 1]) / calls for c in range(chunks)]
+
+
+def time_alone(fns: dict, run_s: float = ALONE_RUN_S, idle_s: float = ALONE_IDLE_S,
+               chunk_ms: float = ALONE_CHUNK_MS, chunk_timer: Optional[Callable] = None) -> dict:
+    """Milliseconds per call of each callable in ``fns``, each run alone (``--timing alone``).
+
+    Each runs back to back for ``run_s`` seconds after ``idle_s`` of idle; its time is the median
+    over the run's second half; two passes in mirrored order (A B C, then C B A), their mean. Why:
+    large GEMMs hold an H200 at its power cap (~560 W), and the clock follows the board's power
+    over tens of milliseconds. Interleaved (``time_interleaved``), every side runs at the clock of
+    the mix, so a kernel that draws more power is not charged for it; alone, each is timed at
+    the clock its own power leaves, as in a model's sustained run (RESULTS.md, fiftieth and
+    fifty-first sessions). ``chunk_timer(fn) -> [ms per call, chunk by chunk]`` replaces the GPU
+    run (tests; then no idle gaps).
+    """
+    names = list(fns)
+    times = {n: [] for n in names}
+    for n in names + names[::-1]:
+        if chunk_timer is None:
+            time.sleep(idle_s)
+        per = chunk_timer(fns[n]) if chunk_timer else _chunk_times(fns[n], run_s, chunk_ms)
+        times[n].append(statistics.median(per[len(per) // 2:]))
+    return {n: statistics.mean(v) for n, v in times.items()}
+
+
+TIMINGS = ("interleaved", "alone")
+
+
 def _rotating(fn: Callable, sets: Sequence[tuple]) -> Callable[[], object]:
     """A no-argument callable that applies ``fn`` to the next input set on each call."""
     if len(sets) == 1:
@@ -296,7 +349,7 @@ def _failed_row(suite: str, dtype: str, M: int, N: int, K: int, exc: BaseExcepti
                 ok=False, config="?", note=f"{type(exc).__name__}: {exc}"[:200])
 
 
-def run_case(cg, suite_name: str, dtype_name: str, M: int, N: int, K: int) -> dict:
+def run_case(cg, suite_name: str, dtype_name: str, M: int, N: int, K: int, timing: str = "interleaved") -> dict:
     """Check and time one (suite, dtype, M, N, K); returns one result row."""
     suite = SUITES[suite_name]
     dtype = getattr(torch, dtype_name)
@@ -349,7 +402,7 @@ def run_case(cg, suite_name: str, dtype_name: str, M: int, N: int, K: int) -> di
             fns["ours_ms"] = _rotating(ours, sets)
             if epilogue:
                 fns["ours_plain_ms"] = _rotating(lambda x, b, bias: cg.mm(x, b), sets)
-        row.update(time_interleaved(fns))
+        row.update(time_alone(fns) if timing == "alone" else time_interleaved(fns))
     del sets
     torch.cuda.empty_cache()
     row["ours_tflops"] = _tflops(M, N, K, row["ours_ms"])
@@ -397,7 +450,7 @@ def _fmt(v, spec: str) -> str:
     return "-" if v is None or (isinstance(v, float) and math.isnan(v)) else format(v, spec)
 
 
-def format_table(rows: Sequence[dict]) -> str:
+def format_table(rows: Sequence[dict], timing: str = "interleaved") -> str:
     """A compact aligned text table of result rows."""
     has_plain = any(r["suite"] == "epilogue" for r in rows)
     head = ["suite", "dtype", "M", "N", "K", "ours ms", "torch ms", "ours TF/s", "torch TF/s",
@@ -427,7 +480,8 @@ def format_table(rows: Sequence[dict]) -> str:
     if notes:
         out += ["", "warnings:"] + notes
     out += ["", "ratio = torch_ms / ours_ms (>1: ours faster); TF/s = 2MNK / time"
-            + ("; plain ms = our mm without the epilogue" if has_plain else "")]
+            + ("; plain ms = our mm without the epilogue" if has_plain else "")
+            + ("; each side timed alone (--timing alone)" if timing == "alone" else "")]
     return "\n".join(out)
 
 
@@ -534,12 +588,16 @@ def _import_cutorch_gemm():
 
 
 def run(suites: Sequence[str] = DEFAULT_SUITES, dtypes: Sequence[str] = DEFAULT_DTYPES,
-        quick: bool = False, out_dir: str = "results", progress: bool = True) -> list:
+        quick: bool = False, out_dir: str = "results", progress: bool = True, timing: str = "interleaved") -> list:
     """Check and time every case; write CSV, table and plot under ``out_dir``.
+
+    ``timing``: "interleaved" (``time_interleaved``, the default) or "alone" (``time_alone``).
 
     Returns the result rows (dicts with the CSV_FIELDS keys); [] when there is nothing to
     run on (no CUDA GPU, or an extension built without CUDA).
     """
+    if timing not in TIMINGS:
+        raise ValueError(f"timing: one of {', '.join(TIMINGS)}, not {timing!r}")
     cases = plan(list(suites), normalize_dtypes(dtypes), quick)
     if not torch.cuda.is_available():
         print("bench_gemm: no CUDA GPU visible to PyTorch "
@@ -559,8 +617,9 @@ def run(suites: Sequence[str] = DEFAULT_SUITES, dtypes: Sequence[str] = DEFAULT_
         return []
 
     print(f"bench_gemm: {torch.cuda.get_device_name()}, torch {torch.__version__}, "
-          f"{'triton do_bench' if _triton_do_bench() else 'CUDA-event loop (no triton)'}, "
-          f"{len(cases)} cases", file=sys.stderr)
+          + (f"each side run alone ({ALONE_RUN_S:g} s, two passes)" if timing == "alone" else
+             f"{'triton do_bench' if _triton_do_bench() else 'CUDA-event loop (no triton)'}, interleaved")
+          + f", {len(cases)} cases", file=sys.stderr)
     torch.manual_seed(int.from_bytes(os.urandom(4), "little"))  # fresh inputs every run
     os.makedirs(out_dir, exist_ok=True)
     csv_path = os.path.join(out_dir, "bench_gemm.csv")
@@ -570,7 +629,7 @@ def run(suites: Sequence[str] = DEFAULT_SUITES, dtypes: Sequence[str] = DEFAULT_
         for suite, dtype, M, N, K in cases:
             bar.start(f"{suite} {SHORT.get(dtype, dtype)} {M}x{N}x{K}")
             try:
-                rows.append(run_case(cg, suite, dtype, M, N, K))
+                rows.append(run_case(cg, suite, dtype, M, N, K, timing))
             except Exception as exc:  # record it and go on: one bad case must not hide the rest
                 rows.append(_failed_row(suite, dtype, M, N, K, exc))
             torch.cuda.empty_cache()   # after the except block has dropped the traceback
@@ -578,11 +637,11 @@ def run(suites: Sequence[str] = DEFAULT_SUITES, dtypes: Sequence[str] = DEFAULT_
             # Rewritten after every case: a run cut short by a time limit keeps what it measured.
             write_csv(rows, csv_path)
             with open(txt_path, "w") as f:
-                f.write(format_table(rows) + "\n")
+                f.write(format_table(rows, timing) + "\n")
     finally:
         bar.close()
 
-    table = format_table(rows)
+    table = format_table(rows, timing)
     note = write_plot(rows, os.path.join(out_dir, "bench_gemm.png")) if rows else "no rows"
     print(f"bench_gemm: {len(rows)} cases in {time.time() - t0:.0f} s; wrote {csv_path}"
           + (f"; {note}" if note else f", {os.path.join(out_dir, 'bench_gemm.png')}"),
@@ -600,6 +659,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="16-bit dtypes for the dense/small_m/epilogue suites: bf16, fp16 "
                         "(default: bf16); the fp32/tf32 suites always use float32")
     p.add_argument("--quick", action="store_true", help="a handful of shapes, for a fast check")
+    p.add_argument("--timing", choices=TIMINGS, default="interleaved",
+                   help="interleaved: both sides in alternating rounds (the default); alone: each side run back to "
+                        f"back for {ALONE_RUN_S:g} s after an idle gap, timed at the clock its own power leaves")
     p.add_argument("--out", default="results", help="folder for bench_gemm.{csv,txt,png}")
     p.add_argument("--no-progress", action="store_true", help="no progress indicator")
 
@@ -620,7 +682,8 @@ def exit_code(rows: Sequence[dict]) -> int:
 def run_from_args(args: argparse.Namespace) -> list:
     return run(suites=parse_list(args.suite) or DEFAULT_SUITES,
                dtypes=parse_list(args.dtype) or DEFAULT_DTYPES,
-               quick=args.quick, out_dir=args.out, progress=not args.no_progress)
+               quick=args.quick, out_dir=args.out, progress=not args.no_progress,
+               timing=getattr(args, "timing", "interleaved"))
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

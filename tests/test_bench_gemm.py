@@ -83,3 +83,39 @@ def test_settle_runs_the_callables_for_its_wall_time(monkeypatch):
     assert calls == []
     bg._settle([lambda: calls.append("a"), lambda: calls.append("b")], 5.0)
     assert len(calls) >= 2 and calls[:2] == ["a", "b"] and calls.count("a") == calls.count("b")
+
+
+def test_time_alone_runs_each_side_twice_mirrored_and_takes_the_second_halves():
+    """--timing alone: each callable runs alone in two passes, A B then B A; a pass reads the median of its run's
+    second half of chunks (the clock its own power leaves), the result the mean of the two passes."""
+    calls = []
+    runs = iter([[9.0, 9.0, 2.0, 4.0], [9.0, 9.0, 1.0, 1.0],     # a, b (first pass)
+                 [9.0, 9.0, 3.0, 3.0], [9.0, 9.0, 6.0, 8.0]])    # b, a (second pass)
+
+    def chunk_timer(fn):
+        calls.append(fn())
+        return next(runs)
+
+    got = bg.time_alone({"a": lambda: "a", "b": lambda: "b"}, chunk_timer=chunk_timer)
+    assert calls == ["a", "b", "b", "a"]
+    assert got == {"a": 5.0, "b": 2.0}  # a: median(2, 4) = 3, median(6, 8) = 7 -> 5; b: 1, 3 -> 2
+
+
+def test_timing_flag(monkeypatch):
+    """`python -m cutorch_gemm bench --timing alone` reaches run(); a wrong value is refused."""
+    import argparse
+
+    p = argparse.ArgumentParser()
+    bg.add_arguments(p)
+    assert p.parse_args([]).timing == "interleaved"
+    args = p.parse_args(["--timing", "alone", "--suite", "dense", "--quick"])
+    seen, real_run = {}, bg.run
+    monkeypatch.setattr(bg, "run", lambda **kw: seen.update(kw) or [])
+    bg.run_from_args(args)
+    assert seen["timing"] == "alone" and seen["quick"] and seen["suites"] == ["dense"]
+    try:
+        real_run(timing="alone!")
+    except ValueError as exc:
+        assert "timing" in str(exc)
+    else:
+        raise AssertionError("run(timing='alone!') accepted")

@@ -36,7 +36,7 @@ import torch
 
 sys.path.insert(0, os.getcwd())
 import cutorch_gemm as cg  # noqa: E402
-from benchmarks.bench_gemm import _make_sets, _rotating  # noqa: E402
+from benchmarks.bench_gemm import _chunk_times, _make_sets, _rotating  # noqa: E402
 from benchmarks.experiments.epilogue_ab import parse  # noqa: E402  ("<name>|VAR=value[+VAR=value...]")
 
 RUN_S = float(os.environ.get("RUN_S", "1.0"))
@@ -91,27 +91,19 @@ class Sampler:
         self.proc.terminate()
 
 
-def sustained(fn, per_call_ms, sampler):
-    """Runs fn back to back for RUN_S seconds in chunks; returns (first us, steady us, MHz, W, samples)."""
-    calls = max(1, int(CHUNK_MS / per_call_ms))
-    chunks = max(4, int(RUN_S * 1e3 / CHUNK_MS))
-    events = [torch.cuda.Event(enable_timing=True) for _ in range(chunks + 1)]
+def sustained(fn, sampler):
+    """Runs fn back to back for RUN_S seconds in chunks (bench_gemm._chunk_times, as --timing alone does); returns
+    (first us, steady us, MHz, W, samples)."""
     time.sleep(IDLE_S)
     torch.cuda.synchronize()
     t0 = time.monotonic()
-    events[0].record()
-    for c in range(chunks):
-        for _ in range(calls):
-            fn()
-        events[c + 1].record()
-    torch.cuda.synchronize()
+    per = _chunk_times(fn, RUN_S, CHUNK_MS)
     t1 = time.monotonic()
-    per = [events[c].elapsed_time(events[c + 1]) * 1e3 / calls for c in range(chunks)]
     # The GPU ran from about t0 (the queue was empty) to t1; its second half in host time.
     half = sampler.between(t0 + (t1 - t0) / 2, t1)
     mhz = statistics.median(s[1] for s in half) if half else float("nan")
     watts = statistics.median(s[2] for s in half) if half else float("nan")
-    return per[0], statistics.median(per[chunks // 2:]), mhz, watts, len(half)
+    return per[0] * 1e3, statistics.median(per[len(per) // 2:]) * 1e3, mhz, watts, len(half)
 
 
 def main():
@@ -129,7 +121,6 @@ def main():
                    "torch_mm": _rotating(lambda x, b, bias: torch.mm(x, b), sets),
                    "torch_fused": _rotating(lambda x, b, bias: torch._addmm_activation(
                        bias, x, b, use_gelu=ACT == "gelu_tanh"), sets)}
-            guess_ms = 2 * m * n * k / 600e12 * 1e3  # a per-call guess at 600 TF/s, to size the chunks
             results = {v: [] for v in CHOSEN}
             configs = {}
             order = CHOSEN + CHOSEN[::-1]
@@ -143,7 +134,7 @@ def main():
                 x, b, bias = sets[0][:3]
                 configs[v] = ("cuBLAS" if kind.startswith("torch") else cg.explain("mm", x, b).config if kind == "plain"
                               else cg.explain("gemm", x, b, bias=bias, activation=ACT).config)
-                results[v].append(sustained(fns[kind], guess_ms, sampler))
+                results[v].append(sustained(fns[kind], sampler))
                 if v == order[0] and not results[v][0][4]:
                     print("   (no nvidia-smi samples in the run's second half)")
             for key in ENV_KEYS:
