@@ -22,7 +22,7 @@ Timing follows /work/.library/device/METHOD.md: ``triton.testing.do_bench`` medi
 CUDA-event loop when Triton is missing), random inputs (never zeros), several input sets
 rotated when one set fits in L2, ours and PyTorch's timed in the same process in interleaved
 rounds after an untimed settling run (``time_interleaved``: both sides see the same clock drift,
-and each starts a round equally often).
+and each starts a round equally often), or each alone (``--timing alone``); see ``bench_timing.py``.
 Only ratios from one run are comparable: absolute times drift by ~6% between runs.
 
 Usage:
@@ -37,7 +37,6 @@ import csv
 import itertools
 import math
 import os
-import statistics
 import sys
 import time
 from typing import Callable, Iterable, Optional, Sequence
@@ -65,154 +64,15 @@ CSV_FIELDS = ("suite", "dtype", "M", "N", "K", "ours_ms", "torch_ms", "ours_tflo
 
 
 # --------------------------------------------------------------------------------------------
-# Timing
+# Timing: benchmarks/bench_timing.py
 # --------------------------------------------------------------------------------------------
 
-def _triton_do_bench():
-    try:
-        from triton.testing import do_bench
-    except Exception:  # ImportError, or a Triton that cannot find its driver
-        return None
-    return do_bench
-
-
-def _event_bench(fn: Callable[[], object], warmup_ms: float = 25, rep_ms: float = 100) -> float:
-    """Median milliseconds of ``fn`` timed with CUDA events, one event pair per call."""
-    fn()
-    torch.cuda.synchronize()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _ in range(5):
-        fn()
-    end.record()
-    torch.cuda.synchronize()
-    estimate = max(start.elapsed_time(end) / 5, 1e-3)
-    for _ in range(max(1, int(warmup_ms / estimate))):
-        fn()
-    n = min(10000, max(5, int(rep_ms / estimate)))
-    starts = [torch.cuda.Event(enable_timing=True) for _ in range(n)]
-    ends = [torch.cuda.Event(enable_timing=True) for _ in range(n)]
-    for s, e in zip(starts, ends):
-        s.record()
-        fn()
-        e.record()
-    torch.cuda.synchronize()
-    return statistics.median(s.elapsed_time(e) for s, e in zip(starts, ends))
-
-
-def time_ms(fn: Callable[[], object], warmup_ms: float = 25, rep_ms: float = 100) -> float:
-    """Median time of one call of ``fn`` in milliseconds."""
-    do_bench = _triton_do_bench()
-    if do_bench is None:
-        return _event_bench(fn, warmup_ms, rep_ms)
-    try:
-        return float(do_bench(fn, warmup=warmup_ms, rep=rep_ms, return_mode="median"))
-    except TypeError:  # an older Triton without return_mode
-        return float(do_bench(fn, warmup=warmup_ms, rep=rep_ms, quantiles=[0.5]))
-
-
-INTERLEAVE_ROUNDS = 4   # raised to a multiple of the number of callables: each starts equally often
-SETTLE_MS = 250.0       # wall time the callables run in turn, untimed, before the first round
-
-
-def _settle(fns: Sequence[Callable[[], object]], ms: float) -> None:
-    """Run ``fns`` in turn for ``ms`` milliseconds of wall time, untimed.
-
-    Why: before a case the GPU idles (input sets drawn, the correctness check), and its clock
-    then starts high and settles under the power cap over ~200 ms of heavy kernels. Timed from
-    cold, the first rounds ran fast: with three rounds, a case's first callable (torch) took the
-    fast slot twice and ours once, and an A/A control (our mm against itself, H200,
-    8192x14336x4096) read 0.955 (``benchmarks/experiments/order_bias.py``; RESULTS.md,
-    thirty-third session).
-    """
-    if ms <= 0 or not torch.cuda.is_available():
-        return
-    end = time.perf_counter() + ms / 1e3
-    while time.perf_counter() < end:
-        for fn in fns:
-            fn()
-        torch.cuda.synchronize()
-
-
-def time_interleaved(fns: dict, rounds: int = INTERLEAVE_ROUNDS, timer: Optional[Callable] = None,
-                     settle_ms: Optional[float] = None, rounds_out: Optional[dict] = None) -> dict:
-    """Median milliseconds of each callable in ``fns``, timed in interleaved rounds.
-
-    The callables first run in turn, untimed, for ``settle_ms`` (default ``SETTLE_MS``; none
-    with a ``timer``): see ``_settle``. Then each round times every callable once (a
-    ``rounds``-th of ``time_ms``'s repeat time), starting with a different one each round;
-    ``rounds`` is raised to a multiple of the number of callables so that each starts equally
-    often. The result is the median over rounds. Why interleave: the GPU's clock follows
-    its power draw over tens of milliseconds, so two back-to-back ``time_ms`` calls of equal
-    kernels differed by up to 14% depending on which ran first (H100, 8192x14336x4096 bf16,
-    torch.mm then ours vs ours then torch.mm). Interleaving exposes both sides to the same drift.
-    ``timer(fn) -> ms`` replaces the per-round ``time_ms`` (tests, other units). ``rounds_out``,
-    when given, receives each callable's times in round order (per-round ratios, their spread).
-    """
-    names = list(fns)
-    rounds = len(names) * math.ceil(rounds / len(names))
-    _settle([fns[n] for n in names], (0.0 if timer else SETTLE_MS) if settle_ms is None else settle_ms)
-    times = {n: [] for n in names}
-    for r in range(rounds):
-        for i in range(len(names)):
-            n = names[(r + i) % len(names)]
-            times[n].append(timer(fns[n]) if timer else time_ms(fns[n], warmup_ms=10, rep_ms=100 / rounds))
-    if rounds_out is not None:
-        rounds_out.update(times)
-    return {n: statistics.median(v) for n, v in times.items()}
-
-
-ALONE_RUN_S = 0.6      # time_alone: each callable's sustained run, seconds
-ALONE_IDLE_S = 0.3     # ... the idle gap before it
-ALONE_CHUNK_MS = 20.0  # ... the work between two events
-
-
-def _chunk_times(fn: Callable[[], object], run_s: float, chunk_ms: float) -> list:
-    """Milliseconds per call of ``fn`` run back to back for about ``run_s`` seconds, one value per chunk of
-    about ``chunk_ms`` (an event pair around each chunk's calls; the queue stays full)."""
-    for _ in range(3):
-        fn()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    fn()
-    end.record()
-    torch.cuda.synchronize()
-    calls = max(1, int(chunk_ms / max(start.elapsed_time(end), 1e-3)))
-    chunks = max(4, int(run_s * 1e3 / chunk_ms))
-    events = [torch.cuda.Event(enable_timing=True) for _ in range(chunks + 1)]
-    events[0].record()
-    for c in range(chunks):
-        for _ in range(calls):
-            fn()
-        events[c + 1].record()
-    torch.cuda.synchronize()
-    return [events[c].elapsed_time(events[c + 1]) / calls for c in range(chunks)]
-
-
-def time_alone(fns: dict, run_s: float = ALONE_RUN_S, idle_s: float = ALONE_IDLE_S,
-               chunk_ms: float = ALONE_CHUNK_MS, chunk_timer: Optional[Callable] = None) -> dict:
-    """Milliseconds per call of each callable in ``fns``, each run alone (``--timing alone``).
-
-    Each runs back to back for ``run_s`` seconds after ``idle_s`` of idle; its time is the median
-    over the run's second half; two passes in mirrored order (A B C, then C B A), their mean. Why:
-    large GEMMs hold an H200 at its power cap (~560 W), and the clock follows the board's power
-    over tens of milliseconds. Interleaved (``time_interleaved``), every side runs at the clock of
-    the mix, so a kernel that draws more power is not charged for it; alone, each is timed at
-    the clock its own power leaves, as in a model's sustained run (RESULTS.md, fiftieth and
-    fifty-first sessions). ``chunk_timer(fn) -> [ms per call, chunk by chunk]`` replaces the GPU
-    run (tests; then no idle gaps).
-    """
-    names = list(fns)
-    times = {n: [] for n in names}
-    for n in names + names[::-1]:
-        if chunk_timer is None:
-            time.sleep(idle_s)
-        per = chunk_timer(fns[n]) if chunk_timer else _chunk_times(fns[n], run_s, chunk_ms)
-        times[n].append(statistics.median(per[len(per) // 2:]))
-    return {n: statistics.mean(v) for n, v in times.items()}
-
-
-TIMINGS = ("interleaved", "alone")
+try:  # (imported as benchmarks.bench_gemm, or run as a script; re-exported: the experiments import them from here)
+    from .bench_timing import (ALONE_RUN_S, INTERLEAVE_ROUNDS, SETTLE_MS, TIMINGS, _chunk_times,  # noqa: F401
+                               _event_bench, _settle, _triton_do_bench, time_alone, time_interleaved, time_ms)
+except ImportError:
+    from bench_timing import (ALONE_RUN_S, INTERLEAVE_ROUNDS, SETTLE_MS, TIMINGS, _chunk_times,  # noqa: F401
+                              _event_bench, _settle, _triton_do_bench, time_alone, time_interleaved, time_ms)
 
 
 def _rotating(fn: Callable, sets: Sequence[tuple]) -> Callable[[], object]:
