@@ -389,7 +389,7 @@ def _cluster_note(config: str, fixed_grid: bool, swiglu: bool, m: int, a: torch.
     elif k <= 2048:
         why = "K <= 2048 over 8 or more rounds of tiles"
     else:
-        why = ("2048 < K <= 4096 over 3.5 or more nearly full rounds of tiles: at the power cap, the halved B reads "
+        why = ("K > 2048 over 3.5 or more nearly full rounds of tiles: at the power cap, the halved B reads "
                "from L2 leave a higher clock")
     return f"; 2x1 clusters ({why}): the two CTAs of a cluster share each B tile (TMA multicast)"
 
@@ -466,6 +466,27 @@ def _streamk_note(m: int, n: int, k: int, elem_bytes: int, sms: int) -> str:
         return ""
     return (f"; stream-K over the last {sk} of {tiles} tiles (their k-blocks split evenly over the {ctas} "
             "CTAs, fp32 partials added by each tile's last CTA)")
+
+
+def _streamk_pairs_note(m: int, n: int, k: int, elem_bytes: int, sms: int) -> str:
+    """Stream-K in 2x1 clusters (sm90_streamk_pairs: by default 16-bit operands with K > 4096;
+    CUTORCH_GEMM_SM90_STREAMK_PAIRS=on / off): the launch's plan over pair tiles and clusters (sm90_streamk_pair_plan),
+    counting sms / 2 clusters or the capped grid's (the GPU's cluster occupancy may hold fewer: then the launch plans
+    over those)."""
+    forced = os.environ.get("CUTORCH_GEMM_SM90_STREAMK_PAIRS", "").strip()
+    if not (forced == "on" or (forced != "off" and elem_bytes == 2 and k > 4096)):
+        return ""
+    items = -(-m // 256) * -(-n // 256)  # (tile rows in pairs) x tile columns
+    units = min(items, sms // 2)
+    cap = os.environ.get("CUTORCH_GEMM_SM90_GRID", "").strip()
+    if cap.isdigit() and int(cap) >= 2 and 2 * units > int(cap):
+        units = int(cap) // 2
+    k_blocks = -(-k // (32 if elem_bytes == 4 else 64))
+    sk = _C.choose_sm90_streamk(items, units, k_blocks, os.environ.get("CUTORCH_GEMM_SM90_STREAMK", "").strip())
+    if sk == 0:
+        return ""
+    return (f"; stream-K over the last {sk} of {items} pair tiles (their k-blocks split evenly over {units} "
+            "clusters, each CTA's fp32 partials added by its tile's last cluster)")
 
 
 def _explain_gemm(op: str, args, kwargs, skinny: bool = True) -> Explanation:
@@ -601,6 +622,9 @@ def _explain_gemm(op: str, args, kwargs, skinny: bool = True) -> Explanation:
         streamk_note = ""
         if mode == "none" and batch == 1 and splits == 1 and "_Coop_" in config and not cluster_note and not fit:
             streamk_note = _streamk_note(m, n, k, a.element_size(), prop.multi_processor_count)
+        elif (mode == "none" and batch == 1 and splits == 1 and config.startswith("Sm90_128x256x") and "_Coop_" in config
+              and cluster_note):
+            streamk_note = _streamk_pairs_note(m, n, k, a.element_size(), prop.multi_processor_count)
         half_note = ""
         # (the kernel's condition: not with both operands MN-major, see sm90_gemm_ws_kernel.cuh)
         both_mn = op_a[1] and op_b[1]  # (ok, mn_major)

@@ -187,6 +187,24 @@ def test_sm90_wave_rule_keeps_coop_where_it_takes_stream_k():
     assert not _C.sm90_coop_streamk(2048, 5120, 4096, 132, True)          # 42% full
     assert not _C.sm90_coop_streamk(1536, 6144, 4096, 132, False)         # 2x1 clusters (rows not 128 B)
     assert not _C.sm90_coop_streamk(1536, 6144, 4096, 132, True, "2")     # forced clusters
+
+
+def test_sm90_streamk_pairs_rule(monkeypatch):
+    """Launches in 2x1 clusters take stream-K (planned over pair tiles and clusters) by default with 16-bit operands
+    and K > 4096 (sm90_streamk_pairs); CUTORCH_GEMM_SM90_STREAMK_PAIRS=on / off force it either way. The wave and
+    fit rules see it through sm90_coop_streamk."""
+    monkeypatch.delenv("CUTORCH_GEMM_SM90_STREAMK_PAIRS", raising=False)
+    # 8192^3: pairs (15.5 rounds, 3% idle); 1024 pair tiles over 66 clusters leave 34, "last" (128 K slices)
+    assert _C.sm90_coop_pairs(8192, 8192, 8192, 132, True)
+    assert _C.sm90_coop_streamk(8192, 8192, 8192, 132, True)
+    # 8192x14336x4096: the mid-K pairs (K <= 4096), without stream-K by default
+    assert _C.sm90_coop_pairs(8192, 14336, 4096, 132, True)
+    assert not _C.sm90_coop_streamk(8192, 14336, 4096, 132, True)
+    assert not _C.sm90_coop_streamk(1536, 6144, 8192, 132, False, "", "", 32)  # tf32 pairs (rows): not by default
+    monkeypatch.setenv("CUTORCH_GEMM_SM90_STREAMK_PAIRS", "on")
+    assert _C.sm90_coop_streamk(8192, 14336, 4096, 132, True)  # 1792 pair tiles over 66: "wide" on 10 + 66
+    monkeypatch.setenv("CUTORCH_GEMM_SM90_STREAMK_PAIRS", "off")
+    assert not _C.sm90_coop_streamk(8192, 8192, 8192, 132, True)
     assert not _C.sm90_coop_streamk(1536, 6144, 4096, 132, True, "", "off")
     assert not _C.sm90_coop_streamk(2048, 2048, 4096, 132, True)          # 128 tiles: one partial round
     # tf32: K slices of 32 elements, so K = 3072 is 96 of them
@@ -361,13 +379,17 @@ def test_sm90_cluster_rule():
     assert _C.choose_sm90_cluster(True, False, False, 64, True, "2") == 1  # still needs an eligible launch
     # one dense 16-bit problem, 512 <= K <= 2048 and 8 rounds of tiles or more: pairs even with aligned rows
     assert _C.choose_sm90_cluster(True, True, False, 64, True, "", True, 1024, 64 * 32, 132) == 2
-    # 2048 < K <= 4096 and 3.5 rounds or more: pairs too (run alone at the power cap, they keep a higher clock)
+    # K > 2048 and 3.5 rounds or more: pairs too (run alone at the power cap, they keep a higher clock; K > 4096 with
+    # stream-K in pairs, sm90_streamk_pairs)
     assert _C.choose_sm90_cluster(True, True, False, 64, True, "", True, 4096, 64 * 32, 132) == 2
     assert _C.choose_sm90_cluster(True, True, False, 32, True, "", True, 4096, 32 * 16, 132) == 2  # 4096^3: 3.9
     assert _C.choose_sm90_cluster(True, True, False, 32, True, "", True, 4096, 32 * 14, 132) == 1  # 3.4 rounds
     assert _C.choose_sm90_cluster(True, True, False, 32, True, "", True, 2112, 32 * 16, 132) == 2
-    assert _C.choose_sm90_cluster(True, True, False, 64, True, "", True, 4160, 64 * 32, 132) == 1  # long K
-    assert _C.choose_sm90_cluster(True, True, False, 64, True, "", True, 8192, 64 * 32, 132) == 1
+    assert _C.choose_sm90_cluster(True, True, False, 64, True, "", True, 4160, 64 * 32, 132) == 2  # deeper K
+    assert _C.choose_sm90_cluster(True, True, False, 64, True, "", True, 8192, 64 * 32, 132) == 2  # 8192^3: 15.5
+    assert _C.choose_sm90_cluster(True, True, False, 64, True, "", True, 14336, 64 * 16, 132) == 2  # 7.8 rounds
+    assert _C.choose_sm90_cluster(True, True, False, 17, True, "", True, 8192, 17 * 32, 132) == 1  # 18% idle
+    assert _C.choose_sm90_cluster(True, True, False, 12, True, "", True, 8192, 12 * 32, 132) == 1  # 2.9 rounds
     assert _C.choose_sm90_cluster(True, True, False, 64, True, "", False, 4096, 64 * 32, 132) == 1  # not dense16
     assert _C.choose_sm90_cluster(True, True, False, 64, True, "1", True, 4096, 64 * 32, 132) == 1  # forced off
     # 2176x8192x4096: 544 tiles leave 18% of 5 rounds idle (stream-K's); 1/16 idle is the edge (4 rounds: 495)

@@ -417,7 +417,7 @@ def test_defer_note_follows_the_launch_rule(monkeypatch):
 
 def test_cluster_note_says_why(monkeypatch):
     """explain's cluster note names the rule that paired the CTAs (choose_sm90_cluster): forced, rows that are not
-    128-byte multiples, the short-K rule (K <= 2048, 8+ rounds) or the mid-K one (2048 < K <= 4096, 3.5+ nearly full
+    128-byte multiples, the short-K rule (K <= 2048, 8+ rounds) or the mid-K one (K > 2048, 3.5+ nearly full
     rounds of 128x256 tiles); none where the rule keeps one CTA (the fit widths at mid K among them)."""
     from cutorch_gemm.explain import _cluster_note
     monkeypatch.delenv("CUTORCH_GEMM_SM90_CLUSTER", raising=False)
@@ -428,11 +428,12 @@ def test_cluster_note_says_why(monkeypatch):
         b = torch.empty(n, k, dtype=torch.bfloat16).t()
         return _cluster_note(config, True, False, m, a, b, dense16, n, k, 132)
 
-    assert "(2048 < K <= 4096" in note(4096, 4096, 4096)          # 512 tiles: 3.9 rounds, 3% idle
+    assert "(K > 2048" in note(4096, 4096, 4096)                   # 512 tiles: 3.9 rounds, 3% idle
+    assert "(K > 2048" in note(8192, 8192, 8192)                   # 2048 tiles: 15.5 rounds, 3% idle
     # 16 x 32 = 512 tiles of 128x240 or 128x160 (3.9 rounds, 3% idle): 240 wide takes the mid-K pairs, a fit width not
-    assert "(2048 < K <= 4096" in note(2048, 7680, 4096, "Sm90_128x240x64_Coop_S4")
+    assert "(K > 2048" in note(2048, 7680, 4096, "Sm90_128x240x64_Coop_S4")
     assert note(2048, 5120, 4096, "Sm90_128x160x64_Coop_S5") == ""
-    assert "(2048 < K <= 4096" not in note(2048, 5120, 4096)       # (its 128x256 tiles: 2.4 rounds)
+    assert "(K > 2048" not in note(2048, 5120, 4096)               # (its 128x256 tiles: 2.4 rounds)
     assert note(2176, 8192, 4096) == ""                            # 18% idle: stream-K's
     assert note(4096, 4096, 2048) == ""                            # short K under 8 rounds
     assert "(K <= 2048 over 8" in note(8192, 8192, 1024)           # 2048 tiles: 15.5 rounds

@@ -481,16 +481,18 @@ MID_K_CASES = [((4096, 4096, 4096), True),    # 512 tiles of 128x256: 3.9 rounds
                ((4096, 4096, 3072), True),    # 48 K slices
                ((2176, 8192, 4096), False),   # 544 tiles: 18% of 5 rounds idle, stream-K's
                ((4096, 4096, 2048), False),   # 32 K slices: the short-K rule's 8 rounds
-               ((4096, 4096, 4160), False)]   # 65 K slices
+               ((4096, 4096, 4160), True),    # 65 K slices: stream-K in pairs may cut (here it plans none)
+               ((8192, 8192, 8192), True)]    # 1024 pair tiles over 66 clusters: stream-K in pairs on the last 34
 
 
 @pytest.mark.parametrize("case", MID_K_CASES, ids=lambda c: "x".join(map(str, c[0])))
 def test_sm90_mid_k_cluster_rule(case, monkeypatch):
-    """One dense 16-bit problem with 2048 < K <= 4096 over 3.5+ rounds of 128x256 tiles, at most 1/16 of their
-    slots idle, takes 2x1 clusters on aligned rows, plain and with bias + GELU-tanh (no stream-K then); the
-    others keep their tiles unclustered. The rule's reading is checked on 132 SMs, the results everywhere."""
+    """One dense 16-bit problem with K > 2048 over 3.5+ rounds of 128x256 tiles, at most 1/16 of their slots idle,
+    takes 2x1 clusters on aligned rows, plain and with bias + GELU-tanh (K <= 4096: no stream-K then; deeper, stream-K
+    over pair tiles where its plan cuts some); the others keep their tiles unclustered. The rule's reading is checked
+    on 132 SMs, the results everywhere."""
     for var in ("CUTORCH_GEMM_SM90_CONFIG", "CUTORCH_GEMM_SM90_CLUSTER", "CUTORCH_GEMM_SM90_STREAMK",
-                "CUTORCH_GEMM_SM90_GRID", "CUTORCH_GEMM_SM90_ACT_PINGPONG"):
+                "CUTORCH_GEMM_SM90_GRID", "CUTORCH_GEMM_SM90_ACT_PINGPONG", "CUTORCH_GEMM_SM90_STREAMK_PAIRS"):
         monkeypatch.delenv(var, raising=False)
     (m, n, k), pairs = case
     dt = torch.bfloat16
@@ -502,7 +504,9 @@ def test_sm90_mid_k_cluster_rule(case, monkeypatch):
             assert (CLUSTER_NOTE in e.reason) == pairs, str(e)
             if pairs:
                 # (the bare note names stream-K code as left out: look for the stream-K plan's own note)
-                assert e.config == "Sm90_128x256x64_Coop_S4" and "; stream-K over" not in e.reason, str(e)
+                assert e.config == "Sm90_128x256x64_Coop_S4", str(e)
+                assert ("; stream-K over the last 34 of 1024 pair tiles" in e.reason) == (k == 8192), str(e)
+                assert k == 8192 or "; stream-K over" not in e.reason, str(e)
     poison(m * n * 2)
     check(cg.mm(a, b), ref_gemm(a, b), dt, what=f"mid-K rule mm {m}x{n}x{k}")
     poison(m * n * 2)

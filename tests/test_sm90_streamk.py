@@ -182,3 +182,38 @@ def test_sm90_streamk_full_by_the_rule(mnk, monkeypatch):
     out = cg.mm(a, b)
     check(out, ref_gemm(a, b), torch.bfloat16, what=f"full stream-K by the rule {mnk}")
     torch.testing.assert_close(cg.mm(a, b), out, rtol=0, atol=0)
+
+
+# Stream-K in 2x1 clusters (by default K > 4096; CUTORCH_GEMM_SM90_STREAMK_PAIRS=on forces it here at shallow K): a
+# cluster's two CTAs cutting the same K ranges of their pair tile's two tiles, each with its own partial slots.
+# (M, N, K, grid cap in CTAs)
+PAIR_CASES = [(1000, 1024, 1024, 6),   # 16 pair tiles over 3 clusters
+              (1152, 1000, 1000, 6),   # 9 tile rows: the last pair's second tile lies past M; K not a multiple of 64
+              (640, 512, 320, 8)]      # 6 pair tiles over 4 clusters: "on" cuts them all
+
+
+@pytest.mark.parametrize("case", PAIR_CASES, ids=lambda c: "x".join(map(str, c)))
+@pytest.mark.parametrize("layouts", [("row", "col"), ("col", "row")], ids="-".join)
+@pytest.mark.parametrize("mode", ["on", "last"])
+def test_sm90_streamk_in_pairs(case, layouts, mode, monkeypatch):
+    m, n, k, grid = case
+    for name, value in (("CONFIG", "coop"), ("STREAMK", mode), ("GRID", str(grid)), ("CLUSTER", "2"),
+                        ("STREAMK_PAIRS", "on"), ("SPLIT_FILL", "1000")):
+        monkeypatch.setenv(f"CUTORCH_GEMM_SM90_{name}", value)
+    dtype = torch.bfloat16
+    a = make((m, k), dtype, "cuda", layouts[0])
+    b = make((k, n), dtype, "cuda", layouts[1])
+    bias = make((n,), dtype, "cuda")
+    e = cg.explain("gemm", a, b, bias=bias, activation="gelu_tanh")
+    assert e.kernel == "sm90" and "2x1 clusters" in e.reason and "pair tiles" in e.reason, str(e)
+    torch.empty(m * n * 2, device="cuda", dtype=dtype).fill_(float("nan"))
+    out = cg.mm(a, b)
+    check(out, ref_gemm(a, b), dtype, what=f"stream-K in pairs mm {case} {layouts}")
+    torch.testing.assert_close(cg.mm(a, b), out, rtol=0, atol=0)  # deterministic
+    check(cg.gemm(a, b, bias=bias, activation="gelu_tanh"), ref_gemm(a, b, bias, activation="gelu_tanh"), dtype,
+          what=f"stream-K in pairs gemm {case}")
+    check(cg.gemm(a, b, out_dtype=torch.float32), ref_gemm(a, b), dtype, torch.float32,
+          what=f"stream-K in pairs fp32 D {case}")
+    monkeypatch.setenv("CUTORCH_GEMM_SM90_STREAMK_PAIRS", "off")
+    assert "pair tiles" not in cg.explain("mm", a, b).reason
+    check(cg.mm(a, b), ref_gemm(a, b), dtype, what="the same pairs without stream-K")

@@ -275,10 +275,19 @@ PYBIND11_MODULE(_C, m) {
                                 const std::string& forced_cluster, const std::string& forced_sk, int block_k) {
     TORCH_CHECK_VALUE(block_k == 64 || block_k == 32, "sm90_coop_streamk: block_k must be 64 (fp16 / bf16) or 32 (tf32)");
     return sm90_coop_streamk(m_, n, k, num_sms, rows_128b, forced_cluster, forced_sk, block_k);
-  }, "Whether one dense problem would take stream-K with the cooperative config (no 2x1 clusters, the "
-     "stream-K rule; block_k: 64 for fp16 / bf16, 32 for tf32).", pybind11::arg("m"), pybind11::arg("n"),
+  }, "Whether one dense problem would take stream-K with the cooperative config (unclustered, or in 2x1 clusters "
+     "where sm90_streamk_pairs allows; the stream-K rule; block_k: 64 for fp16 / bf16, 32 for tf32).",
+        pybind11::arg("m"), pybind11::arg("n"),
         pybind11::arg("k"), pybind11::arg("num_sms"), pybind11::arg("rows_128b"), pybind11::arg("forced_cluster") = "",
         pybind11::arg("forced_sk") = "", pybind11::arg("block_k") = 64);
+  m.def("sm90_coop_pairs", [](int64_t m_, int64_t n, int64_t k, int num_sms, bool rows_128b,
+                              const std::string& forced_cluster, int block_k) {
+    TORCH_CHECK_VALUE(block_k == 64 || block_k == 32, "sm90_coop_pairs: block_k must be 64 (fp16 / bf16) or 32 (tf32)");
+    return sm90_coop_pairs(m_, n, k, num_sms, rows_128b, forced_cluster, block_k);
+  }, "Whether one dense problem's launch on the cooperative 128x256 config takes 2x1 clusters (choose_sm90_cluster; "
+     "block_k: 64 for fp16 / bf16, 32 for tf32).", pybind11::arg("m"), pybind11::arg("n"), pybind11::arg("k"),
+        pybind11::arg("num_sms"), pybind11::arg("rows_128b"), pybind11::arg("forced_cluster") = "",
+        pybind11::arg("block_k") = 64);
   m.def("choose_sm90_split", [](int64_t m_, int64_t n, int64_t k, int num_sms, const std::string& config, int fill,
                                 int block_k) {
     TORCH_CHECK_VALUE(config == "coop" || config == "pingpong" || config == "pingpong128" || config == "pingpong64",

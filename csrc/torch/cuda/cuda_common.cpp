@@ -177,18 +177,23 @@ static void run_sm80(const GemmArgs& g) {
 // partial tiles uninitialised; `g` gets the pointers. Undefined tensor: no stream-K.
 static at::Tensor streamk_workspace(GemmArgs& g, Sm90ConfigId config, int num_sms, cudaStream_t stream) {
   if (config != Sm90ConfigId::kCoop128x256 || g.shape.mode != GroupMode::kBatched || g.batch != 1) return at::Tensor();
-  // 2x1 clusters take no stream-K (launch_sm90 makes the same choice): no workspace and no memset to pay for.
+  // 2x1 clusters take stream-K only where sm90_streamk_pairs allows and their plan over pair tiles cuts some
+  // (launch_sm90 makes the same choice; it may hold fewer clusters: room for every SM); otherwise no workspace and
+  // no memset to pay for.
   const bool tf32 = g.dtype == DType::kFloat32;
   const int block_k = tf32 ? 32 : 64;  // the config's K slice (tf32: 32)
   const char* forced_cluster = std::getenv("CUTORCH_GEMM_SM90_CLUSTER");
-  if (sm90_coop_pairs(g.shape.m, g.shape.n, g.shape.k, num_sms, sm90_operands_rows_128b(g.shape, tf32 ? 4 : 2),
-                      forced_cluster ? forced_cluster : "", block_k)) {
-    return at::Tensor();
-  }
+  const bool pairs = sm90_coop_pairs(g.shape.m, g.shape.n, g.shape.k, num_sms,
+                                     sm90_operands_rows_128b(g.shape, tf32 ? 4 : 2), forced_cluster ? forced_cluster : "",
+                                     block_k);
+  if (pairs && !sm90_streamk_pairs(g.shape.k, block_k)) return at::Tensor();
   const char* cap = std::getenv("CUTORCH_GEMM_SM90_GRID");
-  const Sm90StreamK plan = sm90_streamk_plan(g.shape.m, g.shape.n, g.shape.k, block_k, num_sms,
-                                             cap ? std::atoll(cap) : 0, env_lower("CUTORCH_GEMM_SM90_STREAMK"));
+  const long long grid_cap = cap ? std::atoll(cap) : 0;
+  const std::string forced_sk = env_lower("CUTORCH_GEMM_SM90_STREAMK");
+  Sm90StreamK plan = pairs ? sm90_streamk_pair_plan(g.shape.m, g.shape.n, g.shape.k, block_k, num_sms, grid_cap, forced_sk)
+                           : sm90_streamk_plan(g.shape.m, g.shape.n, g.shape.k, block_k, num_sms, grid_cap, forced_sk);
   if (plan.sk_tiles == 0) return at::Tensor();
+  if (pairs) plan.ctas = num_sms;  // (slots per CTA: the clusters' grid is at most num_sms CTAs)
   const size_t flag_bytes = sm90_streamk_flag_bytes(plan.ctas);
   at::Tensor ws = at::empty({int64_t(sm90_streamk_workspace_bytes(plan.ctas))},
                             at::TensorOptions().dtype(at::kByte).device(at::kCUDA));

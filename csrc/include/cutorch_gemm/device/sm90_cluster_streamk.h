@@ -5,6 +5,7 @@
 // sm90_streamk_full, sm90_streamk_plan). Torch- and CUDA-free.
 
 #include <cstddef>
+#include <cstdlib>
 #include <string>
 
 namespace cutorch_gemm {
@@ -26,16 +27,21 @@ namespace cutorch_gemm {
 // 8192x8192x2048 0.950 / 0.965, 8192x14336x2048 0.957 / 0.971; but 4096x4096x1024 (2 rounds)
 // 0.957 / 0.927, and grouped-K (dW) launches of the MoE shapes, whose groups are short in K too,
 // were equal or 1-3% slower with pairs.
-// And for one dense 16-bit problem with 33 to 64 K slices (K <= 4096) over at least 3.5 rounds of tiles whose
-// last round is nearly full (at most 1/16 of the slots idle: pairs take no stream-K, which a sparser last round
-// needs), aligned rows too. Timed alone at the board's power cap (benchmarks/experiments/epilogue_power.py, H200,
+// And for one dense 16-bit problem with more than 32 K slices (the mid-K rule, named for its first reach, K <= 4096;
+// deeper K since the fifty-second session, with stream-K in pairs: sm90_streamk_pairs) over at least 3.5 rounds of
+// tiles whose last round is nearly full (at most 1/16 of the slots idle: a sparser last round was measured only
+// unclustered, with stream-K), aligned rows too. Timed alone at the board's power cap (benchmarks/experiments/epilogue_power.py, H200,
 // fifty-first session), where a run's clock follows its own power, the pairs' halved B reads from L2 left 30-45
 // MHz more clock than the unclustered tiles, also where those took stream-K. Plain / bias + GELU-tanh, % time,
 // pairs vs none: 4096^3 -1.3 / -1.0, 8192x4096x4096 -1.6 / -2.0, 4096x14336x4096 -1.9 / -3.8, 8192x14336x4096
 // -1.5 / -3.3, 8192x8192x4096 -1.2 / -1.9, 6144x6144x4096 -1.9 (plain), 4096x4096x3072 0.0 (plain). Not taken:
-// shorter K at few rounds (4096x4096x1024 +0.7, x2048 +3.2), deeper K, even over stream-K's plans (8192x4096x14336
-// -0.8 / -0.3, 14336x4096x8192 +0.1 / -0.6, 8192^3 +0.4 / +0.8, 4096x28672x8192 +0.6 / -0.3, 16384x8192x8192
-// -1.1 / -2.3; 8192x8192x6144 -1.3, one run). Interleaved with cuBLASLt (epilogue_ab: both sides share one clock)
+// shorter K at few rounds (4096x4096x1024 +0.7, x2048 +3.2). Deeper K, pairs without stream-K vs the unclustered
+// tiles with it, was mixed (fifty-first session: 8192x4096x14336 -0.8 / -0.3, 14336x4096x8192 +0.1 / -0.6, 8192^3
+// +0.4 / +0.8, 4096x28672x8192 +0.6 / -0.3, 16384x8192x8192 -1.1 / -2.3); with stream-K in pairs it wins (fifty-second
+// session, plain mm, two runs alone, % time vs the unclustered tiles with stream-K): 8192^3 -1.8 / -1.9,
+// 4096x28672x8192 -2.2 / -2.7, 8192x4096x14336 -2.0 / -1.1, 16384x8192x8192 -2.8 (one run); K = 6144, where the pair
+// plan cuts nothing: 8192x8192x6144 -1.7, 4096x14336x6144 -2.5. Interleaved with cuBLASLt (epilogue_ab: both sides
+// share one clock)
 // bias + GELU-tanh read 4096^3 0.973 / 0.975, 8192x14336x4096 0.976 / 0.995, 8192x4096x14336 0.973 / 0.968.
 // `forced` is CUTORCH_GEMM_SM90_CLUSTER ("", "1", "2"; "2" still needs an eligible launch: fixed
 // tile grid, not SwiGLU, two tile rows; ping-pong then too, but it measured slower everywhere:
@@ -50,7 +56,7 @@ inline int choose_sm90_cluster(bool cooperative, bool fixed_grid, bool swiglu, i
   if (forced == "2") return 2;  // (ping-pong too: its two CTAs walk the same pair tiles in step)
   if (!cooperative) return 1;
   if (!rows_128b) return 2;
-  if (!dense16 || num_sms <= 0 || k < 8 * 64 || k > 64 * 64) return 1;
+  if (!dense16 || num_sms <= 0 || k < 8 * 64) return 1;
   const bool short_k = k <= 32 * 64 && tiles >= 8LL * num_sms;
   // (2176x8192x4096's 544 tiles leave 18% of 5 rounds idle: it keeps stream-K)
   const long long slots = (tiles + num_sms - 1) / num_sms * num_sms;
@@ -150,11 +156,38 @@ inline Sm90StreamK sm90_streamk_plan(long long m, long long n, long long k, int 
   return {tiles, int(ctas), choose_sm90_streamk(tiles, int(ctas), k_blocks, forced)};
 }
 
+// Stream-K in 2x1 clusters: whether a launch that takes pairs may also cut its last tiles along K, choose_sm90_streamk's
+// plan over pair tiles and clusters (the launch; sm90_streamk_pair_plan), a cluster's two CTAs cutting the same K
+// ranges of their two tiles (scheduler/sm90_tile_scheduler.cuh, get_item). By default 16-bit operands with K > 4096
+// (block_k 64, more than 64 K slices), where it was measured (choose_sm90_cluster's comment); K <= 4096 keeps the
+// mid-K rule's pairs without it (measured so; there the plan would cut only launches of 8+ rounds). `forced` is
+// CUTORCH_GEMM_SM90_STREAMK_PAIRS: "on" any pairs, "off" none.
+inline bool sm90_streamk_pairs(long long k, int block_k, const std::string& forced) {
+  if (forced == "on" || forced == "off") return forced == "on";
+  return block_k == 64 && k > 64 * 64;
+}
+inline bool sm90_streamk_pairs(long long k, int block_k) {
+  const char* v = std::getenv("CUTORCH_GEMM_SM90_STREAMK_PAIRS");
+  return sm90_streamk_pairs(k, block_k, v ? std::string(v) : std::string());
+}
+// The stream-K plan of one dense cooperative 128x256 launch in 2x1 clusters: its items are pair tiles (two tile
+// rows by one tile column), its units the num_sms / 2 clusters (or the capped grid's), as launch_sm90 plans it
+// when the GPU holds that many clusters at once (fewer: the launch plans over those, within the same workspace).
+inline Sm90StreamK sm90_streamk_pair_plan(long long m, long long n, long long k, int block_k, int num_sms,
+                                          long long grid_cap, const std::string& forced) {
+  const long long items = ((m + 255) / 256) * ((n + 255) / 256);
+  long long units = items < num_sms / 2 ? items : num_sms / 2;
+  if (grid_cap >= 2 && 2 * units > grid_cap) units = grid_cap / 2;
+  const int k_blocks = int((k + block_k - 1) / block_k);
+  return {items, int(units), units > 0 ? choose_sm90_streamk(items, int(units), k_blocks, forced) : 0};
+}
+
 // sm90_coop_pairs: whether one dense problem's launch on the cooperative 128x256 config takes 2x1 clusters
 // (choose_sm90_cluster as launch_sm90 asks it; block_k 64: 16-bit operands, 32: tf32).
-// sm90_coop_streamk: whether one dense problem would take stream-K with the cooperative config: no 2x1 clusters
+// sm90_coop_streamk: whether one dense problem would take stream-K with the cooperative config: unclustered
 // (choose_sm90_cluster: rows_128b, the operands' TMA rows are 128-byte multiples; forced_cluster:
-// CUTORCH_GEMM_SM90_CLUSTER) and choose_sm90_streamk's plan (forced_sk: CUTORCH_GEMM_SM90_STREAMK).
+// CUTORCH_GEMM_SM90_CLUSTER) or in pairs that take it (sm90_streamk_pairs), and choose_sm90_streamk's plan
+// (forced_sk: CUTORCH_GEMM_SM90_STREAMK).
 // block_k: the K slice, 64 (fp16 / bf16) or 32 (tf32). choose_sm90_config's wave rule asks it;
 // explain mirrors the binding through it.
 inline bool sm90_coop_pairs(long long m, long long n, long long k, int num_sms, bool rows_128b,
@@ -167,9 +200,12 @@ inline bool sm90_coop_streamk(long long m, long long n, long long k, int num_sms
                               const std::string& forced_cluster, const std::string& forced_sk, int block_k = 64) {
   const long long tiles = ((m + 127) / 128) * ((n + 255) / 256);
   if (num_sms <= 0 || tiles == num_sms) return false;
-  if (sm90_coop_pairs(m, n, k, num_sms, rows_128b, forced_cluster, block_k)) return false;
+  if (sm90_coop_pairs(m, n, k, num_sms, rows_128b, forced_cluster, block_k)) {
+    return sm90_streamk_pairs(k, block_k) && sm90_streamk_pair_plan(m, n, k, block_k, num_sms, 0, forced_sk).sk_tiles > 0;
+  }
   return sm90_streamk_plan(m, n, k, block_k, num_sms, 0, forced_sk).sk_tiles > 0;
 }
+
 
 // Bytes of stream-K workspace for up to `ctas` CTAs: their flags (two ints each, first), then
 // their 128 x 256 fp32 partial tiles (16-byte aligned).

@@ -192,10 +192,12 @@ cudaError_t launch_sm90(const GemmArgs& args, int num_sms, cudaStream_t stream) 
   // CUTORCH_GEMM_SM90_GRID caps the persistent grid (CTAs; experiments only).
   const char* grid_cap_env = std::getenv("CUTORCH_GEMM_SM90_GRID");
   const long long grid_cap = grid_cap_env ? std::atoll(grid_cap_env) : 0;
-  // Stream-K (choose_sm90_streamk, sm90_streamk_full): dense cooperative launches without clusters, when
-  // the caller provided the workspace (for the grid's CTAs: checked below).
-  const bool sk_eligible = !Cfg::kPingpong && !kSwiGlu && cluster == 1 && s.mode == GroupMode::kBatched &&
-                           args.batch == 1 && args.k_chunk == 0 && args.sk_partials != nullptr;
+  // Stream-K (choose_sm90_streamk, sm90_streamk_full): dense cooperative launches without clusters, or with
+  // them where sm90_streamk_pairs allows (the pieces are a cluster's, cut from pair tiles; not the "full"
+  // form), when the caller provided the workspace (for the grid's CTAs: checked below).
+  const bool sk_eligible = !Cfg::kPingpong && !kSwiGlu && (cluster == 1 || sm90_streamk_pairs(s.k, Cfg::kBlockK)) &&
+                           s.mode == GroupMode::kBatched && args.batch == 1 && args.k_chunk == 0 &&
+                           args.sk_partials != nullptr;
   const char* sk_env = std::getenv("CUTORCH_GEMM_SM90_STREAMK");
   const std::string forced_sk = sk_env ? sk_env : "";
   const int k_blocks = ceil_div(s.k, Cfg::kBlockK);
@@ -243,9 +245,9 @@ cudaError_t launch_sm90(const GemmArgs& args, int num_sms, cudaStream_t stream) 
   const char* half_env = std::getenv("CUTORCH_GEMM_SM90_HALF_TILES");
   p.half_tiles = choose_sm90_half_tiles(s.k, s.n, elem_bytes, half_env ? half_env : "");
   // Stream-K's pieces (choose_sm90_streamk), when the workspace covers this grid's CTAs.
-  if (sk_eligible && int(config.gridDim.x) <= args.sk_slots) {
+  if (sk_eligible && int(config.gridDim.x) <= args.sk_slots) {  // (units: CTAs, or clusters)
     p.sk_kb = k_blocks;
-    p.sk_tiles = choose_sm90_streamk(items, int(config.gridDim.x), k_blocks, forced_sk);
+    p.sk_tiles = choose_sm90_streamk(items, int(config.gridDim.x) / cluster, k_blocks, forced_sk);
   }
   // Plain ping-pong launches on a fixed tile grid (dense, batched, grouped-K) with the TMA store take
   // the compact variant (kPlainTma: that epilogue only, no grouped scan; same shared memory and

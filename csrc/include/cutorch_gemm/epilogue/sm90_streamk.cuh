@@ -5,7 +5,8 @@
 // the flags of the CTAs before it, adds their partials in CTA (= k) order and runs the epilogue.
 // A consumer warpgroup's fragment is stored as it sits in registers: float4 r4 of thread t at
 // [r4][t], so the stores and loads of a warp are 512 contiguous bytes. One flag per CTA and
-// consumer warpgroup (the two halves of a tile are independent).
+// consumer warpgroup (the two halves of a tile are independent). In 2x1 clusters (sm90_streamk_pairs) each CTA
+// of a cluster keeps its own slot and flags for its tile of the pair.
 
 #include "cutorch_gemm/core/macros.h"
 #include "cutorch_gemm/device/gemm_args.h"
@@ -46,10 +47,11 @@ CG_DEVICE void sm90_streamk_store(const GemmArgs& g, const float (&acc)[kRegs], 
   if (tid_in_wg == 0) streamk_flag_release(g.sk_flags + 2 * cta + consumer);
 }
 
+// first, cta: slots (CTAs); step: CTAs per unit (2x1 clusters: 2, the slots of the same cluster rank).
 template <int kRegs>
 CG_DEVICE void sm90_streamk_add(const GemmArgs& g, float (&acc)[kRegs], int first, int cta, int consumer, int tid_in_wg,
-                                int barrier_id) {
-  for (int c = first; c < cta; ++c) {
+                                int barrier_id, int step = 1) {
+  for (int c = first; c < cta; c += step) {
     if (tid_in_wg == 0) {
       while (streamk_flag_acquire(g.sk_flags + 2 * c + consumer) == 0) __nanosleep(64);
     }

@@ -501,8 +501,9 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
             sm90_streamk_store(g, acc, int(blockIdx.x), consumer, tid_in_wg, 1 + consumer);
             continue;
           }
-          if (piece.sk_role == 2) {
-            sm90_streamk_add(g, acc, piece.sk_first, int(blockIdx.x), consumer, tid_in_wg, 1 + consumer);
+          if (piece.sk_role == 2) {  // (sk_first is a unit: a CTA, or a cluster whose CTA of this rank)
+            sm90_streamk_add(g, acc, piece.sk_first * p.cluster + (int(blockIdx.x) & (p.cluster - 1)), int(blockIdx.x),
+                             consumer, tid_in_wg, 1 + consumer, p.cluster);
           }
         }
       }

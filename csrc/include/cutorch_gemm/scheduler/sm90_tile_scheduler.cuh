@@ -183,14 +183,16 @@ struct Sm90TileScheduler {
   CG_DEVICE static int k_blocks(const Sm90Work& w) { return ceil_div(w.k_len, kBlockK); }
 
   // The CTA's j-th work item (j = 0, 1, ...; group -1 past the last). Ping-pong consumers take
-  // the items of one sequence in turn. Stream-K launches (p.sk_tiles > 0; one CTA per cluster):
-  // first the CTA's whole tiles before the last sk_tiles, then its pieces of those, from its
-  // last tile to its first, so a CTA's partial (its last tile's first k-blocks) comes before
-  // anything it waits for, and a tile's owner waits only for CTAs of lower index.
+  // the items of one sequence in turn. Stream-K launches (p.sk_tiles > 0): first the unit's whole
+  // items before the last sk_tiles, then its pieces of those, from its last item to its first, so a
+  // unit's partial (its last item's first k-blocks) comes before anything it waits for, and an item's
+  // owner waits only for units of lower index. A unit is a CTA, or (2x1 clusters where
+  // sm90_streamk_pairs allows) a cluster, whose two CTAs take the same pieces of their pair
+  // tile's two tiles (sk_first: a unit).
   CG_DEVICE Sm90Work get_item(int j) {
     if (!kStreamK || p.sk_tiles == 0) return get(first_item(p) + j * item_step(p));
-    const int ctas = int(gridDim.x), cta = int(blockIdx.x);
-    const int dp = p.tiles_m * p.tiles_n - p.sk_tiles;
+    const int ctas = item_step(p), cta = first_item(p);  // (units)
+    const int dp = p.raster.tiles_m * p.tiles_n - p.sk_tiles;
     const int n_dp = dp > cta ? (dp - cta + ctas - 1) / ctas : 0;
     if (j < n_dp) return get(cta + j * ctas);
     // (32-bit math: choose_sm90_streamk keeps (ctas + 1) * iters below 2^31)
