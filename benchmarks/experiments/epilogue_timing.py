@@ -28,23 +28,16 @@ import torch
 sys.path.insert(0, os.getcwd())
 import cutorch_gemm as cg  # noqa: E402
 from benchmarks.bench_gemm import _event_bench, _make_sets, _rotating, time_ms  # noqa: E402
+from benchmarks.bench_timing import _graph_of  # noqa: E402
 
 GRAPH_LAUNCHES = int(os.environ.get("GRAPH_LAUNCHES", "20"))
 
 
 def graph_timer(fn):
     """Per-call milliseconds of fn captured GRAPH_LAUNCHES times in one CUDA graph (median of 5 replays)."""
-    stream = torch.cuda.Stream()
-    stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream):
-        fn()  # (warm-up outside the capture, on a side stream, as tests/conftest.py's graph check does)
-    torch.cuda.current_stream().wait_stream(stream)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        for _ in range(GRAPH_LAUNCHES):
-            fn()
-    graph.replay()
-    torch.cuda.synchronize()
+    graph = _graph_of(fn, GRAPH_LAUNCHES)  # (warm-up on a side stream, then the capture)
+    if graph is None:
+        raise RuntimeError("graph_timer: the call could not be captured in a CUDA graph")
     times = []
     for _ in range(5):
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
