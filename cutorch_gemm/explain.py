@@ -470,19 +470,12 @@ def _streamk_note(m: int, n: int, k: int, elem_bytes: int, sms: int) -> str:
 
 def _streamk_pairs_note(m: int, n: int, k: int, elem_bytes: int, sms: int) -> str:
     """Stream-K in 2x1 clusters (sm90_streamk_pairs: by default 16-bit operands with K > 4096;
-    CUTORCH_GEMM_SM90_STREAMK_PAIRS=on / off): the launch's plan over pair tiles and clusters (sm90_streamk_pair_plan),
-    counting sms / 2 clusters or the capped grid's (the GPU's cluster occupancy may hold fewer: then the launch plans
-    over those)."""
-    forced = os.environ.get("CUTORCH_GEMM_SM90_STREAMK_PAIRS", "").strip()
-    if not (forced == "on" or (forced != "off" and elem_bytes == 2 and k > 4096)):
-        return ""
-    items = -(-m // 256) * -(-n // 256)  # (tile rows in pairs) x tile columns
-    units = min(items, sms // 2)
+    CUTORCH_GEMM_SM90_STREAMK_PAIRS=on / off): the binding's plan over pair tiles and sms / 2 clusters or the capped
+    grid's (sm90_streamk_pair_plan; the GPU's cluster occupancy may hold fewer: then the launch plans over those)."""
     cap = os.environ.get("CUTORCH_GEMM_SM90_GRID", "").strip()
-    if cap.isdigit() and int(cap) >= 2 and 2 * units > int(cap):
-        units = int(cap) // 2
-    k_blocks = -(-k // (32 if elem_bytes == 4 else 64))
-    sk = _C.choose_sm90_streamk(items, units, k_blocks, os.environ.get("CUTORCH_GEMM_SM90_STREAMK", "").strip())
+    items, units, sk = _C.sm90_streamk_pair_plan(m, n, k, 32 if elem_bytes == 4 else 64, sms,
+                                                 int(cap) if cap.isdigit() else 0,
+                                                 os.environ.get("CUTORCH_GEMM_SM90_STREAMK", "").strip().lower())
     if sk == 0:
         return ""
     return (f"; stream-K over the last {sk} of {items} pair tiles (their k-blocks split evenly over {units} "
