@@ -343,8 +343,15 @@ def cases(quick: bool):
              {"CUTORCH_GEMM_SM90_CONFIG": "coop", "CUTORCH_GEMM_SM90_STREAMK": "on", "CUTORCH_GEMM_SM90_GRID": "7",
               "CUTORCH_GEMM_SM90_SPLIT_FILL": "1000"},
              mm(640, 512, 320)),
+            # stream-K in 2x1 clusters (by default past K = 4096; forced here): a cluster's two CTAs cut the same K
+            # ranges, each with its own partial slot; 9 tile rows leave the last pair's second tile past M
+            ("sm90 stream-K in pairs 1152x1000x1000 grid 6",
+             {"CUTORCH_GEMM_SM90_CONFIG": "coop", "CUTORCH_GEMM_SM90_STREAMK": "on", "CUTORCH_GEMM_SM90_GRID": "6",
+              "CUTORCH_GEMM_SM90_CLUSTER": "2", "CUTORCH_GEMM_SM90_STREAMK_PAIRS": "on",
+              "CUTORCH_GEMM_SM90_SPLIT_FILL": "1000"},
+             mm(1152, 1000, 1000, act="gelu_tanh")),
             # (rows of 1000 elements are not 128-byte multiples: without CLUSTER=1 it would take 2x1 clusters,
-            # which have no stream-K)
+            # whose stream-K is off at this K)
             ("sm90 stream-K last gelu 1000x1000x1000 grid 5",
              {"CUTORCH_GEMM_SM90_CONFIG": "coop", "CUTORCH_GEMM_SM90_STREAMK": "last", "CUTORCH_GEMM_SM90_GRID": "5",
               "CUTORCH_GEMM_SM90_CLUSTER": "1", "CUTORCH_GEMM_SM90_SPLIT_FILL": "1000"},

@@ -40,6 +40,7 @@ KNOBS = {
     "CUTORCH_GEMM_SM90_CONFIG": ["coop", "coop192", "pingpong", "pingpong128", "pingpong64"],
     "CUTORCH_GEMM_SM90_CLUSTER": ["1", "2"],
     "CUTORCH_GEMM_SM90_STREAMK": ["off", "on", "wide", "last"],
+    "CUTORCH_GEMM_SM90_STREAMK_PAIRS": ["on", "off"],
     "CUTORCH_GEMM_SM90_EPILOGUE": ["direct", "staged", "fused", "general"],
     "CUTORCH_GEMM_SM90_GRID": ["1", "3", "17"],
     "CUTORCH_GEMM_SM90_DEFER": ["off"],
