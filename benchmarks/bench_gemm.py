@@ -341,7 +341,7 @@ def format_table(rows: Sequence[dict], timing: str = "interleaved") -> str:
         out += ["", "warnings:"] + notes
     out += ["", "ratio = torch_ms / ours_ms (>1: ours faster); TF/s = 2MNK / time"
             + ("; plain ms = our mm without the epilogue" if has_plain else "")
-            + ("; each side timed alone (--timing alone)" if timing == "alone" else "")]
+            + ("; each side timed alone (--timing alone: CUDA-graph replays)" if timing == "alone" else "")]
     return "\n".join(out)
 
 
@@ -477,7 +477,7 @@ def run(suites: Sequence[str] = DEFAULT_SUITES, dtypes: Sequence[str] = DEFAULT_
         return []
 
     print(f"bench_gemm: {torch.cuda.get_device_name()}, torch {torch.__version__}, "
-          + (f"each side run alone ({ALONE_RUN_S:g} s, two passes)" if timing == "alone" else
+          + (f"each side run alone ({ALONE_RUN_S:g} s of CUDA-graph replays, two passes)" if timing == "alone" else
              f"{'triton do_bench' if _triton_do_bench() else 'CUDA-event loop (no triton)'}, interleaved")
           + f", {len(cases)} cases", file=sys.stderr)
     torch.manual_seed(int.from_bytes(os.urandom(4), "little"))  # fresh inputs every run
