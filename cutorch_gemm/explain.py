@@ -456,30 +456,22 @@ def _mn_b_note(config: str, b_mn: bool) -> str:
             f"{stages} stages")
 
 
-def _streamk_note(m: int, n: int, k: int, elem_bytes: int, sms: int) -> str:
-    """The binding's stream-K plan (sm90_streamk_plan) for a dense cooperative launch."""
+def _streamk_note(m: int, n: int, k: int, elem_bytes: int, sms: int, pairs: bool = False) -> str:
+    """The binding's stream-K plan for a dense cooperative launch: unclustered (sm90_streamk_plan), or in 2x1 clusters
+    (pairs: sm90_streamk_pair_plan, over pair tiles and sms / 2 clusters or the capped grid's, where
+    sm90_streamk_pairs allows: by default 16-bit operands with K > 4096, CUTORCH_GEMM_SM90_STREAMK_PAIRS=on / off;
+    the GPU's cluster occupancy may hold fewer clusters: then the launch plans over those)."""
     cap = os.environ.get("CUTORCH_GEMM_SM90_GRID", "").strip()
-    tiles, ctas, sk = _C.sm90_streamk_plan(m, n, k, 32 if elem_bytes == 4 else 64, sms,
-                                           int(cap) if cap.isdigit() else 0,
-                                           os.environ.get("CUTORCH_GEMM_SM90_STREAMK", "").strip().lower())
+    plan = _C.sm90_streamk_pair_plan if pairs else _C.sm90_streamk_plan
+    tiles, units, sk = plan(m, n, k, 32 if elem_bytes == 4 else 64, sms, int(cap) if cap.isdigit() else 0,
+                            os.environ.get("CUTORCH_GEMM_SM90_STREAMK", "").strip().lower())
     if sk == 0:
         return ""
-    return (f"; stream-K over the last {sk} of {tiles} tiles (their k-blocks split evenly over the {ctas} "
+    if pairs:
+        return (f"; stream-K over the last {sk} of {tiles} pair tiles (their k-blocks split evenly over {units} "
+                "clusters, each CTA's fp32 partials added by its tile's last cluster)")
+    return (f"; stream-K over the last {sk} of {tiles} tiles (their k-blocks split evenly over the {units} "
             "CTAs, fp32 partials added by each tile's last CTA)")
-
-
-def _streamk_pairs_note(m: int, n: int, k: int, elem_bytes: int, sms: int) -> str:
-    """Stream-K in 2x1 clusters (sm90_streamk_pairs: by default 16-bit operands with K > 4096;
-    CUTORCH_GEMM_SM90_STREAMK_PAIRS=on / off): the binding's plan over pair tiles and sms / 2 clusters or the capped
-    grid's (sm90_streamk_pair_plan; the GPU's cluster occupancy may hold fewer: then the launch plans over those)."""
-    cap = os.environ.get("CUTORCH_GEMM_SM90_GRID", "").strip()
-    items, units, sk = _C.sm90_streamk_pair_plan(m, n, k, 32 if elem_bytes == 4 else 64, sms,
-                                                 int(cap) if cap.isdigit() else 0,
-                                                 os.environ.get("CUTORCH_GEMM_SM90_STREAMK", "").strip().lower())
-    if sk == 0:
-        return ""
-    return (f"; stream-K over the last {sk} of {items} pair tiles (their k-blocks split evenly over {units} "
-            "clusters, each CTA's fp32 partials added by its tile's last cluster)")
 
 
 def _explain_gemm(op: str, args, kwargs, skinny: bool = True) -> Explanation:
@@ -617,7 +609,7 @@ def _explain_gemm(op: str, args, kwargs, skinny: bool = True) -> Explanation:
             streamk_note = _streamk_note(m, n, k, a.element_size(), prop.multi_processor_count)
         elif (mode == "none" and batch == 1 and splits == 1 and config.startswith("Sm90_128x256x") and "_Coop_" in config
               and cluster_note):
-            streamk_note = _streamk_pairs_note(m, n, k, a.element_size(), prop.multi_processor_count)
+            streamk_note = _streamk_note(m, n, k, a.element_size(), prop.multi_processor_count, pairs=True)
         half_note = ""
         # (the kernel's condition: not with both operands MN-major, see sm90_gemm_ws_kernel.cuh)
         both_mn = op_a[1] and op_b[1]  # (ok, mn_major)
