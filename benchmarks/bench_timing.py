@@ -111,7 +111,7 @@ ALONE_IDLE_S = 0.3     # ... the idle gap before it
 ALONE_CHUNK_MS = 20.0  # ... the work between two events
 
 
-ALONE_GRAPH_MAX_CALLS = 2000  # _chunk_times: calls captured in one CUDA graph (at most)
+ALONE_GRAPH_MAX_CALLS = 2000  # _chunk_times: calls captured in one CUDA graph (or made eagerly per chunk), at most
 
 
 def _graph_of(fn: Callable[[], object], calls: int):
@@ -137,11 +137,11 @@ def _graph_of(fn: Callable[[], object], calls: int):
         return None
 
 
-def _chunk_times(fn: Callable[[], object], run_s: float, chunk_ms: float, graph: bool = True) -> list:
+def _chunk_times(fn: Callable[[], object], run_s: float, chunk_ms: float) -> list:
     """Milliseconds per call of ``fn`` run back to back for about ``run_s`` seconds, one value per chunk of
     about ``chunk_ms`` (an event pair around each chunk's calls; the queue stays full).
 
-    ``graph``: the calls are captured in a CUDA graph and replayed. Why: launched one by one from Python, short
+    The calls are captured in a CUDA graph and replayed. Why: launched one by one from Python, short
     calls are bound by the host (fifty-second session, H200: 1024^3 bf16 read 27 us a call for torch.mm and 33 us for
     ours, ~8x the kernels' time), so the GPU idled between them and the table timed the two launch paths. Replayed,
     the kernels run back to back as in a captured model step. Falls back to eager launches where capture fails."""
@@ -152,11 +152,10 @@ def _chunk_times(fn: Callable[[], object], run_s: float, chunk_ms: float, graph:
     fn()
     end.record()
     torch.cuda.synchronize()
-    calls = max(1, int(chunk_ms / max(start.elapsed_time(end), 1e-3)))
-    g = _graph_of(fn, min(calls, ALONE_GRAPH_MAX_CALLS)) if graph else None
-    replays = 0
+    calls = min(max(1, int(chunk_ms / max(start.elapsed_time(end), 1e-3))), ALONE_GRAPH_MAX_CALLS)
+    g = _graph_of(fn, calls)
+    replays = 1  # (graph replays per chunk; eager: the chunk's calls one by one)
     if g is not None:
-        calls = min(calls, ALONE_GRAPH_MAX_CALLS)
         start.record()
         g.replay()
         end.record()
@@ -174,8 +173,7 @@ def _chunk_times(fn: Callable[[], object], run_s: float, chunk_ms: float, graph:
                 fn()
         events[c + 1].record()
     torch.cuda.synchronize()
-    per_chunk = calls * replays if g is not None else calls
-    return [events[c].elapsed_time(events[c + 1]) / per_chunk for c in range(chunks)]
+    return [events[c].elapsed_time(events[c + 1]) / (calls * replays) for c in range(chunks)]
 
 
 def time_alone(fns: dict, run_s: float = ALONE_RUN_S, idle_s: float = ALONE_IDLE_S,

@@ -203,14 +203,14 @@ def test_sm90_streamk_pairs_rule(monkeypatch):
     assert not _C.sm90_coop_streamk(1536, 6144, 8192, 132, False, "", "", 32)  # tf32 pairs (rows): not by default
     # the binding's plan (explain names it): (pair tiles, clusters, pair tiles cut)
     assert _C.sm90_streamk_pair_plan(8192, 8192, 8192, 64, 132) == (1024, 66, 34)
-    assert _C.sm90_streamk_pair_plan(8192, 14336, 4096, 64, 132) == (0, 0, 0)       # K <= 4096: off by default
+    assert _C.sm90_streamk_pair_plan(8192, 14336, 4096, 64, 132) == (1792, 66, 0)   # K <= 4096: off by default
     monkeypatch.setenv("CUTORCH_GEMM_SM90_STREAMK_PAIRS", "on")
     assert _C.sm90_coop_streamk(8192, 14336, 4096, 132, True)  # 1792 pair tiles over 66: "wide" on 10 + 66
     assert _C.sm90_streamk_pair_plan(8192, 14336, 4096, 64, 132) == (1792, 66, 76)
     assert _C.sm90_streamk_pair_plan(1000, 1024, 1024, 64, 132, 6)[:2] == (16, 3)   # a grid cap of 6 CTAs
     monkeypatch.setenv("CUTORCH_GEMM_SM90_STREAMK_PAIRS", "off")
     assert not _C.sm90_coop_streamk(8192, 8192, 8192, 132, True)
-    assert _C.sm90_streamk_pair_plan(8192, 8192, 8192, 64, 132) == (0, 0, 0)
+    assert _C.sm90_streamk_pair_plan(8192, 8192, 8192, 64, 132) == (1024, 66, 0)
     assert not _C.sm90_coop_streamk(1536, 6144, 4096, 132, True, "", "off")
     assert not _C.sm90_coop_streamk(2048, 2048, 4096, 132, True)          # 128 tiles: one partial round
     # tf32: K slices of 32 elements, so K = 3072 is 96 of them

@@ -283,11 +283,10 @@ PYBIND11_MODULE(_C, m) {
   m.def("sm90_streamk_pair_plan", [](int64_t m_, int64_t n, int64_t k, int block_k, int num_sms, int64_t grid_cap,
                                      const std::string& forced_sk) {
     TORCH_CHECK_VALUE(block_k == 64 || block_k == 32, "sm90_streamk_pair_plan: block_k must be 64 (fp16 / bf16) or 32 (tf32)");
-    if (!sm90_streamk_pairs(k, block_k)) return std::make_tuple(int64_t(0), 0, 0);
     const Sm90StreamK p = sm90_streamk_pair_plan(m_, n, k, block_k, num_sms, grid_cap, forced_sk);
     return std::make_tuple(int64_t(p.tiles), p.ctas, p.sk_tiles);
   }, "Stream-K in 2x1 clusters for one dense cooperative launch that takes them: (pair tiles, clusters, pair tiles "
-     "cut along K) as the binding plans it, or (0, 0, 0) where sm90_streamk_pairs (CUTORCH_GEMM_SM90_STREAMK_PAIRS, "
+     "cut along K) as the binding plans it; none cut where sm90_streamk_pairs (CUTORCH_GEMM_SM90_STREAMK_PAIRS, "
      "read now) keeps it off.", pybind11::arg("m"), pybind11::arg("n"), pybind11::arg("k"), pybind11::arg("block_k"),
         pybind11::arg("num_sms"), pybind11::arg("grid_cap") = 0, pybind11::arg("forced_sk") = "");
   m.def("sm90_coop_pairs", [](int64_t m_, int64_t n, int64_t k, int num_sms, bool rows_128b,

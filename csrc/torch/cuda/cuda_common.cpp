@@ -186,7 +186,6 @@ static at::Tensor streamk_workspace(GemmArgs& g, Sm90ConfigId config, int num_sm
   const bool pairs = sm90_coop_pairs(g.shape.m, g.shape.n, g.shape.k, num_sms,
                                      sm90_operands_rows_128b(g.shape, tf32 ? 4 : 2), forced_cluster ? forced_cluster : "",
                                      block_k);
-  if (pairs && !sm90_streamk_pairs(g.shape.k, block_k)) return at::Tensor();
   const char* cap = std::getenv("CUTORCH_GEMM_SM90_GRID");
   const long long grid_cap = cap ? std::atoll(cap) : 0;
   const std::string forced_sk = env_lower("CUTORCH_GEMM_SM90_STREAMK");

@@ -173,13 +173,15 @@ inline bool sm90_streamk_pairs(long long k, int block_k) {
 // The stream-K plan of one dense cooperative 128x256 launch in 2x1 clusters: its items are pair tiles (two tile
 // rows by one tile column), its units the num_sms / 2 clusters (or the capped grid's), as launch_sm90 plans it
 // when the GPU holds that many clusters at once (fewer: the launch plans over those, within the same workspace).
+// No tiles are cut where sm90_streamk_pairs keeps stream-K off (CUTORCH_GEMM_SM90_STREAMK_PAIRS, read here).
 inline Sm90StreamK sm90_streamk_pair_plan(long long m, long long n, long long k, int block_k, int num_sms,
                                           long long grid_cap, const std::string& forced) {
   const long long items = ((m + 255) / 256) * ((n + 255) / 256);
   long long units = items < num_sms / 2 ? items : num_sms / 2;
   if (grid_cap >= 2 && 2 * units > grid_cap) units = grid_cap / 2;
   const int k_blocks = int((k + block_k - 1) / block_k);
-  return {items, int(units), units > 0 ? choose_sm90_streamk(items, int(units), k_blocks, forced) : 0};
+  const bool on = units > 0 && sm90_streamk_pairs(k, block_k);
+  return {items, int(units), on ? choose_sm90_streamk(items, int(units), k_blocks, forced) : 0};
 }
 
 // sm90_coop_pairs: whether one dense problem's launch on the cooperative 128x256 config takes 2x1 clusters
@@ -201,7 +203,7 @@ inline bool sm90_coop_streamk(long long m, long long n, long long k, int num_sms
   const long long tiles = ((m + 127) / 128) * ((n + 255) / 256);
   if (num_sms <= 0 || tiles == num_sms) return false;
   if (sm90_coop_pairs(m, n, k, num_sms, rows_128b, forced_cluster, block_k)) {
-    return sm90_streamk_pairs(k, block_k) && sm90_streamk_pair_plan(m, n, k, block_k, num_sms, 0, forced_sk).sk_tiles > 0;
+    return sm90_streamk_pair_plan(m, n, k, block_k, num_sms, 0, forced_sk).sk_tiles > 0;
   }
   return sm90_streamk_plan(m, n, k, block_k, num_sms, 0, forced_sk).sk_tiles > 0;
 }
