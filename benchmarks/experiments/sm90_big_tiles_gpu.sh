@@ -38,7 +38,8 @@ C="CUTORCH_GEMM_SM90_CONFIG"
   VARIANTS="plain,plain|$C=coop192x192,plain|$C=coop192x192+CUTORCH_GEMM_SM90_EPILOGUE=direct,plain|$C=coop192x192+CUTORCH_GEMM_SM90_CLUSTER=2,torch_mm" \
   $P 2>&1 | grep -v "^\s*$"
 # cuBLAS runs our own tiles in pairs at 1024^3 (64x128, 1x2) and 2048^3 (128x256, 1x2); ours in pairs lost there in
-# alternating runs (RESULTS.md); alone, at the power cap, not yet measured
-SHAPES=1024x1024x1024,2048x2048x2048 RUN_S=0.5 IDLE_S=0.3 VARIANTS="plain,plain|CUTORCH_GEMM_SM90_CLUSTER=2,torch_mm" \
+# alternating runs (RESULTS.md); alone, at the power cap, not yet measured. 2560x4096x4096: the 64x256 ping-pong tiles
+# in pairs read B from L2 once per two tiles (as the 128x256 ones do): at the cap, a higher clock?
+SHAPES=1024x1024x1024,2048x2048x2048,2560x4096x4096 RUN_S=0.5 IDLE_S=0.3 VARIANTS="plain,plain|CUTORCH_GEMM_SM90_CLUSTER=2,torch_mm" \
   $P 2>&1 | grep -v "^\s*$"
 exit 0
