@@ -36,7 +36,7 @@ def main():
         kernels = [e for e in prof.key_averages() if e.device_type.name == "CUDA"]
         total_us = sum(e.device_time_total for e in kernels) / calls
         names = "; ".join(f"{e.key[:80]} ({e.device_time_total / calls:.1f} us)" for e in kernels)
-        print(f"{m}x{n}x{k:>6}  {total_us:8.1f}  {2 * m * n * k / total_us / 1e6:6.0f}  {names}")
+        print(f"{f'{m}x{n}x{k}':>18}  {total_us:8.1f}  {2 * m * n * k / total_us / 1e6:6.0f}  {names}")
 
 
 if __name__ == "__main__":

@@ -14,19 +14,12 @@ for cfg in coop320 coop192x192; do
   ok[$cfg]=${PIPESTATUS[0]}
   echo "== $cfg tests: rc ${ok[$cfg]}"
 done
-S='import os, torch, cutorch_gemm as cg
-for m, n, k in [(1000, 1000, 1000), (300, 700, 128), (2304, 3000, 200)]:
-    a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
-    b = torch.randn(n, k, device="cuda", dtype=torch.bfloat16).t()
-    bias = torch.randn(n, device="cuda", dtype=torch.bfloat16)
-    ref = a.double() @ b.double() * 0.5 + bias.double()
-    err = ((cg.gemm(a, b, bias=bias, alpha=0.5).double() - ref).abs().max() / ref.abs().max()).item()
-    print(os.environ["CUTORCH_GEMM_SM90_CONFIG"], m, n, k, cg.explain("mm", a, b).config, "rel err %.1e" % err)'
-[ "${ok[coop320]}" = 0 ] && CUTORCH_GEMM_SM90_CONFIG=coop320 timeout 50 compute-sanitizer --tool memcheck \
-  python3 -c "$S" 2>&1 | tail -2
+# (the sweep's cases for each tile come with its patch: scripts/sanitize_sweep.py --only <config>)
+[ "${ok[coop320]}" = 0 ] && timeout 60 compute-sanitizer --tool memcheck \
+  python3 scripts/sanitize_sweep.py --only "coop320 " 2>&1 | tail -2
 if [ "${ok[coop192x192]}" = 0 ]; then  # (its named barriers changed: racecheck too)
   for tool in memcheck racecheck; do
-    CUTORCH_GEMM_SM90_CONFIG=coop192x192 timeout 60 compute-sanitizer --tool $tool python3 -c "$S" 2>&1 | tail -2
+    timeout 70 compute-sanitizer --tool $tool python3 scripts/sanitize_sweep.py --only "coop192x192" 2>&1 | tail -2
   done
 fi
 P="timeout 90 python3 benchmarks/experiments/epilogue_power.py"
