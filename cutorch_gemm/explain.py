@@ -375,15 +375,18 @@ def _cluster_note(config: str, fixed_grid: bool, swiglu: bool, m: int, a: torch.
     if b_mn and (_tile_width(config) // 2) % 64:
         return ""
     coop = "_Coop_" in config
-    tiles_m = -(-m // (128 if coop else 64))
+    block_m = 192 if config.startswith("Sm90_192x") else 128 if coop else 64
+    tiles_m = -(-m // block_m)
     forced = os.environ.get("CUTORCH_GEMM_SM90_CLUSTER", "").strip()
     rows = _operands_rows_128b(a, b)
     tiles = tiles_m * -(-n // _tile_width(config))
     if _C.choose_sm90_cluster(coop, fixed_grid, swiglu, tiles_m, rows, forced, dense16, k, tiles, sms,
-                              _tile_width(config)) == 1:
+                              _tile_width(config), block_m) == 1:
         return ""
     if forced == "2":
         why = "forced: CUTORCH_GEMM_SM90_CLUSTER=2"
+    elif block_m == 192 and rows:
+        why = "192x192 tiles always pair"
     elif not rows:
         why = "operand rows are not 128-byte multiples: each TMA box row spans two L2 lines"
     elif k <= 2048:
@@ -396,6 +399,13 @@ def _cluster_note(config: str, fixed_grid: bool, swiglu: bool, m: int, a: torch.
 
 _FIT_NOTE = ("; fit-width cooperative tiles: the tile width makes the tile count fill the SMs' rounds, D stored "
              "from registers (no stream-K or split-K)")
+_BIG_WHY = ("the big-tile rule (choose_sm90_big: K {min_k}-{max_k}, in place of 64x256 ping-pong or fit-width "
+            "tiles, filling at least 90% of at most 4 rounds; fewer L2 bytes per FLOP, so a higher clock at the "
+            "power cap)")
+_C320_NOTE = ("; 128x320 cooperative tiles ({why}): two m64n160k16 per k16 step, B in two 160-row boxes, 3 stages; "
+              "D by TMA where the launch can (no C), else from registers")
+_C192X192_NOTE = ("; 192x192 cooperative tiles ({why}): three consumer warpgroups of 64 rows, 4 stages; D by TMA where "
+                  "the launch can (no C), else from registers")
 _FIT192_NOTE = ("; fit-width cooperative tiles: the tile width makes the tile count fill the SMs' rounds (no "
                 "stream-K or split-K; widths that are not multiples of 64 store their last slice over the "
                 "one before)")
@@ -436,11 +446,17 @@ def _fit_config(a, b, op_a, op_b, mode, batch, m, n, k, sms, forced, kwargs, bas
     # the 240-wide tiles: launches whose every tile defers its store (sm90_defer_launch_ok)
     # (any activation: the packing has them all; "_Coop_": a width that defers exact GELU too)
     defer_ok = k_major and not has_c and not epilogue and bool(_defer_note("_Coop_", a, mode, n, 1, kwargs))
+    # the big tiles (choose_sm90_big, after the fit rules): plain launches with both operands K-major whose D the TMA
+    # stores; forced ("coop320", "coop192x192"), C and the direct store too
+    big_forced_ok = eligible and k_major
+    big_ok = big_forced_ok and defer_ok and rows_128b and not epilogue
+    big_on = os.environ.get("CUTORCH_GEMM_SM90_BIG", "").strip().lower() != "off"
     # launches with an activation whose every tile defers its store (sm90_fit_act_ok)
     fit_defer_off = os.environ.get("CUTORCH_GEMM_SM90_FIT_DEFER", "").strip().lower() == "off"
     if activation not in (None, "none") and defer_ok and not fit_defer_off and forced != "coop128":
         eligible = True
-    return _C.choose_sm90_fit(m, n, k, sms, forced, rows_128b, base, eligible, defer_ok, coop_sk, bool(op_b[1]))
+    fit = _C.choose_sm90_fit(m, n, k, sms, forced, rows_128b, base, eligible, defer_ok, coop_sk, bool(op_b[1]))
+    return _C.choose_sm90_big(fit or base, m, n, k, sms, forced, big_forced_ok, big_ok, big_on) or fit
 
 
 def _mn_b_note(config: str, b_mn: bool) -> str:
@@ -575,7 +591,8 @@ def _explain_gemm(op: str, args, kwargs, skinny: bool = True) -> Explanation:
                           config, coop_sk)
         # (the 192-wide fit tile and the 240-wide pairs defer their store like the 128x256 one; the pair rule may
         # also give the latter)
-        direct_fit = bool(fit) and not any(w in fit for w in ("x192x", "x240x", "x256x"))
+        direct_fit = bool(fit) and (fit.startswith("Sm90_192x192x")
+                                    or not any(w in fit for w in ("x192x", "x240x", "x256x")))
         # (fit widths that are not multiples of 64 run their deferring twin where every tile defers: launch_sm90_fit)
         if direct_fit and _tile_width(fit) % 64 != 0 and _defer_note(fit, a, mode, n, 1, kwargs) and \
                 os.environ.get("CUTORCH_GEMM_SM90_FIT_DEFER", "").strip().lower() != "off":
@@ -585,6 +602,10 @@ def _explain_gemm(op: str, args, kwargs, skinny: bool = True) -> Explanation:
                                      else _FIT_NOTE if direct_fit
                                      else _PAIR240_NOTE if "x240x" in fit else _FIT192_NOTE)
             mid_note += _mn_b_note(fit, op_b[1])
+            if "x320x" in fit or fit.startswith("Sm90_192x192x"):  # (choose_sm90_big)
+                why = (f"forced: CUTORCH_GEMM_SM90_CONFIG={sm90_forced}" if sm90_forced
+                       else _BIG_WHY.format(min_k=_C.SM90_BIG_MIN_K, max_k=_C.SM90_BIG_MAX_K))
+                mid_note = (_C320_NOTE if "x320x" in fit else _C192X192_NOTE).format(why=why)
         fit = fit if "x256x" not in fit else ""  # (the binding's split-K rule still sees a 128x256 config)
         # the activation rule (choose_sm90_act, opt-in): the 128x256 tiles the rules above left, with an activation
         if a.dtype in (torch.float16, torch.bfloat16) and mode == "none" and batch == 1:

@@ -137,10 +137,74 @@ def test_sm90_fit_clusters(width, monkeypatch):
     check(cg.mm(a, b), ref_gemm(a, b), torch.bfloat16, what=f"fit {width} clusters")
 
 
+# The 320-wide tile (Sm90_128x320x64_Coop_S3, choose_sm90_big; forced here: "coop320"): two m64n160k16 per k16 step, B in two 160-row
+# boxes. Edge tiles in M and N (N short of one half, past one half, past one tile), K under one k-block and not a
+# multiple of it, several tiles per CTA; rows that are not 128-byte multiples (K not a multiple of 64) take 2x1
+# clusters, each CTA multicasting one 160-row half.
+C320_SHAPES = [(129, 298, 40), (200, 482, 72), (1000, 1000, 1000), (2560, 4096, 4096), (2304, 3000, 200),
+               (300, 700, 128)]
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=["bf16", "fp16"])
+@pytest.mark.parametrize("mnk", C320_SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_sm90_coop320(mnk, dtype, monkeypatch):
+    monkeypatch.setenv("CUTORCH_GEMM_SM90_CONFIG", "coop320")
+    m, n, k = mnk
+    a, b = _operands(m, n, k, dtype)
+    e = cg.explain("mm", a, b)
+    assert e.config == "Sm90_128x320x64_Coop_S3", str(e)
+    assert ("2x1 clusters" in e.reason) == (k % 64 != 0), str(e)
+    bias = _check_mm_and_bias(a, b, dtype, f"coop320 {mnk}")
+    poison(m * n * 4)
+    out = cg.gemm(a, b, bias=bias, alpha=0.5, out_dtype=torch.float32)
+    check(out, ref_gemm(a, b, bias=bias, alpha=0.5), dtype, torch.float32, what=f"coop320 fp32 D {mnk}")
+    c = torch.randn(m, n, device="cuda", dtype=dtype)
+    poison(m * n * 4)
+    check(cg.gemm(a, b, c=c, beta=0.5), ref_gemm(a, b, c=c, beta=0.5), dtype, what=f"coop320 C {mnk}")
+    # launches the tile does not take keep the rules' configs: an activation, an MN-major B
+    assert "x320x" not in cg.explain("gemm", a, b, bias=bias, activation="relu").config
+    b_mn = b.contiguous()  # (K, N) row-major: MN-major
+    assert "x320x" not in cg.explain("mm", a, b_mn).config
+    check(cg.mm(a, b_mn), ref_gemm(a, b_mn), dtype, what=f"coop320 forced, b MN-major {mnk}")
+    # D from registers (the forced direct epilogue path; C above took it too)
+    monkeypatch.setenv("CUTORCH_GEMM_SM90_EPILOGUE", "direct")
+    assert cg.explain("mm", a, b).config == "Sm90_128x320x64_Coop_S3"
+    poison(m * n * 4)
+    check(cg.mm(a, b), ref_gemm(a, b), dtype, what=f"coop320 direct store {mnk}")
+
+
+# The 192x192 tile (Sm90_192x192x64_Coop_S4, choose_sm90_big; forced here: "coop192x192"): three consumer warpgroups; M past one and two
+# thirds of a tile, the same edge cases as the 320-wide one otherwise.
+C192X192_SHAPES = [(129, 298, 40), (200, 200, 72), (1000, 1000, 1000), (3072, 3072, 3072), (2304, 3000, 200),
+                   (450, 700, 128)]
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=["bf16", "fp16"])
+@pytest.mark.parametrize("mnk", C192X192_SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_sm90_coop192x192(mnk, dtype, monkeypatch):
+    monkeypatch.setenv("CUTORCH_GEMM_SM90_CONFIG", "coop192x192")
+    m, n, k = mnk
+    a, b = _operands(m, n, k, dtype)
+    e = cg.explain("mm", a, b)
+    assert e.config == "Sm90_192x192x64_Coop_S4", str(e)
+    assert ("2x1 clusters" in e.reason) == (m > 192), str(e)  # (192-row tiles always pair: choose_sm90_cluster)
+    bias = _check_mm_and_bias(a, b, dtype, f"coop192x192 {mnk}")
+    poison(m * n * 4)
+    out = cg.gemm(a, b, bias=bias, alpha=0.5, out_dtype=torch.float32)
+    check(out, ref_gemm(a, b, bias=bias, alpha=0.5), dtype, torch.float32, what=f"coop192x192 fp32 D {mnk}")
+    c = torch.randn(m, n, device="cuda", dtype=dtype)
+    poison(m * n * 4)
+    check(cg.gemm(a, b, c=c, beta=0.5), ref_gemm(a, b, c=c, beta=0.5), dtype, what=f"coop192x192 C {mnk}")
+    monkeypatch.setenv("CUTORCH_GEMM_SM90_EPILOGUE", "direct")
+    poison(m * n * 4)
+    check(cg.mm(a, b), ref_gemm(a, b), dtype, what=f"coop192x192 direct store {mnk}")
+
+
 def test_sm90_fit_rule_runs():
-    """Shapes the rule gives fit tiles on this GPU run them, correctly and repeatably."""
+    """Shapes the rule gives fit tiles on this GPU run them, correctly and repeatably; where the big-tile rule
+    (choose_sm90_big) takes the fit tile's place, its tile."""
     sms = torch.cuda.get_device_properties(0).multi_processor_count
-    ran = 0
+    ran = big_ran = 0
     for m, n, k in [(1536, 1536, 4096), (768, 3072, 2048), (1024, 2560, 4096), (2048, 1280, 1024),
                     (1024, 1536, 8960), (512, 3072, 4096),
                     (3072, 3072, 4096), (3328, 4096, 3072), (1536, 6144, 4096)]:  # (three, four, five rounds)
@@ -151,12 +215,16 @@ def test_sm90_fit_rule_runs():
             assert "_Coop_" not in e.config or "x256x" in e.config, str(e)
             continue
         ran += 1
-        assert e.config == fit and "fit-width" in e.reason, str(e)
+        big = _C.choose_sm90_big(fit, m, n, k, sms)
+        big_ran += bool(big)
+        assert (e.config == big and "big-tile rule" in e.reason) if big else \
+            (e.config == fit and "fit-width" in e.reason), str(e)
         out = cg.mm(a, b)
         check(out, ref_gemm(a, b), torch.bfloat16, what=f"rule {m}x{n}x{k}")
         assert torch.equal(out, cg.mm(a, b)), "the same bits on a second run"
     if sms == 132:
         assert ran == 9, "on 132 SMs the rule takes every one of these shapes"
+        assert big_ran == 3, "and the big-tile rule the last three (192x192 pairs)"
     # Rows that are not 128-byte multiples (K = 1000) take 2x1 clusters and the pair rule, never a direct-store
     # width: at 1536x1536x1000 the 64x128 ping-pong tiles' three rounds become one round of 128x192 pairs.
     a, b = _operands(1536, 1536, 1000, torch.bfloat16)
@@ -350,7 +418,10 @@ def test_sm90_fit_activation_rule(monkeypatch):
             plain = cg.explain("mm", a, b)
             for act in ("gelu", "gelu_tanh", "silu"):
                 e = cg.explain("gemm", a, b, bias=bias, activation=act)
-                assert e.config == plain.config, (str(e), str(plain))
+                if "big-tile rule" in plain.reason:  # (3072x3072x4096: 192x192 pairs, no activation: the fit width)
+                    assert "192x192" in plain.config and "_128x" in e.config, (str(e), str(plain))
+                else:
+                    assert e.config == plain.config, (str(e), str(plain))
                 if sms == 132:
                     assert "fit-width" in e.reason and "_128x256x64" not in e.config, str(e)
                 poison(m * n * 4)

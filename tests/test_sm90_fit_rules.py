@@ -245,3 +245,42 @@ def test_sm90_act_rule_bound():
     assert _C.choose_sm90_act(COOP, m, 4096, max_k, True, True, True, "", True) == PP
     assert _C.choose_sm90_act(COOP, m + 1, 4096, max_k, True, True, True, "", True) == ""
     assert _C.choose_sm90_act(COOP, 1 << 20, 1 << 20, 64, True, True, True, "", True) == ""  # 2^46: not wrapped
+
+
+C320, C192X192, FIT192 = "Sm90_128x320x64_Coop_S3", "Sm90_192x192x64_Coop_S4", "Sm90_128x192x64_Coop_S5"
+
+
+# The big-tile rule (choose_sm90_big): the shapes measured alone (device/sm90_fit_rules.h) and its bounds. Arguments
+# after the SMs: forced (CUTORCH_GEMM_SM90_CONFIG), forced_ok, ok (the launch: K-major on aligned rows, no C, no
+# activation, D by TMA), on (CUTORCH_GEMM_SM90_BIG not off).
+@pytest.mark.parametrize("base,m,n,k,forced,forced_ok,ok,on,expected", [
+    (PP, 2560, 4096, 4096, "", True, True, True, C320),        # 260 tiles, 2 rounds, 97% (measured -6.1% alone)
+    (PP, 4096, 3584, 4096, "", True, True, True, C320),        # 384 tiles, 3 rounds, 90.5% (-1.5%)
+    (PP, 6144, 3072, 4096, "", True, True, True, C192X192),    # 256 pairs, 4 rounds, 97% (-4.2%); 320: 87%
+    (FIT192, 3072, 3072, 3072, "", True, True, True, C192X192),  # 128 pairs, 2 rounds (-3.0%); 320: 87%
+    (FIT192, 3072, 3072, 4096, "", True, True, True, C192X192),  # (-4.2%)
+    (COOP, 8192, 14336, 4096, "", True, True, True, ""),       # the 128x256 tiles stay (320 measured even)
+    ("Sm90_128x240x64_Coop_S4", 3072, 3072, 4096, "", True, True, True, ""),
+    ("Sm90_64x128x64_Pingpong_S8", 3072, 3072, 4096, "", True, True, True, ""),
+    (PP, 2560, 4096, 1024, "", True, True, True, ""),          # K below kBigMinK, above kBigMaxK
+    (PP, 2560, 4096, 16384, "", True, True, True, ""),
+    (PP, 8192, 8192, 4096, "", True, True, True, ""),          # more than four rounds of either
+    (PP, 1024, 4096, 4096, "", True, True, True, ""),          # one round, 78% at best
+    (PP, 2560, 4096, 4096, "", True, False, True, ""),         # a launch the rule does not take (C, activation ...)
+    (PP, 2560, 4096, 4096, "", True, True, False, ""),         # CUTORCH_GEMM_SM90_BIG=off
+    (PP, 2560, 4096, 4096, "nofit", True, True, True, ""),     # any other forced config keeps the base
+    (COOP, 64, 64, 64, "coop320", True, False, True, C320),    # forced: wherever the launch allows
+    (COOP, 64, 64, 64, "coop192x192", True, False, True, C192X192),
+    (COOP, 64, 64, 64, "coop320", False, False, True, ""),
+])
+def test_sm90_big_rule(base, m, n, k, forced, forced_ok, ok, on, expected):
+    assert _C.choose_sm90_big(base, m, n, k, 132, forced, forced_ok, ok, on) == expected
+
+
+def test_sm90_big_rule_bounds():
+    """The K bounds explain's note names are the ones the rule applies."""
+    lo, hi = _C.SM90_BIG_MIN_K, _C.SM90_BIG_MAX_K
+    assert _C.choose_sm90_big(PP, 2560, 4096, lo, 132) == C320
+    assert _C.choose_sm90_big(PP, 2560, 4096, lo - 1, 132) == ""
+    assert _C.choose_sm90_big(PP, 2560, 4096, hi, 132) == C320
+    assert _C.choose_sm90_big(PP, 2560, 4096, hi + 1, 132) == ""

@@ -50,6 +50,10 @@ cudaError_t sm90_bf16_fit208(const GemmArgs&, bool, bool, int, cudaStream_t);
 cudaError_t sm90_bf16_fit224(const GemmArgs&, bool, bool, int, cudaStream_t);
 cudaError_t sm90_f16_coop240(const GemmArgs&, int, cudaStream_t);
 cudaError_t sm90_bf16_coop240(const GemmArgs&, int, cudaStream_t);
+cudaError_t sm90_f16_coop320(const GemmArgs&, int, cudaStream_t);
+cudaError_t sm90_bf16_coop320(const GemmArgs&, int, cudaStream_t);
+cudaError_t sm90_f16_coop192x192(const GemmArgs&, int, cudaStream_t);
+cudaError_t sm90_bf16_coop192x192(const GemmArgs&, int, cudaStream_t);
 
 using Sm90Entry = cudaError_t (*)(const GemmArgs&, bool, bool, int, cudaStream_t);
 using Sm90FitEntry = cudaError_t (*)(const GemmArgs&, bool, bool, int, cudaStream_t);
@@ -88,6 +92,12 @@ cudaError_t sm90_gemm_f16(const GemmArgs& args, Sm90ConfigId config, bool a_mn, 
   if (config == Sm90ConfigId::kCoop240) {  // (choose_sm90_pairs: both operands K-major)
     return a_mn || b_mn ? cudaErrorInvalidValue : sm90_f16_coop240(args, num_sms, stream);
   }
+  if (config == Sm90ConfigId::kCoop320) {  // (choose_sm90_big: both operands K-major)
+    return a_mn || b_mn ? cudaErrorInvalidValue : sm90_f16_coop320(args, num_sms, stream);
+  }
+  if (config == Sm90ConfigId::kCoop192x192) {  // (choose_sm90_big: both operands K-major)
+    return a_mn || b_mn ? cudaErrorInvalidValue : sm90_f16_coop192x192(args, num_sms, stream);
+  }
   return run_config(sm90_f16_coop, sm90_f16_pingpong, sm90_f16_pingpong128, sm90_f16_pingpong64, args, config, a_mn,
                     b_mn, num_sms, stream);
 }
@@ -100,6 +110,12 @@ cudaError_t sm90_gemm_bf16(const GemmArgs& args, Sm90ConfigId config, bool a_mn,
   if (sm90_fit_width(config) > 0) return run_fit(fit, args, config, a_mn, b_mn, num_sms, stream);
   if (config == Sm90ConfigId::kCoop240) {  // (choose_sm90_pairs: both operands K-major)
     return a_mn || b_mn ? cudaErrorInvalidValue : sm90_bf16_coop240(args, num_sms, stream);
+  }
+  if (config == Sm90ConfigId::kCoop320) {  // (choose_sm90_big: both operands K-major)
+    return a_mn || b_mn ? cudaErrorInvalidValue : sm90_bf16_coop320(args, num_sms, stream);
+  }
+  if (config == Sm90ConfigId::kCoop192x192) {  // (choose_sm90_big: both operands K-major)
+    return a_mn || b_mn ? cudaErrorInvalidValue : sm90_bf16_coop192x192(args, num_sms, stream);
   }
   return run_config(sm90_bf16_coop, sm90_bf16_pingpong, sm90_bf16_pingpong128, sm90_bf16_pingpong64, args, config,
                     a_mn, b_mn, num_sms, stream);

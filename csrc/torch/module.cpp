@@ -225,6 +225,27 @@ PYBIND11_MODULE(_C, m) {
         pybind11::arg("base"), pybind11::arg("m"), pybind11::arg("n"), pybind11::arg("k"), pybind11::arg("activation"),
         pybind11::arg("rows_128b"), pybind11::arg("k_major"), pybind11::arg("forced") = "",
         pybind11::arg("on") = false);
+  m.def("choose_sm90_big", [](const std::string& base, int64_t m, int64_t n, int64_t k, int num_sms,
+                              const std::string& forced, bool forced_ok, bool ok, bool on) {
+    Sm90ConfigId from = Sm90ConfigId::kCoop128x256;
+    for (int i = 0; i <= int(Sm90ConfigId::kCoop240); ++i) {  // (the first id of that name: 128x256 is kCoop128x256)
+      if (base == sm90_config_name(Sm90ConfigId(i))) {
+        from = Sm90ConfigId(i);
+        break;
+      }
+    }
+    const Sm90ConfigId id = choose_sm90_big(from, int(m), int(n), int(k), num_sms, forced, forced_ok, ok, on);
+    return std::string(id != from ? sm90_config_name(id) : "");
+  }, "The big-tile rule for one dense fp16 / bf16 problem (base: the config the heuristic and the fit rules left, by "
+     "name): Sm90_128x320x64_Coop_S3 or Sm90_192x192x64_Coop_S4 where one replaces it, else ''. forced: "
+     "CUTORCH_GEMM_SM90_CONFIG (coop320, coop192x192: wherever forced_ok); ok: the launch can take them (both operands "
+     "K-major on 128-byte-multiple rows, no C, no activation, a 16-bit D the TMA stores); on: CUTORCH_GEMM_SM90_BIG "
+     "is not off.",
+        pybind11::arg("base"), pybind11::arg("m"), pybind11::arg("n"), pybind11::arg("k"), pybind11::arg("num_sms"),
+        pybind11::arg("forced") = "", pybind11::arg("forced_ok") = true, pybind11::arg("ok") = true,
+        pybind11::arg("on") = true);
+  m.attr("SM90_BIG_MIN_K") = kBigMinK;  // (explain's note names the bounds)
+  m.attr("SM90_BIG_MAX_K") = kBigMaxK;
   m.def("choose_sm90_fit", [](int64_t m_, int64_t n, int64_t k, int num_sms, const std::string& forced,
                               bool rows_128b, const std::string& base, bool fit_ok, bool defer_ok, bool coop_sk,
                               bool mn_b) {
@@ -340,16 +361,16 @@ PYBIND11_MODULE(_C, m) {
         pybind11::arg("batch") = 1, pybind11::arg("b_3d") = false, pybind11::arg("k_chunk") = 0);
   m.def("choose_sm90_cluster", [](bool cooperative, bool fixed_grid, bool swiglu, int64_t tiles_m, bool rows_128b,
                                   const std::string& forced, bool dense16, int64_t k, int64_t tiles, int num_sms,
-                                  int block_n) {
+                                  int block_n, int block_m) {
     return choose_sm90_cluster(cooperative, fixed_grid, swiglu, int(tiles_m), rows_128b, forced, dense16, int(k),
-                               (long long)tiles, num_sms, block_n);
+                               (long long)tiles, num_sms, block_n, block_m);
   }, "CTAs per cluster (1 or 2) of one sm90 launch (rows_128b: both operands' TMA rows are 128-byte "
      "multiples; forced: CUTORCH_GEMM_SM90_CLUSTER; dense16, k, tiles, num_sms: one dense 16-bit problem's K, "
-     "cooperative tiles and the SMs, for the short-K rules; block_n: the tiles' width).",
+     "cooperative tiles and the SMs, for the short-K rules; block_n, block_m: the tiles' width and rows).",
         pybind11::arg("cooperative"), pybind11::arg("fixed_grid"), pybind11::arg("swiglu"), pybind11::arg("tiles_m"),
         pybind11::arg("rows_128b"), pybind11::arg("forced") = "", pybind11::arg("dense16") = false,
         pybind11::arg("k") = 0, pybind11::arg("tiles") = 0, pybind11::arg("num_sms") = 0,
-        pybind11::arg("block_n") = 256);
+        pybind11::arg("block_n") = 256, pybind11::arg("block_m") = 128);
   m.def("sm90_rows_128b", &sm90_rows_128b,
         "Whether the stride between an operand's TMA rows (K-major: its M/N stride; MN-major: its K stride) "
         "is a multiple of 128 bytes.", pybind11::arg("k_stride"), pybind11::arg("mn_stride"),

@@ -38,6 +38,23 @@ struct Sm90Mma16 {
   // The narrow configs' fragments: m64n128k16 (64 registers) and m64n64k16 (32), one overload set;
   // the fit-width cooperative configs' m64nNk16, N = 80 ... 224 (40 ... 112 registers; N = 128 the narrow one),
   // and the 240-wide pair tile's (120).
+  // The 320-wide tile's fragment (160 registers): two m64n160k16, B's second half 160 rows (160 x 128 bytes, K-major,
+  // a whole number of 1024-byte swizzle atoms) on. Each half's registers are the fragment's in order: columns 8 j
+  // ... 8 j + 7 at registers 4 j ... 4 j + 3 across both, as one m64n320 would hold them.
+  template <bool kAMn, bool kBMn>
+  static CG_DEVICE void mma(float (&d)[160], uint64_t desc_a, uint64_t desc_b, int scale_d) {
+    static_assert(!kBMn, "the 320-wide tile reads B K-major");
+    float(&lo)[80] = *reinterpret_cast<float(*)[80]>(&d[0]);
+    float(&hi)[80] = *reinterpret_cast<float(*)[80]>(&d[80]);
+    constexpr uint64_t kHalfB = uint64_t(160 * 128) >> 4;
+    if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+      sm90::wgmma_fit_k16_bf16<kAMn, kBMn>(lo, desc_a, desc_b, scale_d);
+      sm90::wgmma_fit_k16_bf16<kAMn, kBMn>(hi, desc_a, desc_b + kHalfB, scale_d);
+    } else {
+      sm90::wgmma_fit_k16_f16<kAMn, kBMn>(lo, desc_a, desc_b, scale_d);
+      sm90::wgmma_fit_k16_f16<kAMn, kBMn>(hi, desc_a, desc_b + kHalfB, scale_d);
+    }
+  }
   template <bool kAMn, bool kBMn, int kRegs>
   static CG_DEVICE void mma(float (&d)[kRegs], uint64_t desc_a, uint64_t desc_b, int scale_d) {
     constexpr bool kFit = kRegs >= 40 && kRegs <= 120 && kRegs % 8 == 0 && kRegs != 64;

@@ -50,6 +50,13 @@ CG_DEVICE void sm90_load_stage(Storage& s, const Pipe& pipe, const Sm90Params& p
     sm90_load_operand_multicast<Cfg, E, kBMn, Cfg::kBlockN / 2>(
         s.b[st.index] + rank * (Cfg::kBlockN / 2) * Cfg::kBlockK, map_b, &s.full[st.index],
         w.b_col + rank * (Cfg::kBlockN / 2), k, zb, p.b_3d, uint16_t(0x3));
+  } else if constexpr (kBCols > 256) {  // (a TMA box is at most 256 rows: the 320-wide tile's B in two halves)
+    constexpr int kHalf = kBCols / 2;
+    static_assert(!kBMn && kHalf <= 256, "wide tiles: a K-major B in two boxes");
+    sm90_load_operand<Cfg, E, kBMn, kHalf>(s.b[st.index], map_b, &s.full[st.index], w.b_col, k, zb, p.b_3d, b_hint,
+                                           b_policy);
+    sm90_load_operand<Cfg, E, kBMn, kHalf>(s.b[st.index] + kHalf * Cfg::kBlockK, map_b, &s.full[st.index],
+                                           w.b_col + kHalf, k, zb, p.b_3d, b_hint, b_policy);
   } else {
     sm90_load_operand<Cfg, E, kBMn, kBCols>(s.b[st.index], map_b, &s.full[st.index], w.b_col, k, zb, p.b_3d, b_hint,
                                             b_policy);

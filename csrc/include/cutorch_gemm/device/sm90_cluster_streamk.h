@@ -48,14 +48,15 @@ namespace cutorch_gemm {
 // 1024^3 0.78 / 0.72, 512x4096x4096 0.84 / 0.79, 3072^3 0.77 / 0.71).
 // dense16: one dense problem of 16-bit operands; k, tiles, num_sms: its K, cooperative tiles and
 // the SMs (the short-K rules; 0: not applied); block_n: the tiles' width (the mid-K rule: 128 x 256 and 128 x 240
-// only; the fit widths' rules, sm90_fit_rules.h, were measured without pairs).
+// only; the fit widths' rules, sm90_fit_rules.h, were measured without pairs). block_m: the tiles' rows; the 192x192
+// tiles always pair (choose_sm90_big's measurements: pairs 0.3-1.4% ahead of them unclustered).
 inline int choose_sm90_cluster(bool cooperative, bool fixed_grid, bool swiglu, int tiles_m, bool rows_128b,
                                const std::string& forced, bool dense16 = false, int k = 0, long long tiles = 0,
-                               int num_sms = 0, int block_n = 256) {
+                               int num_sms = 0, int block_n = 256, int block_m = 128) {
   if (!fixed_grid || swiglu || tiles_m < 2 || forced == "1") return 1;
   if (forced == "2") return 2;  // (ping-pong too: its two CTAs walk the same pair tiles in step)
   if (!cooperative) return 1;
-  if (!rows_128b) return 2;
+  if (!rows_128b || block_m == 192) return 2;
   if (!dense16 || num_sms <= 0 || k < 8 * 64) return 1;
   const bool short_k = k <= 32 * 64 && tiles >= 8LL * num_sms;
   // (2176x8192x4096's 544 tiles leave 18% of 5 rounds idle: it keeps stream-K)

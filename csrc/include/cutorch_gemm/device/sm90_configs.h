@@ -199,6 +199,42 @@ struct Sm90_128x240x64_Coop_S4 : Sm90_128x256x64_Coop_S4 {
   static constexpr int kBlockN = 240;
 };
 
+// The 320-wide tile (choose_sm90_big; forced: CUTORCH_GEMM_SM90_CONFIG=coop320). cuBLAS's mid-size tile (nvjet
+// 320x128, 3 stages, 1x2 clusters at 2560x4096x4096 and 4096x3584x4096): 2560x4096 in 20 x 13 = 260 tiles, 1.97
+// rounds of 132, where 128x256 tiles take 2.42. A consumer's 64 x 320 fragment is two m64n160k16 per k16 step
+// (Sm90Mma16's 160-register form, B's second half 160 rows on), 160 accumulator registers; B arrives in two boxes
+// of 160 rows (a TMA box is at most 256 rows). 3 stages of 56 KB. The fit tiles' kernel (kDirectStore): D by TMA
+// through two 8 KB buffers per consumer where the launch can (no C; the kernel's kFit branch), else from registers (its
+// column pairs follow the fragment, whatever its width). Both operands K-major, no stream-K or split-K.
+struct Sm90_128x320x64_Coop_S3 : Sm90_128x256x64_Coop_S4 {
+  static constexpr const char* kName = "Sm90_128x320x64_Coop_S3";
+  static constexpr int kBlockN = 320;
+  static constexpr int kStages = 3;
+  static constexpr int kEpiBuffers = 2;
+  static constexpr bool kDirectStore = true;
+};
+
+// The 192 x 192 tile (choose_sm90_big, in 2x1 pairs; forced: CUTORCH_GEMM_SM90_CONFIG=coop192x192). cuBLAS's tile at 3072^3
+// (nvjet 192x192, 4 stages, 2x1 clusters): 16 x 16 = 256 tiles, 1.94 rounds of 132, at 96 FLOP per loaded byte per
+// k step against 77 for 128x192. Three consumer warpgroups of 64 rows each (m64n192k16, 96 accumulator registers),
+// 512 threads: the producer keeps 40 registers, each consumer 152 (the register file's 64 K; ptxas: no spills in the
+// mainloop, 12 bytes in the direct store's setup, once per tile; at 144 it spilled 344). 4 stages of 48 KB beside
+// three epilogue slots of one buffer. The fit tiles' kernel: D by TMA where the launch can (no C), else from registers.
+struct Sm90_192x192x64_Coop_S4 : Sm90_128x256x64_Coop_S4 {
+  static constexpr const char* kName = "Sm90_192x192x64_Coop_S4";
+  static constexpr int kBlockM = 192;
+  static constexpr int kBlockN = 192;
+  static constexpr int kStages = 4;
+  static constexpr int kEpiBuffers = 1;
+  static constexpr int kConsumers = 3;
+  static constexpr int kThreads = 128 * (1 + kConsumers);
+  static constexpr int kProducerRegs = 40;
+  static constexpr int kConsumerRegs = 152;
+  static constexpr bool kDirectStore = true;
+  static_assert(kBlockM == 64 * kConsumers, "each consumer warpgroup owns 64 rows");
+  static_assert(kProducerRegs * 128 + kConsumerRegs * 128 * kConsumers <= 65536, "register file");
+};
+
 // A closed list of configs, asked by type (the kernels' compile-time choices) or by name (the binding, for explain):
 // one list serves both.
 template <class... Cfgs>
@@ -230,7 +266,9 @@ enum class Sm90ConfigId : int {
   kCoopFit192 = 12,
   kCoopFit208 = 13,
   kCoopFit224 = 14,
-  kCoop240 = 15  // fp16 / bf16, the pair rule only, deferring launches only (Sm90_128x240x64_Coop_S4)
+  kCoop240 = 15,  // fp16 / bf16, the pair rule only, deferring launches only (Sm90_128x240x64_Coop_S4)
+  kCoop320 = 16,  // fp16 / bf16, choose_sm90_big or "coop320", both operands K-major (Sm90_128x320x64_Coop_S3)
+  kCoop192x192 = 17  // fp16 / bf16, choose_sm90_big or "coop192x192", both operands K-major (Sm90_192x192x64_Coop_S4)
 };
 constexpr int kSm90FitWidths = 10;  // 80 + 16 i, i < kSm90FitWidths
 
@@ -254,6 +292,8 @@ inline const char* sm90_config_name(Sm90ConfigId id, int elem_bytes = 2) {
     case Sm90ConfigId::kCoopFit208: return Sm90_128x208x64_Coop_S4::kName;
     case Sm90ConfigId::kCoopFit224: return Sm90_128x224x64_Coop_S4::kName;
     case Sm90ConfigId::kCoop240: return Sm90_128x240x64_Coop_S4::kName;
+    case Sm90ConfigId::kCoop320: return Sm90_128x320x64_Coop_S3::kName;
+    case Sm90ConfigId::kCoop192x192: return Sm90_192x192x64_Coop_S4::kName;
     default: break;
   }
   const bool coop = id == Sm90ConfigId::kCoop128x256 || id == Sm90ConfigId::kCoop128x192;
@@ -445,7 +485,10 @@ inline Sm90Tile sm90_heuristic_tile(Sm90ConfigId config) {
 inline Sm90Split choose_sm90_split(Sm90ConfigId config, int m, int n, int k, int num_sms, int fill = 4,
                                    int block_k = 64) {
   // (the fit-width tiles and the 240-wide pairs fill the SMs themselves)
-  if (sm90_fit_width(config) > 0 || config == Sm90ConfigId::kCoop240) return {1, 0};
+  if (sm90_fit_width(config) > 0 || config == Sm90ConfigId::kCoop240 || config == Sm90ConfigId::kCoop320 ||
+      config == Sm90ConfigId::kCoop192x192) {
+    return {1, 0};
+  }
   const Sm90Tile tile = sm90_heuristic_tile(config);  // (never the forced 128x192 one)
   const int block_m = tile.m, block_n = tile.n;
   const long long tiles = (long long)((m + block_m - 1) / block_m) * ((n + block_n - 1) / block_n);

@@ -2,9 +2,9 @@
 // The rules that replace the heuristic's config (choose_sm90_config) for one dense fp16 / bf16 problem by a
 // cooperative tile whose count fills the SMs' rounds: the fit widths (128 x 80 ... 224) and 128x240 tiles
 // (choose_sm90_wide) where operand rows are 128-byte multiples, and 2x1-clustered pairs of 128x256, 128x240 or
-// 128x192 tiles where they are not (choose_sm90_pairs); and the 64x256 ping-pong tile for launches with an
-// activation and a short K, opt-in (choose_sm90_act). The binding (csrc/torch/cuda/cuda_common.cpp) applies them,
-// `explain` mirrors them. Torch- and CUDA-free.
+// 128x192 tiles where they are not (choose_sm90_pairs); the big 128x320 and 192x192 tiles (choose_sm90_big); and
+// the 64x256 ping-pong tile for launches with an activation and a short K, opt-in (choose_sm90_act). The binding
+// (csrc/torch/cuda/cuda_common.cpp) applies them, `explain` mirrors them. Torch- and CUDA-free.
 
 #include <string>
 
@@ -75,11 +75,13 @@ inline double sm90_tile_score(long long m, long long n, int block_m, int block_n
 }
 // The share of a round of 2x1 clusters (num_sms / 2 of them) that one dense problem's 128 x block_n pair tiles
 // fill, over all their rounds (sm90_tile_score for pairs): choose_sm90_pairs compares the 256- and 192-wide ones.
-inline double sm90_pair_score(long long m, long long n, int block_n, int num_sms) {
+// (block_m: the tile's rows, 128; the 192x192 tiles' pairs for choose_sm90_big)
+inline double sm90_pair_score(long long m, long long n, int block_n, int num_sms, int block_m = 128) {
   const long long clusters = num_sms / 2 > 0 ? num_sms / 2 : 1;
-  const long long items = ((m + 255) / 256) * ((n + block_n - 1) / block_n);
+  const long long pair_m = 2LL * block_m;
+  const long long items = ((m + pair_m - 1) / pair_m) * ((n + block_n - 1) / block_n);
   const long long rounds = (items + clusters - 1) / clusters;
-  return double(m) * double(n) / (double(rounds) * clusters * 256.0 * block_n);
+  return double(m) * double(n) / (double(rounds) * clusters * double(pair_m) * block_n);
 }
 
 // sm90_tile_score of the heuristic's own tile (base: one of choose_sm90_config's 16-bit configs).
@@ -210,6 +212,45 @@ inline Sm90ConfigId choose_sm90_fit(Sm90ConfigId base, int m, int n, int k, int 
   const bool fit_serves = m >= 256 && k >= 512 && rounds_ok && best_score >= min_score &&
                           sm90_tile_score(m, n, 128, 256, num_sms) < kFitBase;
   return fit_serves ? fit : choose_sm90_wide(base, m, n, k, num_sms, defer_ok, coop_sk);
+}
+
+// The big tiles (choose_sm90_big): 128x320 (Sm90_128x320x64_Coop_S3, unclustered) and 192x192
+// (Sm90_192x192x64_Coop_S4, in 2x1 pairs: choose_sm90_cluster), cuBLAS's own mid-size tiles (nvjet 320x128 at
+// 2560x4096x4096 and 4096x3584x4096, 192x192 at 3072^3; benchmarks/experiments/cublas_kernels.py). Each loads fewer
+// bytes per FLOP than the 64x256 ping-pong and 128x192 tiles they replace ((rows + columns) / (rows x columns) bytes
+// per FLOP of 16-bit operands: 128x320 10.9 per 1 K FLOP, 192x192 10.4, 128x256 11.7, 128x192 13.0, 64x256 19.5), and at the board's power cap the L2 traffic saved is clock:
+// timed alone (epilogue_power.py, H200, fifty-fourth session, plain mm, % time vs the rules' choice, with torch.mm):
+//   2560x4096x4096 (64x256 ping-pong)   320: -6.1   (torch.mm -7.3)   1425 -> 1590 MHz
+//   4096x3584x4096 (64x256 ping-pong)   320: -1.5   (torch.mm -0.2)
+//   8192x14336x4096 (128x256, not a base here) 320: -0.0
+//   3072^3 (128x192 fit)                192x192 pairs: -3.0, unclustered -2.7   (torch.mm -4.9)
+//   3072x3072x4096 (128x192 fit)        192x192 pairs: -4.2, unclustered -3.3   (torch.mm -6.3)
+//   6144x3072x4096 (64x256 ping-pong)   192x192 pairs: -4.2, unclustered -2.8   (torch.mm -5.7)
+// (the 320-wide tiles in pairs: -6.0, -1.1, +0.0; D stored from registers instead of by TMA lost 3-8% everywhere:
+// the rule takes launches whose D the TMA stores.) The rule: for one dense fp16 / bf16 problem whose base (the
+// heuristic's and fit rules' choice) is the 64x256 ping-pong tile or a fit width, kBigMinK <= K <= kBigMaxK, the big
+// tile (of the two) whose tiles fill their rounds better (sm90_tile_score; the 192x192 pairs: sm90_pair_score) where
+// that fill is at least kBigMin over at most kBigMaxRounds rounds. `ok`: the launch can take it (both operands
+// K-major on 128-byte-multiple rows, no C, no activation, a 16-bit D the TMA stores: sm90_fit_launch_ok and
+// sm90_defer_launch_ok, no forced epilogue path); `on`: CUTORCH_GEMM_SM90_BIG is not "off" (A/B runs). Forced
+// ("coop320", "coop192x192": `forced_ok`, the fit tiles' launches with both operands K-major, C and the direct
+// store too) those tiles run wherever the launch allows.
+constexpr double kBigMin = 0.9;
+constexpr int kBigMaxRounds = 4, kBigMinK = 2048, kBigMaxK = 8192;
+inline Sm90ConfigId choose_sm90_big(Sm90ConfigId config, int m, int n, int k, int num_sms, const std::string& forced,
+                                    bool forced_ok, bool ok, bool on) {
+  if (forced == "coop320") return forced_ok ? Sm90ConfigId::kCoop320 : config;
+  if (forced == "coop192x192") return forced_ok ? Sm90ConfigId::kCoop192x192 : config;
+  if (!forced.empty() || !ok || !on || num_sms < 2 || m < 256 || k < kBigMinK || k > kBigMaxK) return config;
+  if (config != Sm90ConfigId::kPingpong64x256 && sm90_fit_width(config) == 0) return config;
+  const double wide = sm90_tile_score(m, n, 128, 320, num_sms), square = sm90_pair_score(m, n, 192, num_sms, 192);
+  const long long wide_rounds = ((m + 127LL) / 128 * ((n + 319) / 320) + num_sms - 1) / num_sms;
+  const long long clusters = num_sms / 2;
+  const long long square_rounds = ((m + 383LL) / 384 * ((n + 191) / 192) + clusters - 1) / clusters;
+  const bool wide_ok = wide >= kBigMin && wide_rounds <= kBigMaxRounds;
+  const bool square_ok = square >= kBigMin && square_rounds <= kBigMaxRounds;
+  if (square_ok && (!wide_ok || square >= wide)) return Sm90ConfigId::kCoop192x192;
+  return wide_ok ? Sm90ConfigId::kCoop320 : config;
 }
 
 // The activation rule, opt-in since the fiftieth session (`on`: CUTORCH_GEMM_SM90_ACT_PINGPONG=on): the 64x256

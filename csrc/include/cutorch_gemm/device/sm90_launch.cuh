@@ -87,7 +87,7 @@ cudaError_t launch_sm90(const GemmArgs& args, int num_sms, cudaStream_t stream) 
   int cluster = choose_sm90_cluster(!Cfg::kPingpong, fixed_grid, kSwiGlu, ceil_div(s.m, Cfg::kBlockM), rows_128b,
                                     forced_cluster ? forced_cluster : "", dense16, s.k,
                                     (long long)ceil_div(s.m, Cfg::kBlockM) * ceil_div(s.n, Cfg::kBlockN), num_sms,
-                                    Cfg::kBlockN);
+                                    Cfg::kBlockN, Cfg::kBlockM);
   // The scheduler maps work items with shifts by (cluster - 1): one CTA or pairs only. An MN-major B is read in
   // 64-column boxes, which half a tile of a width that is not a multiple of 128 does not split into: no pairs.
   if (cluster != 1 && cluster != 2) return cudaErrorNotSupported;
@@ -109,8 +109,9 @@ cudaError_t launch_sm90(const GemmArgs& args, int num_sms, cudaStream_t stream) 
     }
   }
   // B boxes: a clustered CTA loads half the B tile (K-major: half the rows; MN-major boxes are
-  // 64 wide either way), SwiGLU its gate half and then its up half.
-  const int b_box_rows = kSwiGlu || cluster > 1 ? Cfg::kBlockN / 2 : Cfg::kBlockN;
+  // 64 wide either way), SwiGLU its gate half and then its up half, the 320-wide tile its two halves (a box is at most
+  // 256 rows: sm90_load_stage).
+  const int b_box_rows = kSwiGlu || cluster > 1 || Cfg::kBlockN > 256 ? Cfg::kBlockN / 2 : Cfg::kBlockN;
   CUtensorMap tma_a, tma_b;
   if (!encode_operand<Cfg>(&tma_a, type, elem_bytes, args.a, kAMn, Cfg::kBlockM, s.m, s.k, s.a_sm, s.a_sk,
                            a_3d ? args.batch : 0, s.a_sb) ||

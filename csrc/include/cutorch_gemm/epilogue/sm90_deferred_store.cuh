@@ -156,7 +156,7 @@ CG_DEVICE bool sm90_store_last_tile_fresh(bool pending, const uint32_t (&pk)[kPk
                                           int n, int tid_in_wg, bool each_slice = false) {
   static_assert(kSlices >= 2 && kSlices <= 4, "two to four 64-column slices");
   static_assert(Cfg::kStages * Cfg::kBlockM * 128 >= Cfg::kConsumers * kSlices * 64 * 128, "the slices fit A's stages");
-  named_barrier_sync(3, 128 * Cfg::kConsumers);
+  named_barrier_sync(1 + Cfg::kConsumers, 128 * Cfg::kConsumers);  // (past the per-consumer ids)
   if (!pending) return false;
   uint8_t(*bufs)[64 * 128] = reinterpret_cast<uint8_t(*)[64 * 128]>(stages_a) + consumer * kSlices;
   constexpr int kFirst[4] = {sm90_slice_first_col<Cfg::kBlockN, 0>(), sm90_slice_first_col<Cfg::kBlockN, 1>(),

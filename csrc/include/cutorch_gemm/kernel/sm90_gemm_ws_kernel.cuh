@@ -298,7 +298,7 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
                                          tail_k, tid_in_wg, 128);
           sm90_zero_k_tail<Cfg, E, kBMn>(s.b[st.index], kBCols, tail_k, part, parts);
           sm90::fence_proxy_async_shared();
-          named_barrier_sync(Cfg::kPingpong ? 3 + consumer : 3, parts);
+          named_barrier_sync(Cfg::kPingpong ? 3 + consumer : 1 + Cfg::kConsumers, parts);
         }
         // Both layouts put 64 rows of A (M) at 64 * kBlockK elements: [rows][64 K] or [M/64][K][64].
         const E* a_tile = s.a[st.index] + row_in_tile * Cfg::kBlockK;
@@ -488,6 +488,16 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
       }
       if constexpr (kFit) {  // (launch_sm90 refuses these configs without the direct epilogue)
         const Problem prob = resolve_problem(g.shape, w.group);
+        // The 320-wide tile: D by TMA (five 64-column slices through the epilogue buffers) where the launch encoded
+        // D's map (p.tma_store) and there is no C. Why: from registers a tile's D went out as 4-byte stores with the
+        // tensor core idle (a 128x256 tile ~5 us at 2048^3); the 320 tile lost 2.5-6.5% with it (RESULTS.md).
+        if constexpr (Cfg::kBlockN > 256 || Cfg::kConsumers > 2) {  // (and the 192x192 tile's)
+          if (p.tma_store && g.c == nullptr) {
+            sm90_store_tma_whole<Cfg, T>(g, prob, acc, s.epi_slot[consumer].u.out, &tma_d, p.d_3d, w.group,
+                                         w.a_row + row_in_tile, w.n0, tid_in_wg, 1 + consumer);
+            continue;
+          }
+        }
         const int row = w.m0 + row_in_tile;  // (+ beta * C: sm90_direct_c)
         if (g.out_f32) sm90_store_tile_direct<T, float, kAccRegs, true>(g, prob, acc, row, w.n0, tid_in_wg);
         else sm90_store_tile_direct<T, T, kAccRegs, true>(g, prob, acc, row, w.n0, tid_in_wg);
