@@ -227,7 +227,11 @@ inline Sm90ConfigId choose_sm90_fit(Sm90ConfigId base, int m, int n, int k, int 
 //   3072x3072x4096 (128x192 fit)        192x192 pairs: -4.2, unclustered -3.3   (torch.mm -6.3)
 //   6144x3072x4096 (64x256 ping-pong)   192x192 pairs: -4.2, unclustered -2.8   (torch.mm -5.7)
 // (the 320-wide tiles in pairs: -6.0, -1.1, +0.0; D stored from registers instead of by TMA lost 3-8% everywhere:
-// the rule takes launches whose D the TMA stores.) The rule: for one dense fp16 / bf16 problem whose base (the
+// the rule takes launches whose D the TMA stores.) Held out (the rule in place, same method, % time of
+// CUTORCH_GEMM_SM90_BIG=off over the rule's tile): 320 over fit 208 2816x3584x4096 +2.7, 3328x3072x4096 +3.3; over fit
+// 160 3328x1536x4096 +7.7; over 64x256 7168x2048x4096 -0.9, 3584x4096x2048 +0.2, 4096x3584x8192 +2.9; 192x192 over
+// 64x256 2304x6144x4096 +10.2, 4608x4096x4096 +5.5, 6144x2304x8192 +8.8; over fit 144 3072x1536x4096 +10.5; over fit
+// 192 4096x2304x4096 +2.8, 3072x3072x2048 +2.4, 6144x1536x2048 +3.3 (geomean +4.5). The rule: for one dense fp16 / bf16 problem whose base (the
 // heuristic's and fit rules' choice) is the 64x256 ping-pong tile or a fit width, kBigMinK <= K <= kBigMaxK, the big
 // tile (of the two) whose tiles fill their rounds better (sm90_tile_score; the 192x192 pairs: sm90_pair_score) where
 // that fill is at least kBigMin over at most kBigMaxRounds rounds. `ok`: the launch can take it (both operands
