@@ -137,67 +137,51 @@ def test_sm90_fit_clusters(width, monkeypatch):
     check(cg.mm(a, b), ref_gemm(a, b), torch.bfloat16, what=f"fit {width} clusters")
 
 
-# The 320-wide tile (Sm90_128x320x64_Coop_S3, choose_sm90_big; forced here: "coop320"): two m64n160k16 per k16 step, B in two 160-row
-# boxes. Edge tiles in M and N (N short of one half, past one half, past one tile), K under one k-block and not a
-# multiple of it, several tiles per CTA; rows that are not 128-byte multiples (K not a multiple of 64) take 2x1
-# clusters, each CTA multicasting one 160-row half.
+# The big tiles (choose_sm90_big), forced here ("coop320", "coop192x192") so every shape runs them: plain mm, bias +
+# alpha, an fp32 D and beta * C (D from registers) against float64, then D from registers forced.
+# 128x320 (Sm90_128x320x64_Coop_S3): two m64n160k16 per k16 step, B in two 160-row boxes. Edge tiles in M and N (N
+# short of one half, past one half, past one tile), K under one k-block and not a multiple of it, several tiles per
+# CTA; rows that are not 128-byte multiples (K not a multiple of 64) take 2x1 clusters, each CTA multicasting one
+# 160-row half.
 C320_SHAPES = [(129, 298, 40), (200, 482, 72), (1000, 1000, 1000), (2560, 4096, 4096), (2304, 3000, 200),
                (300, 700, 128)]
-
-
-@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=["bf16", "fp16"])
-@pytest.mark.parametrize("mnk", C320_SHAPES, ids=lambda s: "x".join(map(str, s)))
-def test_sm90_coop320(mnk, dtype, monkeypatch):
-    monkeypatch.setenv("CUTORCH_GEMM_SM90_CONFIG", "coop320")
-    m, n, k = mnk
-    a, b = _operands(m, n, k, dtype)
-    e = cg.explain("mm", a, b)
-    assert e.config == "Sm90_128x320x64_Coop_S3", str(e)
-    assert ("2x1 clusters" in e.reason) == (k % 64 != 0), str(e)
-    bias = _check_mm_and_bias(a, b, dtype, f"coop320 {mnk}")
-    poison(m * n * 4)
-    out = cg.gemm(a, b, bias=bias, alpha=0.5, out_dtype=torch.float32)
-    check(out, ref_gemm(a, b, bias=bias, alpha=0.5), dtype, torch.float32, what=f"coop320 fp32 D {mnk}")
-    c = torch.randn(m, n, device="cuda", dtype=dtype)
-    poison(m * n * 4)
-    check(cg.gemm(a, b, c=c, beta=0.5), ref_gemm(a, b, c=c, beta=0.5), dtype, what=f"coop320 C {mnk}")
-    # launches the tile does not take keep the rules' configs: an activation, an MN-major B
-    assert "x320x" not in cg.explain("gemm", a, b, bias=bias, activation="relu").config
-    b_mn = b.contiguous()  # (K, N) row-major: MN-major
-    assert "x320x" not in cg.explain("mm", a, b_mn).config
-    check(cg.mm(a, b_mn), ref_gemm(a, b_mn), dtype, what=f"coop320 forced, b MN-major {mnk}")
-    # D from registers (the forced direct epilogue path; C above took it too)
-    monkeypatch.setenv("CUTORCH_GEMM_SM90_EPILOGUE", "direct")
-    assert cg.explain("mm", a, b).config == "Sm90_128x320x64_Coop_S3"
-    poison(m * n * 4)
-    check(cg.mm(a, b), ref_gemm(a, b), dtype, what=f"coop320 direct store {mnk}")
-
-
-# The 192x192 tile (Sm90_192x192x64_Coop_S4, choose_sm90_big; forced here: "coop192x192"): three consumer warpgroups; M past one and two
-# thirds of a tile, the same edge cases as the 320-wide one otherwise.
+# 192x192 (Sm90_192x192x64_Coop_S4): three consumer warpgroups, always in 2x1 pairs from two tile rows on (450 rows:
+# three, the last pair's second CTA past M); M past one and two thirds of a tile, the same edge cases otherwise.
 C192X192_SHAPES = [(129, 298, 40), (200, 200, 72), (1000, 1000, 1000), (3072, 3072, 3072), (2304, 3000, 200),
                    (450, 700, 128)]
+BIG_CASES = [("coop320", "Sm90_128x320x64_Coop_S3", s) for s in C320_SHAPES] + \
+            [("coop192x192", "Sm90_192x192x64_Coop_S4", s) for s in C192X192_SHAPES]
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=["bf16", "fp16"])
-@pytest.mark.parametrize("mnk", C192X192_SHAPES, ids=lambda s: "x".join(map(str, s)))
-def test_sm90_coop192x192(mnk, dtype, monkeypatch):
-    monkeypatch.setenv("CUTORCH_GEMM_SM90_CONFIG", "coop192x192")
-    m, n, k = mnk
+@pytest.mark.parametrize("case", BIG_CASES, ids=lambda c: f"{c[0]}-{'x'.join(map(str, c[2]))}")
+def test_sm90_big_tiles(case, dtype, monkeypatch):
+    forced, name, (m, n, k) = case
+    monkeypatch.setenv("CUTORCH_GEMM_SM90_CONFIG", forced)
     a, b = _operands(m, n, k, dtype)
     e = cg.explain("mm", a, b)
-    assert e.config == "Sm90_192x192x64_Coop_S4", str(e)
-    assert ("2x1 clusters" in e.reason) == (m > 192), str(e)  # (192-row tiles always pair: choose_sm90_cluster)
-    bias = _check_mm_and_bias(a, b, dtype, f"coop192x192 {mnk}")
+    assert e.config == name, str(e)
+    # (the 320-wide tiles pair on unaligned rows only; the 192-row ones always: choose_sm90_cluster)
+    pairs = m > 192 if forced == "coop192x192" else k % 64 != 0
+    assert ("2x1 clusters" in e.reason) == pairs, str(e)
+    what = f"{forced} {m}x{n}x{k}"
+    bias = _check_mm_and_bias(a, b, dtype, what)
     poison(m * n * 4)
     out = cg.gemm(a, b, bias=bias, alpha=0.5, out_dtype=torch.float32)
-    check(out, ref_gemm(a, b, bias=bias, alpha=0.5), dtype, torch.float32, what=f"coop192x192 fp32 D {mnk}")
+    check(out, ref_gemm(a, b, bias=bias, alpha=0.5), dtype, torch.float32, what=f"{what} fp32 D")
     c = torch.randn(m, n, device="cuda", dtype=dtype)
     poison(m * n * 4)
-    check(cg.gemm(a, b, c=c, beta=0.5), ref_gemm(a, b, c=c, beta=0.5), dtype, what=f"coop192x192 C {mnk}")
+    check(cg.gemm(a, b, c=c, beta=0.5), ref_gemm(a, b, c=c, beta=0.5), dtype, what=f"{what} C")
+    # launches the tiles do not take keep the rules' configs: an activation, an MN-major B
+    assert cg.explain("gemm", a, b, bias=bias, activation="relu").config != name
+    b_mn = b.contiguous()  # (K, N) row-major: MN-major
+    assert cg.explain("mm", a, b_mn).config != name
+    check(cg.mm(a, b_mn), ref_gemm(a, b_mn), dtype, what=f"{what} forced, b MN-major")
+    # D from registers (the forced direct epilogue path; C above took it too)
     monkeypatch.setenv("CUTORCH_GEMM_SM90_EPILOGUE", "direct")
+    assert cg.explain("mm", a, b).config == name
     poison(m * n * 4)
-    check(cg.mm(a, b), ref_gemm(a, b), dtype, what=f"coop192x192 direct store {mnk}")
+    check(cg.mm(a, b), ref_gemm(a, b), dtype, what=f"{what} direct store")
 
 
 def test_sm90_fit_rule_runs():
