@@ -399,9 +399,9 @@ def _cluster_note(config: str, fixed_grid: bool, swiglu: bool, m: int, a: torch.
 
 _FIT_NOTE = ("; fit-width cooperative tiles: the tile width makes the tile count fill the SMs' rounds, D stored "
              "from registers (no stream-K or split-K)")
-_BIG_WHY = ("the big-tile rule (choose_sm90_big: K {min_k}-{max_k}, in place of 64x256 ping-pong or fit-width "
+_BIG_WHY = ("the big-tile rule, choose_sm90_big: K {min_k}-{max_k}, in place of 64x256 ping-pong or fit-width "
             "tiles, filling at least 90% of at most 4 rounds; fewer L2 bytes per FLOP, so a higher clock at the "
-            "power cap)")
+            "power cap")
 _C320_NOTE = ("; 128x320 cooperative tiles ({why}): two m64n160k16 per k16 step, B in two 160-row boxes, 3 stages; "
               "D by TMA where the launch can (no C), else from registers")
 _C192X192_NOTE = ("; 192x192 cooperative tiles ({why}): three consumer warpgroups of 64 rows, 4 stages; D by TMA where "
