@@ -219,7 +219,8 @@ inline Sm90ConfigId choose_sm90_fit(Sm90ConfigId base, int m, int n, int k, int 
 // 2560x4096x4096 and 4096x3584x4096, 192x192 at 3072^3; benchmarks/experiments/cublas_kernels.py). Each loads fewer
 // bytes per FLOP than the 64x256 ping-pong and 128x192 tiles they replace ((rows + columns) / (rows x columns) bytes
 // per FLOP of 16-bit operands: 128x320 10.9 per 1 K FLOP, 192x192 10.4, 128x256 11.7, 128x192 13.0, 64x256 19.5),
-// and at the board's power cap the L2 traffic saved is clock; timed alone (epilogue_power.py, H200, fifty-fourth session, plain mm, % time vs the rules' choice, with torch.mm):
+// and at the board's power cap the L2 traffic saved is clock; timed alone (epilogue_power.py, H200, fifty-fourth
+// session, plain mm, % time vs the rules' choice, with torch.mm):
 //   2560x4096x4096 (64x256 ping-pong)   320: -6.1   (torch.mm -7.3)   1425 -> 1590 MHz
 //   4096x3584x4096 (64x256 ping-pong)   320: -1.5   (torch.mm -0.2)
 //   8192x14336x4096 (128x256, not a base here) 320: -0.0
@@ -235,11 +236,11 @@ inline Sm90ConfigId choose_sm90_fit(Sm90ConfigId base, int m, int n, int k, int 
 // The rule: for one dense fp16 / bf16 problem whose base (the heuristic's and fit rules' choice) is the 64x256
 // ping-pong tile or a fit width, kBigMinK <= K <= kBigMaxK, the big tile (of the two) whose tiles fill their rounds
 // better (sm90_tile_score; the 192x192 pairs: sm90_pair_score) where that fill is at least kBigMin over at most
-// kBigMaxRounds rounds. `ok`: the launch can take it (both operands
-// K-major on 128-byte-multiple rows, no C, no activation, a 16-bit D the TMA stores: sm90_fit_launch_ok and
-// sm90_defer_launch_ok, no forced epilogue path); `on`: CUTORCH_GEMM_SM90_BIG is not "off" (A/B runs). Forced
-// ("coop320", "coop192x192": `forced_ok`, the fit tiles' launches with both operands K-major, C and the direct
-// store too) those tiles run wherever the launch allows.
+// kBigMaxRounds rounds.
+// `ok`: the launch can take it (both operands K-major on 128-byte-multiple rows, no C, no activation, a 16-bit D
+// the TMA stores: sm90_fit_launch_ok and sm90_defer_launch_ok, no forced epilogue path); `on`: CUTORCH_GEMM_SM90_BIG
+// is not "off" (A/B runs). Forced ("coop320", "coop192x192": `forced_ok`, the fit tiles' launches with both operands
+// K-major, C and the direct store too) those tiles run wherever the launch allows.
 constexpr double kBigMin = 0.9;
 constexpr int kBigMaxRounds = 4, kBigMinK = 2048, kBigMaxK = 8192;
 inline Sm90ConfigId choose_sm90_big(Sm90ConfigId config, int m, int n, int k, int num_sms, const std::string& forced,
