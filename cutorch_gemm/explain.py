@@ -431,7 +431,8 @@ def _fit_config(a, b, op_a, op_b, mode, batch, m, n, k, sms, forced, kwargs, bas
     "direct", or with an activation where every tile defers its store; with rows that are not 128-byte
     multiples, its pair rule (choose_sm90_pairs) instead. The other dense fp16 / bf16 launches on such rows take
     the pair rule's 128x256 pairs where it moves them off ping-pong tiles; the 128x240 tiles serve launches that defer every tile's store (sm90_defer_launch_ok), with or without
-    an activation. base: the heuristic's config. Returns the config's name, or "" where the heuristic's stays."""
+    an activation. Then the big-tile rule (choose_sm90_big: 128x320 or 192x192 in place of 64x256 ping-pong or fit
+    tiles). base: the heuristic's config. Returns the config's name, or "" where the heuristic's stays."""
     if a.dtype not in (torch.float16, torch.bfloat16) or mode != "none" or batch != 1:
         return ""
     activation = kwargs.get("activation", "none")
