@@ -491,7 +491,7 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
         // The 320-wide tile: D by TMA (five 64-column slices through the epilogue buffers) where the launch encoded
         // D's map (p.tma_store) and there is no C. Why: from registers a tile's D went out as 4-byte stores with the
         // tensor core idle (a 128x256 tile ~5 us at 2048^3); the 320 tile lost 2.5-6.5% with it (RESULTS.md).
-        if constexpr (Cfg::kBlockN > 256 || Cfg::kConsumers > 2) {  // (and the 192x192 tile's)
+        if constexpr (sm90_is_big<Cfg, Mma>()) {  // (and the 192x192 tile's)
           if (p.tma_store && g.c == nullptr) {
             sm90_store_tma_whole<Cfg, T>(g, prob, acc, s.epi_slot[consumer].u.out, &tma_d, p.d_3d, w.group,
                                          w.a_row + row_in_tile, w.n0, tid_in_wg, 1 + consumer);

@@ -92,6 +92,12 @@ constexpr bool sm90_is_fit() {
   return !Cfg::kPingpong && !Mma::kPromote && Mma::kNarrowOk && Cfg::kDirectStore;
 }
 
+// The big tiles among them (choose_sm90_big: 128x320, 192x192), which also store D by TMA (the kernel's kFit branch).
+template <class Cfg, class Mma>
+constexpr bool sm90_is_big() {
+  return sm90_is_fit<Cfg, Mma>() && (Cfg::kBlockN > 256 || Cfg::kConsumers > 2);
+}
+
 // The configs and operand types whose kernels defer the store (the kernel's kDefer): cooperative, 16-bit,
 // 256- or 192-column tiles (four or three 64-column slices), and widths that are not multiples of 64 (240, the
 // fit widths' deferring twins, Sm90Deferring: their last slice overlaps the one before, sm90_slice_first_col).
