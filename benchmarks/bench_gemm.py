@@ -16,6 +16,8 @@ Suites (``SUITES``):
     moe_decode, moe_decode8   the same at decode sizes: a few rows, one per expert (not run by default)
     mid, mid_epilogue  mid-size shapes (128x256 tiles leave rounds partly empty), plain and with bias + GELU
               (not run by default)
+    big, big_epilogue  shapes where the 128x320 and 192x192 tiles serve, plain and with bias + GELU (not run by
+              default)
 (defined in ``benchmarks/gemm_suites.py``)
 
 Timing follows /work/.library/device/METHOD.md: ``triton.testing.do_bench`` medians (a

@@ -38,6 +38,18 @@ MID_SHAPES = (
     (4608, 1536, 4096, False),
 )
 
+# The big suites' shapes (M, N, K, in_quick): 320-wide, then 192x192.
+BIG_SHAPES = (
+    (2560, 4096, 4096, True),
+    (4096, 3584, 4096, False),
+    (3328, 3072, 4096, False),
+    (3328, 1536, 4096, False),
+    (3072, 3072, 4096, True),
+    (6144, 3072, 4096, False),
+    (2304, 6144, 4096, False),
+    (3072, 1536, 4096, False),
+)
+
 
 SUITES = {
     "dense": Suite(shapes=(
@@ -112,6 +124,10 @@ SUITES = {
     # they take the fit widths from 160 up too.
     "mid_dx": Suite(layout="nn", shapes=MID_SHAPES),
     "mid_dw": Suite(layout="tn", shapes=MID_SHAPES),
+    # Where the big tiles serve (choose_sm90_big: 128x320, 192x192 pairs; not in the default run): the shapes its rule
+    # was set on and held-out ones (benchmarks/RESULTS.md, fifty-fourth session), plain and with bias + GELU-tanh.
+    "big": Suite(shapes=BIG_SHAPES),
+    "big_epilogue": Suite(kind="epilogue", shapes=BIG_SHAPES),
     "epilogue": Suite(kind="epilogue", shapes=(
         (8192, 14336, 4096, False),
         (4096, 4096, 4096, True),
