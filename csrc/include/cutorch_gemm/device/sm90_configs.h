@@ -214,12 +214,12 @@ struct Sm90_128x320x64_Coop_S3 : Sm90_128x256x64_Coop_S4 {
   static constexpr bool kDirectStore = true;
 };
 
-// The 192 x 192 tile (choose_sm90_big, in 2x1 pairs; forced: CUTORCH_GEMM_SM90_CONFIG=coop192x192). cuBLAS's tile
-// at 3072^3 (nvjet 192x192, 4 stages, 2x1 clusters): 16 x 16 = 256 tiles, 1.94 rounds of 132, at 96 FLOP per
-// loaded byte per k step against 77 for 128x192. Three consumer warpgroups of 64 rows each (m64n192k16, 96
-// accumulator registers), 512 threads: the producer keeps 40 registers, each consumer 152 (the register file's 64 K; ptxas: no spills in the
-// mainloop, 12 bytes in the direct store's setup, once per tile; at 144 it spilled 344). 4 stages of 48 KB beside
-// three epilogue slots of one buffer. The fit tiles' kernel: D by TMA where the launch can (no C), else from registers.
+// The 192 x 192 tile (choose_sm90_big, in 2x1 pairs; forced: CUTORCH_GEMM_SM90_CONFIG=coop192x192). cuBLAS's tile at
+// 3072^3 (nvjet 192x192, 4 stages, 2x1 clusters): 16 x 16 = 256 tiles, 1.94 rounds of 132, at 96 FLOP per loaded byte
+// per k step against 77 for 128x192. Three consumer warpgroups of 64 rows each (m64n192k16, 96 accumulator registers),
+// 512 threads: the producer keeps 40 registers, each consumer 152 (the register file's 64 K; ptxas: no spills in the
+// mainloop, 12 bytes in the direct store's setup, once per tile; at 144 it spilled 344). 4 stages of 48 KB beside three
+// epilogue slots of one buffer. The fit tiles' kernel: D by TMA where the launch can (no C), else from registers.
 struct Sm90_192x192x64_Coop_S4 : Sm90_128x256x64_Coop_S4 {
   static constexpr const char* kName = "Sm90_192x192x64_Coop_S4";
   static constexpr int kBlockM = 192;
