@@ -447,10 +447,11 @@ def _fit_config(a, b, op_a, op_b, mode, batch, m, n, k, sms, forced, kwargs, bas
     # the 240-wide tiles: launches whose every tile defers its store (sm90_defer_launch_ok)
     # (any activation: the packing has them all; "_Coop_": a width that defers exact GELU too)
     defer_ok = k_major and not has_c and not epilogue and bool(_defer_note("_Coop_", a, mode, n, 1, kwargs))
-    # the big tiles (choose_sm90_big, after the fit rules): plain launches with both operands K-major whose D the TMA
-    # stores; forced ("coop320", "coop192x192"), C and the direct store too
-    big_forced_ok = eligible and k_major
-    big_ok = big_forced_ok and defer_ok and rows_128b and not epilogue
+    # the big tiles (choose_sm90_big, after the fit rules): launches with both operands K-major whose D the TMA stores,
+    # plain or bias + an activation (defer_ok); forced ("coop320", "coop192x192"), on any rows (unaligned: 2x1
+    # clusters), and C, an fp32 D and the direct store too
+    big_ok = defer_ok and rows_128b and not epilogue
+    big_forced_ok = defer_ok or (eligible and k_major)
     big_on = os.environ.get("CUTORCH_GEMM_SM90_BIG", "").strip().lower() != "off"
     # launches with an activation whose every tile defers its store (sm90_fit_act_ok)
     fit_defer_off = os.environ.get("CUTORCH_GEMM_SM90_FIT_DEFER", "").strip().lower() == "off"

@@ -212,14 +212,18 @@ def cases(quick: bool):
     out += [("sm90 coop320 bias 300x700x128", w320, mm(300, 700, 128)),
             ("sm90 coop320 C 1000x1000x1000 clusters", w320, mm(1000, 1000, 1000, plain=True, c=True)),
             ("sm90 coop320 plain 2304x3000x200 grid 3", {**w320, "CUTORCH_GEMM_SM90_GRID": "3"},
-             mm(2304, 3000, 200, plain=True))]
+             mm(2304, 3000, 200, plain=True)),
+            ("sm90 coop320 bias + gelu_tanh 300x704x128 grid 2", {**w320, "CUTORCH_GEMM_SM90_GRID": "2"},
+             mm(300, 704, 128, act="gelu_tanh"))]
     # the 192x192 tile (choose_sm90_big): three consumer warpgroups (their named barriers), D by TMA (bias) and
     # from registers (C), 2x1 clusters (K = 1000), several tiles per CTA
     w192 = {"CUTORCH_GEMM_SM90_CONFIG": "coop192x192"}
     out += [("sm90 coop192x192 bias 450x700x128", w192, mm(450, 700, 128)),
             ("sm90 coop192x192 C 1000x1000x1000 clusters", w192, mm(1000, 1000, 1000, plain=True, c=True)),
             ("sm90 coop192x192 plain 2304x3000x200 grid 3", {**w192, "CUTORCH_GEMM_SM90_GRID": "3"},
-             mm(2304, 3000, 200, plain=True))]
+             mm(2304, 3000, 200, plain=True)),
+            ("sm90 coop192x192 bias + silu 450x704x128 grid 2", {**w192, "CUTORCH_GEMM_SM90_GRID": "2"},
+             mm(450, 704, 128, act="silu"))]
     # a fit width's deferring twin (144: slices from columns 0, 64 and 80), several tiles per CTA
     out += [("sm90 coop144 deferring twin bias 1000x1400x1024 grid 3",
              {"CUTORCH_GEMM_SM90_CONFIG": "coop144", "CUTORCH_GEMM_SM90_GRID": "3"}, mm(1000, 1400, 1024))]

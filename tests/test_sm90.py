@@ -479,7 +479,7 @@ def test_sm90_cluster_batched_grouped_k_split(cluster, monkeypatch):
 # The mid-K rule (device/sm90_cluster_streamk.h, choose_sm90_cluster), unforced, aligned rows: (M, N, K), pairs on 132 SMs.
 MID_K_CASES = [((4096, 4096, 4096), True),    # 512 tiles of 128x256: 3.9 rounds, 3% idle
                ((4096, 4096, 3072), True),    # 48 K slices
-               ((2176, 8192, 4096), False),   # 544 tiles: 18% of 5 rounds idle, stream-K's (plain mm: 192x192)
+               ((2176, 8192, 4096), False),   # 544 tiles: 18% of 5 rounds idle, stream-K's (now 192x192 pairs)
                ((4096, 4096, 2048), False),   # 32 K slices: the short-K rule's 8 rounds
                ((4096, 4096, 4160), True),    # 65 K slices: stream-K in pairs may cut (here it plans none)
                ((8192, 8192, 8192), True)]    # 1024 pair tiles over 66 clusters: stream-K in pairs on the last 34
@@ -501,8 +501,8 @@ def test_sm90_mid_k_cluster_rule(case, monkeypatch):
     explained = (cg.explain("mm", a, b), cg.explain("gemm", a, b, bias=bias, activation="gelu_tanh"))
     if torch.cuda.get_device_properties(0).multi_processor_count == 132:
         for e in explained:
-            if "big-tile rule" in e.reason:  # plain mm at 2176x8192x4096: choose_sm90_big's 192x192 tiles, in pairs
-                assert e is explained[0] and (m, n, k) == (2176, 8192, 4096) and "192x192" in e.config, str(e)
+            if "big-tile rule" in e.reason:  # 2176x8192x4096: choose_sm90_big's 192x192 tiles, in pairs
+                assert (m, n, k) == (2176, 8192, 4096) and "192x192" in e.config, str(e)
                 assert CLUSTER_NOTE in e.reason and "192x192 tiles always pair" in e.reason, str(e)
                 continue
             assert (CLUSTER_NOTE in e.reason) == pairs, str(e)

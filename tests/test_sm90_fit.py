@@ -172,8 +172,15 @@ def test_sm90_big_tiles(case, dtype, monkeypatch):
     c = torch.randn(m, n, device="cuda", dtype=dtype)
     poison(m * n * 4)
     check(cg.gemm(a, b, c=c, beta=0.5), ref_gemm(a, b, c=c, beta=0.5), dtype, what=f"{what} C")
-    # launches the tiles do not take keep the rules' configs: an activation, an MN-major B
-    assert cg.explain("gemm", a, b, bias=bias, activation="relu").config != name
+    # bias + an activation: on the tiles where D takes the TMA store (rows 16-byte aligned: N a multiple of 8), else
+    # the rules' config
+    for act in ("relu", "gelu", "gelu_tanh", "silu"):
+        e = cg.explain("gemm", a, b, bias=bias, activation=act)
+        assert (e.config == name) == (n % 8 == 0), str(e)
+        poison(m * n * 4)
+        check(cg.gemm(a, b, bias=bias, activation=act), ref_gemm(a, b, bias=bias, activation=act), dtype,
+              what=f"{what} bias + {act}")
+    # an MN-major B keeps the rules' config
     b_mn = b.contiguous()  # (K, N) row-major: MN-major
     assert cg.explain("mm", a, b_mn).config != name
     check(cg.mm(a, b_mn), ref_gemm(a, b_mn), dtype, what=f"{what} forced, b MN-major")
@@ -391,7 +398,7 @@ def test_sm90_fit_activation_widths(width, activation, mnk, monkeypatch):
 
 
 def test_sm90_fit_activation_rule(monkeypatch):
-    """The rule gives bias + activation launches the width it gives plain ones (1536x1536x4096: 144 on 132 SMs);
+    """The rules give bias + activation launches the tile they give plain ones (1536x1536x4096: 144 wide on 132 SMs);
     the 128-wide tile forced with an activation keeps the heuristic's config (its direct store has no
     activation); fp16 too."""
     sms = torch.cuda.get_device_properties(0).multi_processor_count
@@ -402,12 +409,10 @@ def test_sm90_fit_activation_rule(monkeypatch):
             plain = cg.explain("mm", a, b)
             for act in ("gelu", "gelu_tanh", "silu"):
                 e = cg.explain("gemm", a, b, bias=bias, activation=act)
-                if "big-tile rule" in plain.reason:  # (3072x3072x4096: 192x192 pairs, no activation: the fit width)
-                    assert "192x192" in plain.config and "_128x" in e.config, (str(e), str(plain))
-                else:
-                    assert e.config == plain.config, (str(e), str(plain))
-                if sms == 132:
-                    assert "fit-width" in e.reason and "_128x256x64" not in e.config, str(e)
+                assert e.config == plain.config, (str(e), str(plain))
+                if sms == 132:  # (3072x3072x4096: the big-tile rule's 192x192 pairs)
+                    assert "fit-width" in e.reason or "big-tile rule" in e.reason, str(e)
+                    assert "_128x256x64" not in e.config, str(e)
                 poison(m * n * 4)
                 check(cg.gemm(a, b, bias=bias, activation=act), ref_gemm(a, b, bias=bias, activation=act), dtype,
                       what=f"rule {act} {m}x{n}x{k}")

@@ -239,7 +239,7 @@ PYBIND11_MODULE(_C, m) {
   }, "The big-tile rule for one dense fp16 / bf16 problem (base: the config the heuristic and the fit rules left, by "
      "name): Sm90_128x320x64_Coop_S3 or Sm90_192x192x64_Coop_S4 where one replaces it, else ''. forced: "
      "CUTORCH_GEMM_SM90_CONFIG (coop320, coop192x192: wherever forced_ok); ok: the launch can take them (both operands "
-     "K-major on 128-byte-multiple rows, no C, no activation, a 16-bit D the TMA stores); on: CUTORCH_GEMM_SM90_BIG "
+     "K-major on 128-byte-multiple rows, no C, plain or bias + an activation, a 16-bit D the TMA stores); on: CUTORCH_GEMM_SM90_BIG "
      "is not off.",
         pybind11::arg("base"), pybind11::arg("m"), pybind11::arg("n"), pybind11::arg("k"), pybind11::arg("num_sms"),
         pybind11::arg("forced") = "", pybind11::arg("forced_ok") = true, pybind11::arg("ok") = true,

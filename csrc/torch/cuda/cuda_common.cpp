@@ -290,13 +290,14 @@ void run_gemm(const GemmArgs& g, const at::Tensor& a, const at::Tensor& b) {
           sm90_fit_act_ok(g, defer_ok, env_lower("CUTORCH_GEMM_SM90_FIT_DEFER") == "off", forced_config);
       config = choose_sm90_fit(config, int(g.shape.m), int(g.shape.n), int(g.shape.k), d.sms, forced_config,
                                rows_128b, fit_ok, defer_ok, coop_sk, ob.mn_major);
-      // The big tiles (choose_sm90_big): plain launches with both operands K-major whose D the TMA stores (defer_ok);
-      // forced, the fit tiles' launches with both operands K-major (C and the direct store too).
-      const bool big_forced_ok = sm90_fit_launch_ok(g, oa.mn_major, ob.mn_major) && !oa.mn_major && !ob.mn_major &&
-                                 (forced_epi.empty() || forced_epi == "direct");
+      // The big tiles (choose_sm90_big): launches with both operands K-major whose D the TMA stores, plain or bias +
+      // an activation (defer_ok: no C, a 16-bit D); forced, on any rows (unaligned: 2x1 clusters) and also the fit
+      // tiles' other launches with both operands K-major (C, an fp32 D, the direct store).
+      const bool big_ok = defer_ok && rows_128b && forced_epi.empty();
+      const bool big_forced_ok = defer_ok || (sm90_fit_launch_ok(g, oa.mn_major, ob.mn_major) && !oa.mn_major &&
+                                            !ob.mn_major && (forced_epi.empty() || forced_epi == "direct"));
       config = choose_sm90_big(config, int(g.shape.m), int(g.shape.n), int(g.shape.k), d.sms, forced_config,
-                               big_forced_ok, big_forced_ok && defer_ok && rows_128b && forced_epi.empty(),
-                               env_lower("CUTORCH_GEMM_SM90_BIG") != "off");
+                               big_forced_ok, big_ok, env_lower("CUTORCH_GEMM_SM90_BIG") != "off");
       // (after the fit rules: only the 128x256 tiles they left move to ping-pong; opt-in, sm90_fit_rules.h says why)
       config = choose_sm90_act(config, g.shape.m, g.shape.n, int(g.shape.k), g.act != Activation::kNone, rows_128b,
                                !oa.mn_major && !ob.mn_major, forced_config,

@@ -232,15 +232,17 @@ inline Sm90ConfigId choose_sm90_fit(Sm90ConfigId base, int m, int n, int k, int 
 // CUTORCH_GEMM_SM90_BIG=off over the rule's tile): 320 over fit 208 2816x3584x4096 +2.7, 3328x3072x4096 +3.3; over fit
 // 160 3328x1536x4096 +7.7; over 64x256 7168x2048x4096 -0.9, 3584x4096x2048 +0.2, 4096x3584x8192 +2.9; 192x192 over
 // 64x256 2304x6144x4096 +10.2, 4608x4096x4096 +5.5, 6144x2304x8192 +8.8; over fit 144 3072x1536x4096 +10.5; over fit
-// 192 4096x2304x4096 +2.8, 3072x3072x2048 +2.4, 6144x1536x2048 +3.3 (geomean +4.5).
+// 192 4096x2304x4096 +2.8, 3072x3072x2048 +2.4, 6144x1536x2048 +3.3 (geomean +4.5). With bias + GELU-tanh
+// (fifty-fifth session, benchmarks/experiments/sm90_big_act_gpu.sh: the activation applied in the TMA-store slices)
+// BIG=off took +2.1 to +9.6% more time at seven of those shapes, so launches with an activation take the rule too.
 // The rule: for one dense fp16 / bf16 problem whose base (the heuristic's and fit rules' choice) is the 64x256
 // ping-pong tile or a fit width, kBigMinK <= K <= kBigMaxK, the big tile (of the two) whose tiles fill their rounds
 // better (sm90_tile_score; the 192x192 pairs: sm90_pair_score) where that fill is at least kBigMin over at most
 // kBigMaxRounds rounds.
-// `ok`: the launch can take it (both operands K-major on 128-byte-multiple rows, no C, no activation, a 16-bit D
-// the TMA stores: sm90_fit_launch_ok and sm90_defer_launch_ok, no forced epilogue path); `on`: CUTORCH_GEMM_SM90_BIG
-// is not "off" (A/B runs). Forced ("coop320", "coop192x192": `forced_ok`, the fit tiles' launches with both operands
-// K-major, C and the direct store too) those tiles run wherever the launch allows.
+// `ok`: the launch can take it (both operands K-major on 128-byte-multiple rows, no C, plain or bias + an
+// activation, a 16-bit D the TMA stores: sm90_defer_launch_ok, no forced epilogue path); `on`: CUTORCH_GEMM_SM90_BIG
+// is not "off" (A/B runs). Forced ("coop320", "coop192x192": `forced_ok`, those launches on any rows and the fit
+// tiles' launches with both operands K-major, C and the direct store too) those tiles run wherever the launch allows.
 constexpr double kBigMin = 0.9;
 constexpr int kBigMaxRounds = 4, kBigMinK = 2048, kBigMaxK = 8192;
 inline Sm90ConfigId choose_sm90_big(Sm90ConfigId config, int m, int n, int k, int num_sms, const std::string& forced,

@@ -136,18 +136,20 @@ cudaError_t launch_sm90(const GemmArgs& args, int num_sms, cudaStream_t stream) 
       sm90_is_fit<Cfg, Mma>() && args.act == Activation::kNone && args.c != nullptr && sm90_c_pairs(args);
   p.direct_epilogue = (plain || fit_c) && d_rows && s.d_sm % 2 == 0 && s.d_sb % 2 == 0 &&
                       reinterpret_cast<uintptr_t>(args.d) % pair_bytes == 0 && epi != "staged";
-  // The fit-width configs store only from registers (the kernel's kFit; sm90_fit_launch_ok chose them).
+  // The fit-width configs store only from registers (the kernel's kFit; sm90_fit_launch_ok chose them); the big tiles
+  // (128x320, 192x192) also by TMA, bias + an activation too (act_regs; checked again once D's map is encoded).
+  constexpr bool kBigTile = sm90_is_big<Cfg, Mma>();
+  const bool act_regs = !plain && args.c == nullptr && !args.out_f32 && d_rows && epi.empty();
   if constexpr (sm90_is_fit<Cfg, Mma>()) {
-    if (!p.direct_epilogue || args.batch != 1) return cudaErrorInvalidValue;
+    if (!(p.direct_epilogue || (kBigTile && act_regs)) || args.batch != 1) return cudaErrorInvalidValue;
   }
   // TMA stores: D's base, row and batch strides 16-byte aligned (D from at::empty: whenever N
   // is a multiple of 8, or of 4 for fp32). Grouped-K and batched outputs are 3-D.
   CUtensorMap tma_d{};
   const uint64_t out_bytes = args.out_f32 ? 4 : sizeof(T);
   p.d_3d = stacked && (s.mode == GroupMode::kBatched || s.mode == GroupMode::kGroupedK);
-  // Bias + activation into a 16-bit D (no C): the TMA store with the activation from registers.
+  // Bias + activation into a 16-bit D (no C): the TMA store with the activation from registers (act_regs, above).
   // CUTORCH_GEMM_SM90_EPILOGUE=fused sends it through the fp32-scratch path instead (tests).
-  const bool act_regs = !plain && args.c == nullptr && !args.out_f32 && d_rows && epi.empty();
   // The fused TMA path (C, or an fp32 D with an activation) needs two staging buffers
   // (cooperative config).
   const bool fused = !plain && !act_regs && d_rows && Cfg::kEpiBuffers >= 2 && (epi.empty() || epi == "fused");
@@ -175,6 +177,9 @@ cudaError_t launch_sm90(const GemmArgs& args, int num_sms, cudaStream_t stream) 
         p.tma_store_fused = 0;
       }
     }
+  }
+  if constexpr (kBigTile) {  // (an activation: only by TMA, the kernel's kFit branch)
+    if (!p.direct_epilogue && !p.tma_store_act) return cudaErrorInvalidValue;
   }
   // Grouped M / N tile counts live on the device; each group adds at most one partial tile.
   // Clustered: work items are pair tiles (two tile rows of one tile column).

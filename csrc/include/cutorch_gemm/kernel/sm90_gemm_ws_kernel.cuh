@@ -497,6 +497,13 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
                                          w.a_row + row_in_tile, w.n0, tid_in_wg, 1 + consumer);
             continue;
           }
+          // Bias + an activation into a 16-bit D (no C): the same slices with the activation applied (launch_sm90
+          // launches these tiles with an activation only where D's map was encoded: p.tma_store_act).
+          if (p.tma_store_act) {
+            sm90_store_tile_tma_act<Cfg, T>(g, prob, acc, s.epi_slot[consumer].u.out, &tma_d, p.d_3d, w.group,
+                                            w.a_row + row_in_tile, w.n0, tid_in_wg, 1 + consumer);
+            continue;
+          }
         }
         const int row = w.m0 + row_in_tile;  // (+ beta * C: sm90_direct_c)
         if (g.out_f32) sm90_store_tile_direct<T, float, kAccRegs, true>(g, prob, acc, row, w.n0, tid_in_wg);
