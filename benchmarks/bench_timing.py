@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 import statistics
 import time
+import warnings
 from typing import Callable, Optional, Sequence
 
 import torch
@@ -114,8 +115,36 @@ ALONE_CHUNK_MS = 20.0  # ... the work between two events
 ALONE_GRAPH_MAX_CALLS = 2000  # _chunk_times: calls captured in one CUDA graph (or made eagerly per chunk), at most
 
 
+def _syncs_host(fn: Callable[[], object]) -> bool:
+    """Whether ``fn`` synchronizes with the host (``.item()``, a copy to the CPU, ``nonzero``): run once with
+    torch's sync debug mode set to raise. Such a call cannot be captured, and a capture that fails leaves torch's
+    state half in capture (below), so _graph_of does not try one."""
+    prev = torch.cuda.get_sync_debug_mode()
+    with warnings.catch_warnings():  # (torch warns that the mode is a prototype on every set)
+        warnings.simplefilter("ignore", UserWarning)
+        torch.cuda.set_sync_debug_mode("error")
+        try:
+            fn()
+            return False
+        except RuntimeError:
+            return True
+        finally:
+            torch.cuda.set_sync_debug_mode(prev)
+
+
 def _graph_of(fn: Callable[[], object], calls: int):
-    """A CUDA graph of ``calls`` back-to-back calls of ``fn``, or None where capture fails (an op that syncs)."""
+    """A CUDA graph of ``calls`` back-to-back calls of ``fn``, or None where capture fails (an op that syncs).
+
+    A failed capture (torch 2.11-2.14) leaves the default CUDA generator in capture mode (every later torch.randn on
+    the GPU raises "Offset increment outside graph capture encountered unexpectedly") and the capture's side stream
+    current, since torch.cuda.graph's exit skips both once capture_end raises. So: callables that sync the host are
+    not captured at all (_syncs_host), and after any other failure the stream and the generator's state (a clone
+    taken before) are put back."""
+    if _syncs_host(fn):
+        return None
+    stream = torch.cuda.current_stream()
+    gen = torch.cuda.default_generators[torch.cuda.current_device()]
+    saved = gen.clone_state() if hasattr(gen, "clone_state") else None
     try:
         # warm-up on a side stream first (as torch.cuda.graphs asks: cuBLAS sets up a handle and workspace per stream)
         side = torch.cuda.Stream()
@@ -133,6 +162,9 @@ def _graph_of(fn: Callable[[], object], calls: int):
         torch.cuda.synchronize()
         return graph
     except Exception:  # (capture errors surface as RuntimeError or torch.AcceleratorError)
+        torch.cuda.set_stream(stream)
+        if saved is not None:
+            gen.graphsafe_set_state(saved)
         torch.cuda.synchronize()
         return None
 

@@ -143,3 +143,30 @@ def test_chunk_times_replays_a_graph_and_falls_back_when_capture_fails():
     eager = bt._chunk_times(lambda: torch.mm(a, b).sum().item(), 0.1, 5.0)
     assert len(graphed) >= 4 and len(eager) >= 4 and min(graphed) > 0 and min(eager) > 0
     assert statistics.median(graphed) < statistics.median(eager)
+
+
+@pytest.mark.gpu
+@requires_cuda
+def test_failed_capture_leaves_torch_usable():
+    """A callable that cannot be captured leaves torch as it found it: the current stream and the default generator
+    (a failed capture left it in capture mode, and every later torch.randn on the GPU raised; fifty-fifth session).
+    One callable syncs the host eagerly (the sync-debug probe refuses it); the other syncs only while captured (the
+    capture itself fails and _graph_of puts the stream and generator state back)."""
+    stream = torch.cuda.current_stream()
+    a = torch.randn(64, 64, device="cuda")
+    torch.cuda.manual_seed(1234)
+    expected = torch.randn(8, device="cuda")
+
+    def syncs_when_captured():
+        y = a @ a
+        if torch.cuda.is_current_stream_capturing():
+            torch.cuda.synchronize()  # (illegal while capturing: invalidates the capture)
+        return y
+
+    for fn in (lambda: (a @ a).sum().item(), syncs_when_captured):
+        torch.cuda.manual_seed(1234)
+        assert bt._graph_of(fn, 2) is None
+        assert torch.cuda.current_stream() == stream
+        assert not torch.cuda.is_current_stream_capturing()
+        torch.cuda.manual_seed(1234)
+        assert torch.equal(torch.randn(8, device="cuda"), expected)
