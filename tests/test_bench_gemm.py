@@ -15,6 +15,18 @@ import cutorch_gemm as cg
 from conftest import requires_cuda
 
 
+def test_table_shows_plain_ms_for_every_epilogue_suite():
+    """The table's "plain ms" column (our mm without the epilogue) appears for any suite that timed it
+    ("epilogue", "big_epilogue"), not only the one named "epilogue"."""
+    def row(suite, plain):
+        return dict(suite=suite, dtype="bfloat16", M=2560, N=4096, K=4096, ours_ms=0.14, torch_ms=0.142,
+                    ours_tflops=613.0, torch_tflops=605.0, ratio=1.014, ours_plain_ms=plain, ok=True,
+                    config="Sm90_128x320x64_Coop_S3", note="")
+    table = bg.format_table([row("big_epilogue", 0.1301)])
+    assert "plain ms" in table and "0.1301" in table
+    assert "plain ms" not in bg.format_table([row("big", float("nan"))])
+
+
 def test_expert_offsets_route_every_row_in_multiples_of_16(monkeypatch):
     monkeypatch.setattr(bg, "DEVICE", "cpu")
     offs = bg._expert_offsets(32768, 128)
