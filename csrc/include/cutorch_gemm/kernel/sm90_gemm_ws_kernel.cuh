@@ -488,17 +488,15 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
       }
       if constexpr (kFit) {  // (launch_sm90 refuses these configs without the direct epilogue)
         const Problem prob = resolve_problem(g.shape, w.group);
-        // The 320-wide tile: D by TMA (five 64-column slices through the epilogue buffers) where the launch encoded
-        // D's map (p.tma_store) and there is no C. Why: from registers a tile's D went out as 4-byte stores with the
-        // tensor core idle (a 128x256 tile ~5 us at 2048^3); the 320 tile lost 2.5-6.5% with it (RESULTS.md).
-        if constexpr (sm90_is_big<Cfg, Mma>()) {  // (and the 192x192 tile's)
+        // The big tiles (320, 192x192): D by TMA in 64-column slices through the epilogue buffers where the launch
+        // encoded D's map and there is no C, plain (p.tma_store) or bias + an activation (p.tma_store_act). Why: from
+        // registers a tile's D went out as 4-byte stores with the tensor core idle; the 320 tile lost 2.5-6.5% so.
+        if constexpr (sm90_is_big<Cfg, Mma>()) {
           if (p.tma_store && g.c == nullptr) {
             sm90_store_tma_whole<Cfg, T>(g, prob, acc, s.epi_slot[consumer].u.out, &tma_d, p.d_3d, w.group,
                                          w.a_row + row_in_tile, w.n0, tid_in_wg, 1 + consumer);
             continue;
           }
-          // Bias + an activation into a 16-bit D (no C): the same slices with the activation applied (launch_sm90
-          // launches these tiles with an activation only where D's map was encoded: p.tma_store_act).
           if (p.tma_store_act) {
             sm90_store_tile_tma_act<Cfg, T>(g, prob, acc, s.epi_slot[consumer].u.out, &tma_d, p.d_3d, w.group,
                                             w.a_row + row_in_tile, w.n0, tid_in_wg, 1 + consumer);
