@@ -22,6 +22,8 @@ timeout -s INT 200 python3 -m pytest -q -m gpu tests/test_sm90_pdl.py tests/test
   "tests/test_sm90.py::test_sm90_late_activation" "tests/test_sm90.py::test_sm90_deferred_store_bias_activation" \
   2>&1 | grep -E "FAILED|passed|failed|rror" | tail -8
 [ "${PIPESTATUS[0]}" = 0 ] || exit 1
+# compute-sanitizer with PDL launches (every sweep case now launches with the attribute): memcheck over the quick set
+timeout 150 compute-sanitizer --tool memcheck python3 scripts/sanitize_sweep.py --quick 2>&1 | tail -2
 SHAPES="1024x1024x1024,2048x2048x2048,1024x1024x4096,2048x2048x512,3000x5000x1000,4096x4096x4096"
 SHAPES="$SHAPES,32x4096x4096,64x14336x4096" RUN_S=0.4 IDLE_S=0.2 VARIANTS="plain,plain|CUTORCH_GEMM_SM90_PDL=off,torch_mm" \
   timeout 120 python3 benchmarks/experiments/epilogue_power.py 2>&1 | grep -v "^\s*$"
