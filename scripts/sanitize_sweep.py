@@ -206,24 +206,17 @@ def cases(quick: bool):
             ("sm90 coop240 fp16 bias 129x680x40", w240, mm(129, 680, 40, dtype=torch.float16)),
             ("sm90 coop240 bias + gelu_tanh 700x1000x136 grid 3", {**w240, "CUTORCH_GEMM_SM90_GRID": "3"},
              mm(700, 1000, 136, act="gelu_tanh"))]
-    # the 320-wide tile (choose_sm90_big): B in two 160-row boxes, D by TMA (bias) and from
-    # registers (C), 2x1 clusters (K = 1000), several tiles per CTA
-    w320 = {"CUTORCH_GEMM_SM90_CONFIG": "coop320"}
-    out += [("sm90 coop320 bias 300x700x128", w320, mm(300, 700, 128)),
-            ("sm90 coop320 C 1000x1000x1000 clusters", w320, mm(1000, 1000, 1000, plain=True, c=True)),
-            ("sm90 coop320 plain 2304x3000x200 grid 3", {**w320, "CUTORCH_GEMM_SM90_GRID": "3"},
-             mm(2304, 3000, 200, plain=True)),
-            ("sm90 coop320 bias + gelu_tanh 300x704x128 grid 2", {**w320, "CUTORCH_GEMM_SM90_GRID": "2"},
-             mm(300, 704, 128, act="gelu_tanh"))]
-    # the 192x192 tile (choose_sm90_big): three consumer warpgroups (their named barriers), D by TMA (bias) and
-    # from registers (C), 2x1 clusters (K = 1000), several tiles per CTA
-    w192 = {"CUTORCH_GEMM_SM90_CONFIG": "coop192x192"}
-    out += [("sm90 coop192x192 bias 450x700x128", w192, mm(450, 700, 128)),
-            ("sm90 coop192x192 C 1000x1000x1000 clusters", w192, mm(1000, 1000, 1000, plain=True, c=True)),
-            ("sm90 coop192x192 plain 2304x3000x200 grid 3", {**w192, "CUTORCH_GEMM_SM90_GRID": "3"},
-             mm(2304, 3000, 200, plain=True)),
-            ("sm90 coop192x192 bias + silu 450x704x128 grid 2", {**w192, "CUTORCH_GEMM_SM90_GRID": "2"},
-             mm(450, 704, 128, act="silu"))]
+    # the big tiles (choose_sm90_big): 320 wide (B in two 160-row boxes) and 192x192 (three consumer warpgroups, their
+    # named barriers; always 2x1 pairs, 450 rows an odd tile-row count). D by TMA (bias; bias + an activation) and
+    # from registers (C), 2x1 clusters (K = 1000), several tiles per CTA.
+    for big, rows, act in (("coop320", 300, "gelu_tanh"), ("coop192x192", 450, "silu")):
+        env = {"CUTORCH_GEMM_SM90_CONFIG": big}
+        out += [(f"sm90 {big} bias {rows}x700x128", env, mm(rows, 700, 128)),
+                (f"sm90 {big} C 1000x1000x1000 clusters", env, mm(1000, 1000, 1000, plain=True, c=True)),
+                (f"sm90 {big} plain 2304x3000x200 grid 3", {**env, "CUTORCH_GEMM_SM90_GRID": "3"},
+                 mm(2304, 3000, 200, plain=True)),
+                (f"sm90 {big} bias + {act} {rows}x704x128 grid 2", {**env, "CUTORCH_GEMM_SM90_GRID": "2"},
+                 mm(rows, 704, 128, act=act))]
     # a fit width's deferring twin (144: slices from columns 0, 64 and 80), several tiles per CTA
     out += [("sm90 coop144 deferring twin bias 1000x1400x1024 grid 3",
              {"CUTORCH_GEMM_SM90_CONFIG": "coop144", "CUTORCH_GEMM_SM90_GRID": "3"}, mm(1000, 1400, 1024))]
