@@ -7,6 +7,7 @@
 #include <type_traits>
 
 #include "cutorch_gemm/device/sm90_gemm.h"
+#include "cutorch_gemm/device/sm90_pdl_launch.cuh"
 #include "cutorch_gemm/device/sm90_tma_desc.h"
 #include "cutorch_gemm/kernel/sm90_gemm_ws_kernel.cuh"
 #include "cutorch_gemm/device/launch_util.h"
@@ -314,9 +315,12 @@ cudaError_t launch_sm90(const GemmArgs& args, int num_sms, cudaStream_t stream) 
       if (err != cudaSuccess) return err;
     }
   }
-  err = cudaLaunchKernelEx(&config, launched, tma_a, tma_b, tma_d, tma_c, p);
-  if (err != cudaSuccess) return err;
-  return cudaGetLastError();
+  // Programmatic dependent launch (device/sm90_pdl_launch.cuh) for short launches: the K one CTA (or pair) runs
+  // through, its items in turn (stream-K: its share of the whole).
+  const long long units = max_of(1LL, (long long)config.gridDim.x / cluster);
+  const long long item_k = args.k_chunk > 0 ? (long long)args.k_chunk : (long long)s.k;
+  const bool short_launch = ceil_div(items, units) * item_k <= kSm90PdlMaxCtaK;
+  return sm90_launch_pdl(config, sm90_pdl_wanted(short_launch), launched, tma_a, tma_b, tma_d, tma_c, p);
 }
 
 // A fit-width config of one layout: for widths that are not multiples of 64 (all but 128, which the rule

@@ -7,6 +7,7 @@
 #include <type_traits>
 
 #include "cutorch_gemm/device/launch_util.h"
+#include "cutorch_gemm/device/sm90_pdl_launch.cuh"
 #include "cutorch_gemm/device/sm90_skinny.h"
 #include "cutorch_gemm/device/sm90_tma_desc.h"
 #include "cutorch_gemm/kernel/sm90_skinny_kernel.cuh"
@@ -98,8 +99,12 @@ cudaError_t launch_sm90_skinny(const GemmArgs& g, int splits, cudaStream_t strea
     config.numAttrs = 1;
   }
   const int w_hint = env_is("CUTORCH_GEMM_L2_HINT", "off") ? 0 : 1;
-  err = cudaLaunchKernelEx(&config, kernel, tma_w, tma_x, g, w_hint);
-  return err == cudaSuccess ? cudaGetLastError() : err;
+  // Programmatic dependent launch (device/sm90_pdl_launch.cuh) for short launches: the K one CTA runs through (its
+  // split's share, times its items in turn where persistent).
+  const long long ctas = (long long)config.gridDim.x * config.gridDim.y * config.gridDim.z;
+  const long long items = (long long)splits * row_tiles * (kGrouped ? slots : 1);
+  const bool short_launch = ceil_div(items, ctas) * ceil_div((long long)s.k, (long long)splits) <= kSm90PdlMaxCtaK;
+  return sm90_launch_pdl(config, sm90_pdl_wanted(short_launch), kernel, tma_w, tma_x, g, w_hint);
 }
 
 template <typename T>

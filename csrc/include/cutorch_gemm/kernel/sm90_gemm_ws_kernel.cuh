@@ -20,6 +20,7 @@
 #include <type_traits>
 
 #include "cutorch_gemm/arch/sm90_cluster.cuh"
+#include "cutorch_gemm/arch/sm90_grid_dependency.cuh"
 #include "cutorch_gemm/arch/sm90_tma.cuh"
 #include "cutorch_gemm/arch/sm90_warpgroup.cuh"
 #include "cutorch_gemm/arch/sm90_wgmma.cuh"
@@ -113,6 +114,17 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
     return 0;
   };
   int early = 0;  // k-blocks of the first tile already issued (thread 0, and the other producer warps)
+  // Programmatic dependent launch (arch/sm90_grid_dependency.cuh; launch_sm90 asks for it on short launches,
+  // sm90_pdl_wanted; CUTORCH_GEMM_SM90_PDL=on|off):
+  // the next such kernel in the stream may place its CTAs on SMs as this grid's CTAs leave them and set up its
+  // barriers there, instead of launching only once this whole grid has completed. Why: at one tile per CTA (1024^3:
+  // ~6 us) the fixed cost between two launches is a sixth of the time. Every CTA signals at once: the dependents still
+  // wait for this grid's completion (grid_dependency_wait) before they touch memory, and a CTA of ours takes a whole
+  // SM's registers, so none can land beside a running one. This grid in turn touches no global memory before its own
+  // wait: thread 0 waits after initialising the barriers and prefetching the parameter-space descriptors, before the
+  // first work item's lookup and loads; every other thread before the CTA barrier (no thread reads or writes global
+  // memory before it, and none returns early).
+  sm90::launch_dependents();
   if (threadIdx.x == 0) {
     for (int i = 0; i < Cfg::kStages; ++i) {
       sm90::mbarrier_init(&s.full[i], 1);
@@ -130,6 +142,7 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
       sm90::tma_prefetch_descriptor(&tma_a);
       sm90::tma_prefetch_descriptor(&tma_b);
     }
+    sm90::grid_dependency_wait();
     Sm90Work w0{};
     if constexpr (kFirstShared) {
       w0 = Scheduler(p).get_item(0);
@@ -140,6 +153,7 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
     for (int kb = 0; kb < early; ++kb) load_stage(st0, w0, kb, &tma_a, &tma_b);
     if (p.tma_store) sm90::tma_prefetch_descriptor(&tma_d);
   }
+  if (threadIdx.x != 0) sm90::grid_dependency_wait();
   // The peer's barriers must be initialised before this CTA's multicasts and arrives reach them.
   // (relaxed: fence.mbarrier_init published the initialisation; the default form adds MEMBAR.ALL.GPU)
   // (clustered: the CTA barrier publishes s.first_work, which the relaxed cluster barrier does not order)

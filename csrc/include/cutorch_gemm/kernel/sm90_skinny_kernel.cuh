@@ -40,6 +40,7 @@
 #include <cstdint>
 
 #include "cutorch_gemm/arch/sm90_cluster.cuh"
+#include "cutorch_gemm/arch/sm90_grid_dependency.cuh"
 #include "cutorch_gemm/arch/sm90_mbarrier.cuh"
 #include "cutorch_gemm/arch/sm90_tma.cuh"
 #include "cutorch_gemm/arch/sm90_wgmma.cuh"
@@ -157,6 +158,11 @@ __global__ void __launch_bounds__(sm90_skinny_threads(kTok), 1)
   // Grouped without a K split: the consumers sync only among themselves, the producer runs ahead.
   const bool run_ahead = kGrouped && splits == 1;
 
+  // Programmatic dependent launch (arch/sm90_grid_dependency.cuh; sm90_launch_pdl): the next such launch may place
+  // its CTAs as this grid's leave their SMs; this grid touches no global memory before its own wait (thread 0 after
+  // the barriers' initialisation and the descriptor prefetch, every other thread here, before the grouped tail's
+  // offset reads; none returns early).
+  sm90::launch_dependents();
   if (threadIdx.x == 0) {
     for (int i = 0; i < kStages; ++i) {
       sm90::mbarrier_init(&s.full[i], 1);
@@ -166,6 +172,7 @@ __global__ void __launch_bounds__(sm90_skinny_threads(kTok), 1)
     sm90::tma_prefetch_descriptor(&tma_w);
     sm90::tma_prefetch_descriptor(&tma_x);
   }
+  sm90::grid_dependency_wait();
   // Grouped: rows past offs[-1] are in no group and read as zeros; this launch stores them (no
   // separate zeroing kernel). Rows there that a group covers anyway (offsets that decrease) keep
   // the group's values, as if zeroed first. M <= 64: warp 0 checks rows t and t + 32 in lane t.

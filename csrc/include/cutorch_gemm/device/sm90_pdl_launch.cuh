@@ -1,0 +1,45 @@
+#pragma once
+// Launching the Hopper kernels with programmatic dependent launch (arch/sm90_grid_dependency.cuh: the kernels signal
+// their dependents at once and wait for the kernel before them before they touch global memory).
+
+#include <cuda_runtime.h>
+
+#include "cutorch_gemm/device/launch_util.h"
+
+namespace cutorch_gemm {
+
+// Whether a launch asks for programmatic dependent launch: `short_launch` is the launcher's rule (a CTA's work is a
+// few microseconds, so the fixed cost between two launches is a sizable part of it). CUTORCH_GEMM_SM90_PDL=on asks for
+// it on every launch, =off on none (A/B runs, tests). Why not always: measured on an H200 (fifty-sixth session, bf16,
+// CUDA-graph replays) it saves 8% at 1024^3 and 2048x2048x512 (one tile per CTA, K <= 1024) but costs 1.3% at
+// 1024x1024x4096 and 4% at 64x14336x4096 (one tile per CTA, K = 4096), and is neutral on longer launches.
+inline bool sm90_pdl_wanted(bool short_launch) {
+  if (env_is("CUTORCH_GEMM_SM90_PDL", "off")) return false;
+  return short_launch || env_is("CUTORCH_GEMM_SM90_PDL", "on");
+}
+
+// The depth of K one CTA runs through in a launch (its work items, in turn, times each item's K) up to which the
+// launchers ask for programmatic dependent launch (sm90_pdl_wanted's short_launch).
+constexpr long long kSm90PdlMaxCtaK = 2048;
+
+// cudaLaunchKernelEx with cudaLaunchAttributeProgrammaticStreamSerialization added to config's attributes when
+// `pdl`, for kernels that execute griddepcontrol.wait before any global memory access. Where the runtime refuses
+// the attribute, the plain launch (the refusal is not a sticky error).
+template <typename... Params, typename... Args>
+cudaError_t sm90_launch_pdl(const cudaLaunchConfig_t& config, bool pdl, void (*kernel)(Params...), Args&&... args) {
+  if (pdl && config.numAttrs < 4) {
+    cudaLaunchAttribute attrs[4];
+    for (unsigned i = 0; i < config.numAttrs; ++i) attrs[i] = config.attrs[i];
+    attrs[config.numAttrs].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attrs[config.numAttrs].val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t pdl = config;
+    pdl.attrs = attrs;
+    pdl.numAttrs = config.numAttrs + 1;
+    if (cudaLaunchKernelEx(&pdl, kernel, args...) == cudaSuccess) return cudaGetLastError();
+    (void)cudaGetLastError();
+  }
+  const cudaError_t err = cudaLaunchKernelEx(&config, kernel, args...);
+  return err == cudaSuccess ? cudaGetLastError() : err;
+}
+
+}  // namespace cutorch_gemm
