@@ -76,7 +76,9 @@ CG_HOST_DEVICE Acc apply_activation(Activation act, Acc x) {
 //   with the hardware tanh (tanh.approx.f32, relative error about 2^-11; CUTLASS's GELU_taylor
 //   uses it too). Why: the MUFU unit does 16 operations per clock per SM, so the 128 values per
 //   thread of a 128x256 tile with two MUFU operations each (exp2, division) kept it busy ~4 K
-//   cycles per tile while the tensor core waited; one halves that. Its absolute error, about
+//   cycles per tile while the tensor core waited; one halves that. (The packed tanh.approx.f16x2 /
+//   .bf16x2 would not halve it again: sm_90a runs them as two MUFU.TANH.F16 / .BF16, one per
+//   half, per nvdisasm.) Its absolute error, about
 //   2^-12 |x| where 1 + tanh(u) cancels (x << 0), is below a 16-bit D's rounding of values near
 //   |x|. Elsewhere (host) the exp form x / (1 + exp(-2u)).
 // Limits: x -> +inf gives +inf, x -> -inf NaN (as PyTorch's formula), NaN stays NaN; exp
