@@ -1,0 +1,15 @@
+# One GPU call (~9 min: build, GPU tests part b, then ~80 s of timings; `run bash benchmarks/experiments/sm90_pdl_probe.sh`):
+# 1. GPU tests part b (scripts/gpu_tests.sh b, building first): the fifty-sixth session's run of it aborted in
+#    test_pdl_write_after_read's first form (a torch.cuda.MemPool destroyed after earlier files' CUDA graphs); its
+#    retrying form and the files after it (test_sm90_producers, test_sm90_skinny, test_swiglu) have not run with PDL.
+# 2. Why does PDL cost time on one-tile launches with K = 4096 (64x14336x4096 +4-6%, 1024x1024x4096 +1%; fifty-sixth
+#    session)? Hypothesis: the next launch's CTAs wait on the SMs this grid leaves idle (112 of 132 used), and that
+#    costs the running grid. If so: at 64x16896x4096 (132 tiles of 64x128, no idle SM) PDL=on is neutral or wins, and
+#    at 64x8192x4096 (64 tiles) it loses as much or more than at 64x14336x4096. If 64x16896x4096 loses too, the idle
+#    SMs are not the cause (then K: 64x14336x8192 should lose more than 64x14336x4096).
+set -u
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+SKIP_BUILD=0 bash scripts/gpu_tests.sh b
+SHAPES="64x16896x4096,64x14336x4096,64x8192x4096,64x14336x8192,64x16896x2048,1024x1024x4096,1024x1056x4096"
+SHAPES=$SHAPES RUN_S=0.4 IDLE_S=0.2 VARIANTS="plain|CUTORCH_GEMM_SM90_PDL=on,plain|CUTORCH_GEMM_SM90_PDL=off" \
+  timeout 120 python3 benchmarks/experiments/epilogue_power.py 2>&1 | grep -v "^\s*$" | sed -e 's/ *first .* steady/ steady/'
