@@ -7,9 +7,17 @@
 #    costs the running grid. If so: at 64x16896x4096 (132 tiles of 64x128, no idle SM) PDL=on is neutral or wins, and
 #    at 64x8192x4096 (64 tiles) it loses as much or more than at 64x14336x4096. If 64x16896x4096 loses too, the idle
 #    SMs are not the cause (then K: 64x14336x8192 should lose more than 64x14336x4096).
+#    Also benchmarks/experiments/sm90_pdl_late.patch (applied here, not in a tree you commit; ptxas spills with it
+#    identical to main's in six sm90 TUs):
+#    CUTORCH_GEMM_SM90_PDL_TRIGGER=late (the tile kernels signal their dependents when their consumers finish
+#    their last mainloop, not at the start): if the idle-SM hypothesis holds, "on+late" keeps the short launches' win
+#    (1024^3, 2048x2048x512) without the long ones' loss, and the rule could go.
 set -u
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+patch -p1 -s < benchmarks/experiments/sm90_pdl_late.patch || exit 1
 SKIP_BUILD=0 bash scripts/gpu_tests.sh b
 SHAPES="64x16896x4096,64x14336x4096,64x8192x4096,64x14336x8192,64x16896x2048,1024x1024x4096,1024x1056x4096"
-SHAPES=$SHAPES RUN_S=0.4 IDLE_S=0.2 VARIANTS="plain|CUTORCH_GEMM_SM90_PDL=on,plain|CUTORCH_GEMM_SM90_PDL=off" \
+SHAPES="$SHAPES,1024x1024x1024,2048x2048x512"
+ON=CUTORCH_GEMM_SM90_PDL=on
+SHAPES=$SHAPES RUN_S=0.4 IDLE_S=0.2 VARIANTS="plain|$ON,plain|$ON+CUTORCH_GEMM_SM90_PDL_TRIGGER=late,plain|CUTORCH_GEMM_SM90_PDL=off" \
   timeout 120 python3 benchmarks/experiments/epilogue_power.py 2>&1 | grep -v "^\s*$" | sed -e 's/ *first .* steady/ steady/'
