@@ -183,6 +183,20 @@ def forced_sm90_operands(monkeypatch, case, dtype):
     return a, b, cutorch_gemm.explain("mm", a, b)
 
 
+def capture(fn):
+    """(graph, result): fn() run once on a side stream (the warm-up torch.cuda.graphs asks for), then captured in a
+    CUDA graph; result is what the captured call returned (its tensors live in the graph's memory)."""
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        fn()
+    torch.cuda.current_stream().wait_stream(stream)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        result = fn()
+    return graph, result
+
+
 def check_repeatable_and_graph_replay(x, b, dtype, what):
     """mm(x, b) gives identical bits when repeated, and a CUDA graph captured once replays it
     correctly after x changes in place."""
@@ -190,14 +204,7 @@ def check_repeatable_and_graph_replay(x, b, dtype, what):
     first = mm(x, b)
     for _ in range(3):
         assert torch.equal(first, mm(x, b)), f"{what}: a fixed-order K sum gives identical bits"
-    stream = torch.cuda.Stream()
-    stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream):
-        mm(x, b)  # warm-up outside the capture
-    torch.cuda.current_stream().wait_stream(stream)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        out = mm(x, b)
+    graph, out = capture(lambda: mm(x, b))
     x.copy_(torch.randn_like(x))
     graph.replay()
     torch.cuda.synchronize()

@@ -15,7 +15,7 @@ import pytest
 import torch
 
 import cutorch_gemm as cg
-from conftest import check, gpu, offs_from_sizes, ref_gemm, ref_grouped_mm, requires_sm90
+from conftest import capture, check, gpu, offs_from_sizes, ref_gemm, ref_grouped_mm, requires_sm90
 
 pytestmark = [gpu, requires_sm90]
 ENV = "CUTORCH_GEMM_SM90_PDL"
@@ -105,14 +105,7 @@ def test_pdl_chain_in_a_cuda_graph(shape):
     dtype = torch.bfloat16
     x = torch.randn(m, k, device="cuda", dtype=dtype)
     ws = _weights(k, dtype)
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        _chain(x, ws)  # warm-up outside the capture
-    torch.cuda.current_stream().wait_stream(side)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        outs = _chain(x, ws)
+    graph, outs = capture(lambda: _chain(x, ws))
     for rep in range(3):
         x.copy_(torch.randn_like(x))
         graph.replay()
