@@ -11,8 +11,9 @@ namespace cutorch_gemm {
 // Whether a launch asks for programmatic dependent launch: `short_launch` is the launcher's rule (a CTA's work is a
 // few microseconds, so the fixed cost between two launches is a sizable part of it). CUTORCH_GEMM_SM90_PDL=on asks for
 // it on every launch, =off on none (A/B runs, tests). Why not always: measured on an H200 (fifty-sixth session, bf16,
-// CUDA-graph replays) it saves 8% at 1024^3 and 2048x2048x512 (one tile per CTA, K <= 1024) but costs 1.3% at
-// 1024x1024x4096 and 4% at 64x14336x4096 (one tile per CTA, K = 4096), and is neutral on longer launches.
+// CUDA-graph replays) it saves 8-11% at 1024^3 and 6-7% at 2048x2048x512 (one tile per CTA, K <= 1024) but costs
+// ~1% at 1024x1024x4096 and 4-6% at 64x14336x4096 (one tile per CTA, K = 4096), and is neutral on longer launches
+// (benchmarks/RESULTS.md; why the long one-tile launches lose is open: benchmarks/experiments/sm90_pdl_probe.sh).
 inline bool sm90_pdl_wanted(bool short_launch) {
   if (env_is("CUTORCH_GEMM_SM90_PDL", "off")) return false;
   return short_launch || env_is("CUTORCH_GEMM_SM90_PDL", "on");
