@@ -72,16 +72,18 @@ def test_pdl_chain_reads_each_previous_output(shape, dtype):
 def test_pdl_write_after_read(shape):
     """The next launch's D lands in the block the launch before it reads as A, repeated; each launch must finish
     reading first. The caching allocator hands x's block, freed right after the first call, to the second call's output
-    when no other free block of that size is cached: after empty_cache that holds in most attempts; a round retries
-    until it does (every attempt is checked), and fails if it never does."""
+    unless another free block of that size is cached at a lower address; so a round retries with the failed attempt's
+    outputs kept alive (a different set of free blocks) until it does (every attempt is checked), and fails if it
+    never does."""
     m, k = shape
     dtype = torch.bfloat16
     w1, w2 = _weights(k, dtype, 2)
     for rep in range(4):
-        for attempt in range(8):
+        torch.cuda.synchronize()
+        torch.cuda.empty_cache()
+        held = []
+        for _ in range(8):
             keep = torch.randn(m, k, device="cuda", dtype=dtype)
-            torch.cuda.synchronize()
-            torch.cuda.empty_cache()
             x = keep.clone()
             x_ptr = x.data_ptr()
             y = cg.mm(x, w1)  # reads x
@@ -91,9 +93,10 @@ def test_pdl_write_after_read(shape):
             torch.cuda.synchronize()
             check(y, ref_gemm(keep, w1), dtype, what=f"{m}x{k} rep {rep}: y")
             check(z, ref_gemm(y, w2), dtype, what=f"{m}x{k} rep {rep}: z")
-            del y, z, keep
             if reused:
                 break
+            held.append((keep, y, z))
+        del held
         assert reused, f"premise: in 8 attempts the allocator never handed A's block to the next output ({m}x{k})"
 
 
