@@ -24,6 +24,8 @@ ENV = "CUTORCH_GEMM_SM90_PDL"
 @pytest.fixture(autouse=True)
 def _pdl_on_every_launch(monkeypatch):
     monkeypatch.setenv(ENV, "on")
+
+
 tiles = pytest.mark.usefixtures("tile_kernels_only")  # (small M would take the skinny kernels)
 
 # (M, K): square weights (N = K), so each output is the next launch's A
