@@ -6,7 +6,7 @@
 // kernel's parameters). After the wait the prerequisite grid has completed and its writes are visible. Both
 // instructions are no-ops in a grid launched without the attribute / with no such dependents.
 
-#include "cutorch_gemm/arch/sm90_mbarrier.cuh"
+#include "cutorch_gemm/core/macros.h"
 
 namespace cutorch_gemm::sm90 {
 

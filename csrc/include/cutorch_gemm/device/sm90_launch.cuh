@@ -315,12 +315,11 @@ cudaError_t launch_sm90(const GemmArgs& args, int num_sms, cudaStream_t stream) 
       if (err != cudaSuccess) return err;
     }
   }
-  // Programmatic dependent launch (device/sm90_pdl_launch.cuh) for short launches: the K one CTA (or pair) runs
-  // through, its items in turn (stream-K: its share of the whole).
-  const long long units = max_of(1LL, (long long)config.gridDim.x / cluster);
-  const long long item_k = args.k_chunk > 0 ? (long long)args.k_chunk : (long long)s.k;
-  const bool short_launch = ceil_div(items, units) * item_k <= kSm90PdlMaxCtaK;
-  return sm90_launch_pdl(config, sm90_pdl_wanted(short_launch), launched, tma_a, tma_b, tma_d, tma_c, p);
+  // Programmatic dependent launch (device/sm90_pdl_launch.cuh) for short launches: items over CTAs (or pairs), each
+  // item's K (split-K: its chunk; stream-K: the same whole divided among the CTAs).
+  const bool pdl = sm90_pdl_wanted(items, (long long)config.gridDim.x / cluster,
+                                   args.k_chunk > 0 ? (long long)args.k_chunk : (long long)s.k);
+  return sm90_launch_pdl(config, pdl, launched, tma_a, tma_b, tma_d, tma_c, p);
 }
 
 // A fit-width config of one layout: for widths that are not multiples of 64 (all but 128, which the rule

@@ -99,12 +99,12 @@ cudaError_t launch_sm90_skinny(const GemmArgs& g, int splits, cudaStream_t strea
     config.numAttrs = 1;
   }
   const int w_hint = env_is("CUTORCH_GEMM_L2_HINT", "off") ? 0 : 1;
-  // Programmatic dependent launch (device/sm90_pdl_launch.cuh) for short launches: the K one CTA runs through (its
-  // split's share, times its items in turn where persistent).
-  const long long ctas = (long long)config.gridDim.x * config.gridDim.y * config.gridDim.z;
-  const long long items = (long long)splits * row_tiles * (kGrouped ? slots : 1);
-  const bool short_launch = ceil_div(items, ctas) * ceil_div((long long)s.k, (long long)splits) <= kSm90PdlMaxCtaK;
-  return sm90_launch_pdl(config, sm90_pdl_wanted(short_launch), kernel, tma_w, tma_x, g, w_hint);
+  // Programmatic dependent launch (device/sm90_pdl_launch.cuh) for short launches: items (a row tile's K split share)
+  // over CTAs (more than one each where persistent).
+  const bool pdl = sm90_pdl_wanted((long long)splits * row_tiles * (kGrouped ? slots : 1),
+                                   (long long)config.gridDim.x * config.gridDim.y * config.gridDim.z,
+                                   ceil_div((long long)s.k, (long long)splits));
+  return sm90_launch_pdl(config, pdl, kernel, tma_w, tma_x, g, w_hint);
 }
 
 template <typename T>
