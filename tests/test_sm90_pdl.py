@@ -7,8 +7,9 @@ depend on each other through memory back to back with nothing between them: each
 wrote (read after write), writes the block the one before read (write after read, through the caching allocator's
 reuse), in a CUDA graph, with a torch kernel between, and gives the same bits as plain launches. Shapes cover one
 tile per CTA (64x128 ping-pong, 128x256 cooperative: the launches PDL shortens), several rounds, the big tiles in
-2x1 pairs and unaligned rows (2x1 clusters); and the skinny kernels (small M, K-split clusters) and the grouped
-skinny kernel (decode-size grouped_mm, offsets read on the device). Skipped without an sm_90 GPU."""
+2x1 pairs and unaligned rows (2x1 clusters); and the skinny kernels (small M, K-split clusters), the grouped
+skinny kernel (decode-size grouped_mm, offsets read on the device) and the mma.sync skinny kernel's sm_90 build.
+Skipped without an sm_90 GPU."""
 from __future__ import annotations
 
 import pytest
@@ -156,6 +157,34 @@ def test_pdl_skinny_chain(shape):
     torch.cuda.synchronize()
     for i, w in enumerate(ws):
         check(g_outs[i + 1], ref_gemm(g_outs[i], w), dtype, what=f"skinny {m}x{k} replay link {i + 1}")
+
+
+@pytest.mark.parametrize("shape", [(16, 2048), (8, 1024), (1, 4096), (13, 4096)], ids=lambda s: f"{s[0]}x{s[1]}")
+def test_pdl_mma_sync_skinny_chain(shape):
+    """M <= 16 against a W of at most half the SMs' 64-row tiles: the mma.sync skinny kernel, whose sm_90 build waits
+    for the kernel before it (device/sm80_skinny_launch.cuh asks for PDL where that build runs); each link reads the
+    one before, directly and in a CUDA graph, with the same bits as plain launches."""
+    m, k = shape
+    dtype = torch.bfloat16
+    x = torch.randn(m, k, device="cuda", dtype=dtype)
+    ws = _weights(k, dtype)
+    e = cg.explain("mm", x, ws[0])
+    assert e.kernel == "sm80" and e.config.startswith("Sm80_Skinny_"), str(e)
+    outs = _chain(x, ws)
+    torch.cuda.synchronize()
+    for i, w in enumerate(ws):
+        check(outs[i + 1], ref_gemm(outs[i], w), dtype, what=f"mma.sync skinny {m}x{k} link {i + 1}")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv(ENV, "off")
+        plain = _chain(x, ws)
+    for i, (a, b) in enumerate(zip(outs[1:], plain[1:])):
+        assert torch.equal(a, b), f"mma.sync skinny {m}x{k} link {i + 1}: PDL and plain launches differ"
+    graph, g_outs = capture(lambda: _chain(x, ws))
+    x.copy_(torch.randn_like(x))
+    graph.replay()
+    torch.cuda.synchronize()
+    for i, w in enumerate(ws):
+        check(g_outs[i + 1], ref_gemm(g_outs[i], w), dtype, what=f"mma.sync skinny {m}x{k} replay link {i + 1}")
 
 
 def test_pdl_grouped_skinny_chain():

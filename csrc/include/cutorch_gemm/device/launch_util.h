@@ -88,4 +88,24 @@ inline long long resident_ctas(const void* kernel, int threads, int smem_bytes) 
   return ctas;
 }
 
+// Whether the code of `kernel` that runs on the current device was compiled for sm_90 or later, from sm_90 or later
+// PTX (cudaFuncGetAttributes' binaryVersion and ptxVersion, once per (kernel, device)). Why both: a build without an
+// sm_90 cubin runs on Hopper by JIT from compute_80 PTX (binaryVersion 90, ptxVersion 80), whose __CUDA_ARCH__ 800
+// code has none of the sm_90-only instructions (griddepcontrol) that a Hopper-only launch attribute relies on.
+inline bool kernel_runs_sm90_code(const void* kernel) {
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) return false;
+  static KernelDeviceInts known;
+  int yes = 0;
+  if (known.find(kernel, device, &yes)) return yes != 0;
+  cudaFuncAttributes attr{};
+  if (cudaFuncGetAttributes(&attr, kernel) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  yes = attr.binaryVersion >= 90 && attr.ptxVersion >= 90 ? 1 : 0;
+  known.store(kernel, device, yes);
+  return yes != 0;
+}
+
 }  // namespace cutorch_gemm

@@ -49,6 +49,11 @@ inline const char* skinny_config_name(SkinnyConfigId c) {
 
 constexpr int64_t kSkinnyMaxM = 64;      // the largest config (CUTORCH_GEMM_SKINNY=force)
 constexpr int64_t kSkinnyAutoMaxM = 32;  // the rule's limit (measured: see skinny_refusal)
+// The K up to which the launcher asks for programmatic dependent launch where the kernel's sm_90 build runs
+// (device/sm80_skinny_launch.cuh). H200, bf16, % less time with it (fifty-seventh session): 16x4096x1024 12,
+// 16x2048x2048 9, 8x4096x2048 7.5, 1x4096x4096 5; longer K not measured (the Hopper tile kernels lose with it on
+// long one-tile launches over most SMs: device/sm90_pdl_launch.cuh).
+constexpr int64_t kSkinnyPdlMaxK = 4096;
 
 // The knob's values that send every launch the operand rule accepts to the kernel.
 inline bool skinny_forced(const std::string& knob) { return knob == "force" || knob == "w8" || knob == "w16"; }

@@ -3,6 +3,7 @@
 
 #include "cutorch_gemm/device/launch_util.h"
 #include "cutorch_gemm/device/sm80_skinny.h"
+#include "cutorch_gemm/device/sm90_pdl_launch.cuh"
 #include "cutorch_gemm/kernel/sm80_skinny_kernel.cuh"
 
 namespace cutorch_gemm {
@@ -17,8 +18,17 @@ cudaError_t launch_skinny(const GemmArgs& g, cudaStream_t stream) {
     const cudaError_t err = ensure_dynamic_smem(reinterpret_cast<const void*>(kernel), smem);
     if (err != cudaSuccess) return err;
   }
-  kernel<<<grid, block, smem, stream>>>(g);
-  return cudaGetLastError();
+  cudaLaunchConfig_t config{};
+  config.gridDim = grid;
+  config.blockDim = block;
+  config.dynamicSmemBytes = size_t(smem);
+  config.stream = stream;
+  // Programmatic dependent launch (device/sm90_pdl_launch.cuh) where the sm_90 build of this kernel runs, which
+  // waits for the kernel before it before touching memory: up to K = kSkinnyPdlMaxK (sm80_skinny.h).
+  const int forced = sm90_pdl_forced();
+  const bool pdl = kernel_runs_sm90_code(reinterpret_cast<const void*>(kernel)) &&
+                   (forced >= 0 ? forced == 1 : g.shape.k <= kSkinnyPdlMaxK);
+  return sm90_launch_pdl(config, pdl, kernel, g);
 }
 
 template <typename T>

@@ -13,18 +13,30 @@ namespace cutorch_gemm {
 // launchers ask for programmatic dependent launch (sm90_pdl_wanted).
 constexpr long long kSm90PdlMaxCtaK = 2048;
 
+// CUTORCH_GEMM_SM90_PDL: 1 for "on" (every launch asks for programmatic dependent launch), 0 for "off" (none; A/B
+// runs, tests), -1 when unset (each launcher's rule).
+inline int sm90_pdl_forced() {
+  if (env_is("CUTORCH_GEMM_SM90_PDL", "off")) return 0;
+  if (env_is("CUTORCH_GEMM_SM90_PDL", "on")) return 1;
+  return -1;
+}
+
 // Whether a launch of `items` work items of K depth `item_k` over `units` CTAs (or clusters, which share their
-// items) asks for programmatic dependent launch: by default where it is short, a CTA running through at most
-// kSm90PdlMaxCtaK of K in all (a few microseconds, so the fixed cost between two launches is a sizable part of it).
-// CUTORCH_GEMM_SM90_PDL=on asks for it on every launch, =off on none (A/B runs, tests). Why not always: measured on an
-// H200 (fifty-sixth session, bf16, CUDA-graph replays) it saves 8-11% at 1024^3 and 6-7% at 2048x2048x512 (one tile
-// per CTA, K <= 1024) but costs ~1% at 1024x1024x4096 and 4-6% at 64x14336x4096 (one tile per CTA, K = 4096), and is
-// neutral on longer launches (benchmarks/RESULTS.md; why the long one-tile launches lose is open:
-// benchmarks/experiments/sm90_pdl_probe.sh).
-inline bool sm90_pdl_wanted(long long items, long long units, long long item_k) {
-  if (env_is("CUTORCH_GEMM_SM90_PDL", "off")) return false;
-  if (env_is("CUTORCH_GEMM_SM90_PDL", "on")) return true;
-  return ceil_div(items, max_of(units, 1LL)) * item_k <= kSm90PdlMaxCtaK;
+// items), `ctas` CTAs in all, on a GPU of `sms` SMs asks for programmatic dependent launch: by default where it is short, a CTA running
+// through at most kSm90PdlMaxCtaK of K in all (a few microseconds, so the fixed cost between two launches is a
+// sizable part of it), or where the grid takes at most half the SMs. Measured on an H200 (bf16, CUDA-graph
+// replays, % less time with it; benchmarks/RESULTS.md, fifty-sixth and fifty-seventh sessions): 1024^3 11-12,
+// 2048x2048x512 7-8, 64x16896x2048 3; half the SMs or fewer with K = 4096: 64x16896x4096 (66 CTAs) 2.5,
+// 64x8192x4096 (64) 2.5. Why not always: one tile per CTA on more than half the SMs with K >= 4096 loses,
+// 64x14336x4096 (112 CTAs) -5, 64x14336x8192 -7, 1024x1056x4096 (80) -24 (!), 1024x1024x4096 (128) -1; the
+// late trigger (the consumers signal after their last mainloop, not at the start) did not help (-2.6 at
+// 1024x1056x4096, the others within 0.7). Why those lose is open (the next grid's CTAs wait on the SMs this one
+// leaves idle, but grids within half the SMs, which leave the most idle, win).
+inline bool sm90_pdl_wanted(long long items, long long units, long long item_k, long long ctas, long long sms) {
+  const int forced = sm90_pdl_forced();
+  if (forced >= 0) return forced == 1;
+  units = max_of(units, 1LL);
+  return 2 * ctas <= sms || ceil_div(items, units) * item_k <= kSm90PdlMaxCtaK;
 }
 
 // cudaLaunchKernelEx with cudaLaunchAttributeProgrammaticStreamSerialization added to config's attributes when

@@ -99,11 +99,11 @@ cudaError_t launch_sm90_skinny(const GemmArgs& g, int splits, cudaStream_t strea
     config.numAttrs = 1;
   }
   const int w_hint = env_is("CUTORCH_GEMM_L2_HINT", "off") ? 0 : 1;
-  // Programmatic dependent launch (device/sm90_pdl_launch.cuh) for short launches: items (a row tile's K split share)
-  // over CTAs (more than one each where persistent).
-  const bool pdl = sm90_pdl_wanted((long long)splits * row_tiles * (kGrouped ? slots : 1),
-                                   (long long)config.gridDim.x * config.gridDim.y * config.gridDim.z,
-                                   ceil_div((long long)s.k, (long long)splits));
+  // Programmatic dependent launch (device/sm90_pdl_launch.cuh) for short launches or small grids: items (a row
+  // tile's K split share) over CTAs (more than one each where persistent).
+  const long long ctas = (long long)config.gridDim.x * config.gridDim.y * config.gridDim.z;
+  const bool pdl = sm90_pdl_wanted((long long)splits * row_tiles * (kGrouped ? slots : 1), ctas,
+                                   ceil_div((long long)s.k, (long long)splits), ctas, num_sms);
   return sm90_launch_pdl(config, pdl, kernel, tma_w, tma_x, g, w_hint);
 }
 

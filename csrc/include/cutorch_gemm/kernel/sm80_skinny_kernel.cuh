@@ -29,6 +29,7 @@
 #include <cstdint>
 
 #include "cutorch_gemm/arch/sm80_mma.cuh"
+#include "cutorch_gemm/arch/sm90_grid_dependency.cuh"
 #include "cutorch_gemm/core/numeric.cuh"
 #include "cutorch_gemm/device/gemm_args.h"
 #include "cutorch_gemm/epilogue/fusion.h"
@@ -58,6 +59,12 @@ template <typename T, typename Out, int kTokens, int kWarps>
 __global__ void __launch_bounds__(kWarps * 32, kWarps == 8 && kTokens <= 32 ? 2 : 1)
     sm80_skinny_kernel(const GemmArgs g) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+#if __CUDA_ARCH__ >= 900
+  // Programmatic dependent launch (launch_skinny asks for it only where this sm_90 code runs): the next launch may
+  // place its CTAs as this grid's leave their SMs; this grid touches no memory before the kernel before it completes.
+  sm90::launch_dependents();
+  sm90::grid_dependency_wait();
+#endif
   constexpr int kNT = kTokens / 8;                 // token blocks (MMA B operands)
   constexpr int kMW = kSkinnyRows / 16;            // W row blocks (MMA A operands)
   constexpr int kFrag = kMW * kNT * 4;             // accumulator floats per lane
