@@ -46,6 +46,16 @@ inline bool sm90_pdl_wanted(long long items, long long units, long long item_k, 
   return 8 * ctas >= 7 * sms && ceil_div(items, units) * item_k <= kSm90PdlMaxCtaK;
 }
 
+// The skinny kernels' rule (device/sm90_skinny_launch.cuh; `ctas` CTAs, `cta_k` the K each runs through): at most
+// half the SMs and K <= kSm90PdlMaxCtaK. H200 (fifty-seventh session, % less time with it): 32x2048x1024 (32 row
+// tiles) 6.8, 32x4096x2048 (64) 2.2, 64x4096x1024 (64) 1.5; above half the SMs 16x8192x2048 (128) 0.6, but
+// 32x9216x1024 (144) -17 and 32x9216x2048 (144) -21.
+inline bool sm90_skinny_pdl_wanted(long long ctas, long long cta_k, long long sms) {
+  const int forced = sm90_pdl_forced();
+  if (forced >= 0) return forced == 1;
+  return 2 * ctas <= sms && cta_k <= kSm90PdlMaxCtaK;
+}
+
 // cudaLaunchKernelEx with cudaLaunchAttributeProgrammaticStreamSerialization added to config's attributes when
 // `pdl`, for kernels that execute griddepcontrol.wait before any global memory access. Where the runtime refuses
 // the attribute, the plain launch (the refusal is not a sticky error).

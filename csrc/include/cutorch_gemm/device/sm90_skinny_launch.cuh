@@ -99,11 +99,12 @@ cudaError_t launch_sm90_skinny(const GemmArgs& g, int splits, cudaStream_t strea
     config.numAttrs = 1;
   }
   const int w_hint = env_is("CUTORCH_GEMM_L2_HINT", "off") ? 0 : 1;
-  // Programmatic dependent launch (device/sm90_pdl_launch.cuh) for short launches or small grids: items (a row
-  // tile's K split share) over CTAs (more than one each where persistent).
+  // Programmatic dependent launch (device/sm90_pdl_launch.cuh) for short launches on small grids: the K a CTA runs
+  // through, items (a row tile's K split share) over CTAs (more than one each where persistent).
   const long long ctas = (long long)config.gridDim.x * config.gridDim.y * config.gridDim.z;
-  const bool pdl = sm90_pdl_wanted((long long)splits * row_tiles * (kGrouped ? slots : 1), ctas,
-                                   ceil_div((long long)s.k, (long long)splits), ctas, num_sms);
+  const long long items = (long long)splits * row_tiles * (kGrouped ? slots : 1);
+  const bool pdl = sm90_skinny_pdl_wanted(ctas, ceil_div(items, ctas) * ceil_div((long long)s.k, (long long)splits),
+                                          num_sms);
   return sm90_launch_pdl(config, pdl, kernel, tma_w, tma_x, g, w_hint);
 }
 
