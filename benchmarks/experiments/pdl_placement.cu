@@ -8,9 +8,10 @@
 // For each grid size, mode and PDL off / on: per-launch time of a CUDA graph of 40 launches (median of 9 replays);
 // then one stamped chain of 40 stream launches: per launch the median and max CTA work time (wait return to end),
 // the lag from the launch before's last CTA end to this one's first / last wait return, how many CTAs were placed
-// (entered) only after the launch before had ended, and the TPCs (SM id / 2) holding two of the launch's CTAs.
+// (entered) only after the launch before had ended, the TPCs (SM id / 2) holding two of the launch's CTAs, and the
+// most and fewest of its CTAs on one GPC (GPCs mapped first through clusters of 2, whose CTAs share a GPC).
 // If "fma" shows the loss: it is the launch machinery (placement, the wait); if only "l2": CTAs sharing a TPC
-// (or a GPC) slow each other, and PDL changes where they land.
+// (or a GPC: uneven GPC max / min under PDL) slow each other, and PDL changes where they land.
 //   nvcc -O3 -std=c++17 -gencode arch=compute_90a,code=sm_90a benchmarks/experiments/pdl_placement.cu -o /tmp/pdlp
 //   /tmp/pdlp [grid sizes, comma-separated; default 64,66,72,80,96,112,124,128,132]
 #include <cuda_runtime.h>
@@ -73,6 +74,66 @@ __global__ void __launch_bounds__(256, 1)
   }
 }
 
+// The GPCs, found through clusters (a cluster's CTAs share one GPC): SM ids of each CTA of clusters of 2, one CTA
+// per SM; SMs met in one cluster are joined (union-find over many launches).
+__global__ void __launch_bounds__(32, 1) cluster_smid(unsigned* out) {
+  extern __shared__ float4 smem[];
+  unsigned smid;
+  asm volatile("mov.u32 %0, %smid;" : "=r"(smid));
+  smem[0].x = 0;
+  if (threadIdx.x == 0) out[blockIdx.x] = smid;
+}
+
+static int find_root(std::vector<int>& p, int x) {
+  while (p[x] != x) x = p[x] = p[p[x]];
+  return x;
+}
+
+// gpc[sm] = a GPC label (its smallest SM id), or -1 where no cluster ever landed.
+static std::vector<int> map_gpcs(int sms, int smem) {
+  std::vector<int> parent(sms), seen(sms, 0);
+  for (int i = 0; i < sms; ++i) parent[i] = i;
+  EXP_CHECK(cudaFuncSetAttribute(cluster_smid, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  unsigned* d;
+  EXP_CHECK(cudaMalloc(&d, 4096 * sizeof(unsigned)));
+  for (int rep = 0; rep < 200; ++rep) {
+    const int grid = 2 * (1 + rep % (sms / 2));
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeClusterDimension;
+    attr[0].val.clusterDim.x = 2;
+    attr[0].val.clusterDim.y = 1;
+    attr[0].val.clusterDim.z = 1;
+    cudaLaunchConfig_t c{};
+    c.gridDim = dim3(unsigned(grid));
+    c.blockDim = dim3(32);
+    c.dynamicSmemBytes = size_t(smem);
+    c.attrs = attr;
+    c.numAttrs = 1;
+    EXP_CHECK(cudaLaunchKernelEx(&c, cluster_smid, d));
+    EXP_CHECK(cudaDeviceSynchronize());
+    std::vector<unsigned> h(grid);
+    EXP_CHECK(cudaMemcpy(h.data(), d, grid * sizeof(unsigned), cudaMemcpyDeviceToHost));
+    for (int b = 0; b + 1 < grid; b += 2) {
+      if (int(h[b]) >= sms || int(h[b + 1]) >= sms) continue;
+      seen[h[b]] = seen[h[b + 1]] = 1;
+      parent[find_root(parent, h[b])] = find_root(parent, h[b + 1]);
+    }
+  }
+  EXP_CHECK(cudaFree(d));
+  std::vector<int> gpc(sms, -1);
+  for (int i = 0; i < sms; ++i) {
+    if (!seen[i]) continue;
+    const int r = find_root(parent, i);
+    for (int j = 0; j <= i; ++j) {
+      if (seen[j] && find_root(parent, j) == r) {
+        gpc[i] = j;
+        break;
+      }
+    }
+  }
+  return gpc;
+}
+
 int main(int argc, char** argv) {
   std::vector<int> grids = {64, 66, 72, 80, 96, 112, 124, 128, 132};
   if (argc > 1) {
@@ -85,6 +146,16 @@ int main(int argc, char** argv) {
   EXP_CHECK(cudaDeviceGetAttribute(&smem_max, cudaDevAttrMaxSharedMemoryPerBlockOptin, 0));
   const int smem = smem_max * 3 / 4;  // one CTA per SM
   EXP_CHECK(cudaFuncSetAttribute(synthetic, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  const std::vector<int> gpc = map_gpcs(sms, smem);
+  {
+    std::vector<int> size(sms, 0);
+    for (int i = 0; i < sms; ++i)
+      if (gpc[i] >= 0) ++size[gpc[i]];
+    std::printf("GPCs (by clusters of 2): sizes");
+    for (int i = 0; i < sms; ++i)
+      if (size[i] > 0) std::printf(" %d", size[i]);
+    std::printf("; SMs never in a cluster: %d\n", int(std::count(gpc.begin(), gpc.end(), -1)));
+  }
   const size_t buf_bytes = size_t(32) << 20, slice_bytes = size_t(3) << 19;
   float4* buf;
   float* sink;
@@ -97,8 +168,8 @@ int main(int argc, char** argv) {
   cudaStream_t s;
   EXP_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   std::printf("%d SMs, %d B shared memory per CTA, chain of %d launches\n", sms, smem, kChain);
-  std::printf("%-5s %4s %3s %9s %9s %9s %9s %9s %6s %6s\n", "mode", "grid", "pdl", "graph us", "work med", "work max",
-              "lag first", "lag last", "late", "2/TPC");
+  std::printf("%-5s %4s %3s %9s %9s %9s %9s %9s %6s %6s %7s %7s\n", "mode", "grid", "pdl", "graph us", "work med",
+              "work max", "lag first", "lag last", "late", "2/TPC", "GPC max", "GPC min");
   // work sized for ~20 us per launch: "fma" 600 steps of 16 dependent FMAs (~4 clocks each); "l2" 1.5 MB per CTA
   for (int mode = 0; mode < 2; ++mode) {
     const int work = mode == 0 ? 600 : 1;
@@ -128,7 +199,7 @@ int main(int argc, char** argv) {
         EXP_CHECK(cudaStreamSynchronize(s));
         std::vector<Stamp> h(size_t(1024) * kChain);
         EXP_CHECK(cudaMemcpy(h.data(), stamps, h.size() * sizeof(Stamp), cudaMemcpyDeviceToHost));
-        std::vector<double> wmed, wmax, lag_first, lag_last, late, doubled;
+        std::vector<double> wmed, wmax, lag_first, lag_last, late, doubled, gpc_max, gpc_min;
         for (int i = 10; i < kChain; ++i) {  // past the chain's ramp
           const Stamp* cur = &h[size_t(i) * 1024];
           const Stamp* prev = &h[size_t(i - 1) * 1024];
@@ -136,14 +207,23 @@ int main(int argc, char** argv) {
           for (int c = 0; c < grid; ++c) prev_end = std::max(prev_end, prev[c].end);
           std::vector<double> w;
           int n_late = 0;
-          std::vector<int> per_tpc(512, 0);
+          std::vector<int> per_tpc(512, 0), per_gpc(sms, 0);
           for (int c = 0; c < grid; ++c) {
             w.push_back(double(cur[c].end - cur[c].go) * 1e-3);
             first_go = std::min(first_go, cur[c].go);
             last_go = std::max(last_go, cur[c].go);
             if (cur[c].entry > prev_end) ++n_late;
             ++per_tpc[(cur[c].smid / 2) % 512];
+            if (int(cur[c].smid) < sms && gpc[cur[c].smid] >= 0) ++per_gpc[gpc[cur[c].smid]];
           }
+          int hi = 0, lo = 1 << 30;
+          for (int i = 0; i < sms; ++i) {
+            if (gpc[i] != i) continue;  // one entry per GPC (its label)
+            hi = std::max(hi, per_gpc[i]);
+            lo = std::min(lo, per_gpc[i]);
+          }
+          gpc_max.push_back(hi);
+          gpc_min.push_back(lo);
           wmed.push_back(exp_median(w));
           wmax.push_back(*std::max_element(w.begin(), w.end()));
           lag_first.push_back((double(first_go) - double(prev_end)) * 1e-3);
@@ -151,9 +231,10 @@ int main(int argc, char** argv) {
           late.push_back(n_late);
           doubled.push_back(double(std::count(per_tpc.begin(), per_tpc.end(), 2)));
         }
-        std::printf("%-5s %4d %3d %9.2f %9.2f %9.2f %9.2f %9.2f %6.0f %6.0f\n", mode == 0 ? "fma" : "l2", grid, pdl,
-                    exp_median(t), exp_median(wmed), exp_median(wmax), exp_median(lag_first), exp_median(lag_last),
-                    exp_median(late), exp_median(doubled));
+        std::printf("%-5s %4d %3d %9.2f %9.2f %9.2f %9.2f %9.2f %6.0f %6.0f %7.0f %7.0f\n", mode == 0 ? "fma" : "l2",
+                    grid, pdl, exp_median(t), exp_median(wmed), exp_median(wmax), exp_median(lag_first),
+                    exp_median(lag_last), exp_median(late), exp_median(doubled), exp_median(gpc_max),
+                    exp_median(gpc_min));
       }
     }
   }
