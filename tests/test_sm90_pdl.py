@@ -135,56 +135,38 @@ def test_pdl_torch_kernel_between():
     check(z, ref_gemm(y2, w2), dtype, what="z after torch's mul_")
 
 
-@pytest.mark.parametrize("shape", [(48, 4096), (32, 4096), (64, 2048), (24, 2048)], ids=lambda s: f"{s[0]}x{s[1]}")
-def test_pdl_skinny_chain(shape):
-    """Small M: the skinny kernels (K split over a cluster where N / 64 leaves SMs idle), each link reading the one
-    before, directly and in a CUDA graph."""
-    m, k = shape
+# (M, K, the kernel explain names): the Hopper skinny kernels (K split over a cluster where N / 64 leaves SMs idle)
+# and, for M <= 16 against a W of at most half the SMs' 64-row tiles, the mma.sync skinny kernel, whose sm_90 build
+# waits for the kernel before it (device/sm80_skinny_launch.cuh asks for PDL where that build runs).
+SKINNY = [(48, 4096, "sm90"), (32, 4096, "sm90"), (64, 2048, "sm90"), (24, 2048, "sm90"),
+          (16, 2048, "sm80"), (8, 1024, "sm80"), (1, 4096, "sm80"), (13, 4096, "sm80")]
+
+
+@pytest.mark.parametrize("case", SKINNY, ids=lambda c: f"{c[2]}-{c[0]}x{c[1]}")
+def test_pdl_skinny_chain(case):
+    """Small M: each link reads the one before, directly and in a CUDA graph, with the same bits as plain launches."""
+    m, k, kernel = case
     dtype = torch.bfloat16
     x = torch.randn(m, k, device="cuda", dtype=dtype)
     ws = _weights(k, dtype)
     e = cg.explain("mm", x, ws[0])
-    assert e.kernel == "sm90" and e.config.startswith("Sm90_Skinny_"), str(e)
+    family = "Sm90_Skinny_" if kernel == "sm90" else "Sm80_Skinny_"
+    assert e.kernel == kernel and e.config.startswith(family), str(e)
     outs = _chain(x, ws)
     torch.cuda.synchronize()
     for i, w in enumerate(ws):
-        check(outs[i + 1], ref_gemm(outs[i], w), dtype, what=f"skinny {m}x{k} link {i + 1}")
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        g_outs = _chain(x, ws)
-    x.copy_(torch.randn_like(x))
-    graph.replay()
-    torch.cuda.synchronize()
-    for i, w in enumerate(ws):
-        check(g_outs[i + 1], ref_gemm(g_outs[i], w), dtype, what=f"skinny {m}x{k} replay link {i + 1}")
-
-
-@pytest.mark.parametrize("shape", [(16, 2048), (8, 1024), (1, 4096), (13, 4096)], ids=lambda s: f"{s[0]}x{s[1]}")
-def test_pdl_mma_sync_skinny_chain(shape):
-    """M <= 16 against a W of at most half the SMs' 64-row tiles: the mma.sync skinny kernel, whose sm_90 build waits
-    for the kernel before it (device/sm80_skinny_launch.cuh asks for PDL where that build runs); each link reads the
-    one before, directly and in a CUDA graph, with the same bits as plain launches."""
-    m, k = shape
-    dtype = torch.bfloat16
-    x = torch.randn(m, k, device="cuda", dtype=dtype)
-    ws = _weights(k, dtype)
-    e = cg.explain("mm", x, ws[0])
-    assert e.kernel == "sm80" and e.config.startswith("Sm80_Skinny_"), str(e)
-    outs = _chain(x, ws)
-    torch.cuda.synchronize()
-    for i, w in enumerate(ws):
-        check(outs[i + 1], ref_gemm(outs[i], w), dtype, what=f"mma.sync skinny {m}x{k} link {i + 1}")
+        check(outs[i + 1], ref_gemm(outs[i], w), dtype, what=f"{kernel} skinny {m}x{k} link {i + 1}")
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv(ENV, "off")
         plain = _chain(x, ws)
     for i, (a, b) in enumerate(zip(outs[1:], plain[1:])):
-        assert torch.equal(a, b), f"mma.sync skinny {m}x{k} link {i + 1}: PDL and plain launches differ"
+        assert torch.equal(a, b), f"{kernel} skinny {m}x{k} link {i + 1}: PDL and plain launches differ"
     graph, g_outs = capture(lambda: _chain(x, ws))
     x.copy_(torch.randn_like(x))
     graph.replay()
     torch.cuda.synchronize()
     for i, w in enumerate(ws):
-        check(g_outs[i + 1], ref_gemm(g_outs[i], w), dtype, what=f"mma.sync skinny {m}x{k} replay link {i + 1}")
+        check(g_outs[i + 1], ref_gemm(g_outs[i], w), dtype, what=f"{kernel} skinny {m}x{k} replay link {i + 1}")
 
 
 def test_pdl_grouped_skinny_chain():
