@@ -282,6 +282,21 @@ PYBIND11_MODULE(_C, m) {
      "k-blocks alternating; forced: CUTORCH_GEMM_SM90_KSPLIT).", pybind11::arg("items"), pybind11::arg("ctas"),
         pybind11::arg("cluster"), pybind11::arg("grouped_k"), pybind11::arg("block_n"), pybind11::arg("k_blocks"),
         pybind11::arg("producers"), pybind11::arg("stages"), pybind11::arg("forced") = "");
+  m.def("sm90_pdl_wanted", [](int64_t items, int64_t units, int64_t item_k, int64_t ctas, int64_t sms,
+                              const std::string& forced) {
+    return sm90_pdl_wanted(items, units, item_k, ctas, sms, forced);
+  }, "Whether a Hopper tile launch asks for programmatic dependent launch (device/sm90_pdl_rule.h): items of K depth "
+     "item_k over units CTAs (or clusters), ctas CTAs in all, sms SMs; forced: CUTORCH_GEMM_SM90_PDL.",
+        pybind11::arg("items"), pybind11::arg("units"), pybind11::arg("item_k"), pybind11::arg("ctas"),
+        pybind11::arg("sms"), pybind11::arg("forced") = "");
+  m.def("sm90_skinny_pdl_wanted", [](int64_t ctas, int64_t cta_k, int64_t sms, const std::string& forced) {
+    return sm90_skinny_pdl_wanted(ctas, cta_k, sms, forced);
+  }, "Whether a Hopper skinny launch asks for programmatic dependent launch (device/sm90_pdl_rule.h): ctas CTAs, "
+     "each running through cta_k of K; forced: CUTORCH_GEMM_SM90_PDL.", pybind11::arg("ctas"), pybind11::arg("cta_k"),
+        pybind11::arg("sms"), pybind11::arg("forced") = "");
+  m.def("skinny_pdl_wanted", [](int64_t k, const std::string& forced) { return skinny_pdl_wanted(k, forced); },
+        "Whether a launch of the mma.sync skinny kernel's sm_90 build asks for programmatic dependent launch "
+        "(device/sm80_skinny.h); forced: CUTORCH_GEMM_SM90_PDL.", pybind11::arg("k"), pybind11::arg("forced") = "");
   m.def("sm90_mid_size_rule", [](int64_t m_, int64_t n, int64_t k, int num_sms) {
     switch (sm90_mid_size_rule(int(m_), int(n), int(k), num_sms)) {
       case Sm90MidRule::kCoopDeepK: return std::string("coop_deep_k");

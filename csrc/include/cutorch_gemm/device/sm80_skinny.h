@@ -16,6 +16,7 @@
 
 #include "cutorch_gemm/core/types.h"
 #include "cutorch_gemm/device/gemm_args.h"
+#include "cutorch_gemm/device/sm90_pdl_rule.h"
 
 namespace cutorch_gemm {
 
@@ -54,6 +55,13 @@ constexpr int64_t kSkinnyAutoMaxM = 32;  // the rule's limit (measured: see skin
 // 16x2048x2048 9, 8x4096x2048 7.5, 1x4096x4096 5; longer K not measured (the Hopper tile kernels lose with it on
 // long one-tile launches over most SMs: device/sm90_pdl_launch.cuh).
 constexpr int64_t kSkinnyPdlMaxK = 4096;
+
+// Whether a launch of the kernel's sm_90 build asks for programmatic dependent launch (`forced`:
+// CUTORCH_GEMM_SM90_PDL, device/sm90_pdl_rule.h).
+inline bool skinny_pdl_wanted(int64_t k, const std::string& forced) {
+  const int f = sm90_pdl_forced(forced);
+  return f >= 0 ? f == 1 : k <= kSkinnyPdlMaxK;
+}
 
 // The knob's values that send every launch the operand rule accepts to the kernel.
 inline bool skinny_forced(const std::string& knob) { return knob == "force" || knob == "w8" || knob == "w16"; }

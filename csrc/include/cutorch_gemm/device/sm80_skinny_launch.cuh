@@ -24,10 +24,9 @@ cudaError_t launch_skinny(const GemmArgs& g, cudaStream_t stream) {
   config.dynamicSmemBytes = size_t(smem);
   config.stream = stream;
   // Programmatic dependent launch (device/sm90_pdl_launch.cuh) where the sm_90 build of this kernel runs, which
-  // waits for the kernel before it before touching memory: up to K = kSkinnyPdlMaxK (sm80_skinny.h).
-  const int forced = sm90_pdl_forced();
+  // waits for the kernel before it before touching memory: skinny_pdl_wanted (sm80_skinny.h).
   const bool pdl = kernel_runs_sm90_code(reinterpret_cast<const void*>(kernel)) &&
-                   (forced >= 0 ? forced == 1 : g.shape.k <= kSkinnyPdlMaxK);
+                   skinny_pdl_wanted(g.shape.k, sm90_pdl_env());
   return sm90_launch_pdl(config, pdl, kernel, g);
 }
 

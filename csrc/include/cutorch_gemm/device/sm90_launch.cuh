@@ -319,7 +319,7 @@ cudaError_t launch_sm90(const GemmArgs& args, int num_sms, cudaStream_t stream) 
   // (or pairs), each item's K (split-K: its chunk; stream-K: the same whole divided among the CTAs).
   const bool pdl = sm90_pdl_wanted(items, (long long)config.gridDim.x / cluster,
                                    args.k_chunk > 0 ? (long long)args.k_chunk : (long long)s.k,
-                                   (long long)config.gridDim.x, num_sms);
+                                   (long long)config.gridDim.x, num_sms, sm90_pdl_env());
   return sm90_launch_pdl(config, pdl, launched, tma_a, tma_b, tma_d, tma_c, p);
 }
 

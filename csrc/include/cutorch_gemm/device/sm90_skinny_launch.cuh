@@ -104,7 +104,7 @@ cudaError_t launch_sm90_skinny(const GemmArgs& g, int splits, cudaStream_t strea
   const long long ctas = (long long)config.gridDim.x * config.gridDim.y * config.gridDim.z;
   const long long items = (long long)splits * row_tiles * (kGrouped ? slots : 1);
   const bool pdl = sm90_skinny_pdl_wanted(ctas, ceil_div(items, ctas) * ceil_div((long long)s.k, (long long)splits),
-                                          num_sms);
+                                          num_sms, sm90_pdl_env());
   return sm90_launch_pdl(config, pdl, kernel, tma_w, tma_x, g, w_hint);
 }
 

@@ -114,8 +114,8 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
     return 0;
   };
   int early = 0;  // k-blocks of the first tile already issued (thread 0, and the other producer warps)
-  // Programmatic dependent launch (arch/sm90_grid_dependency.cuh; launch_sm90 asks for it on short launches,
-  // sm90_pdl_wanted; CUTORCH_GEMM_SM90_PDL=on|off):
+  // Programmatic dependent launch (arch/sm90_grid_dependency.cuh; launch_sm90 asks for it on short launches and
+  // small grids, device/sm90_pdl_rule.h; CUTORCH_GEMM_SM90_PDL=on|off):
   // the next such kernel in the stream may place its CTAs on SMs as this grid's CTAs leave them and set up its
   // barriers there, instead of launching only once this whole grid has completed. Why: at one tile per CTA (1024^3:
   // ~6 us) the fixed cost between two launches is a sixth of the time. Every CTA signals at once: the dependents still
