@@ -52,8 +52,9 @@ constexpr int64_t kSkinnyMaxM = 64;      // the largest config (CUTORCH_GEMM_SKI
 constexpr int64_t kSkinnyAutoMaxM = 32;  // the rule's limit (measured: see skinny_refusal)
 // The K up to which the launcher asks for programmatic dependent launch where the kernel's sm_90 build runs
 // (device/sm80_skinny_launch.cuh). H200, bf16, % less time with it (fifty-seventh session): 16x4096x1024 12,
-// 16x2048x2048 9, 8x4096x2048 7.5, 1x4096x4096 5; longer K not measured (the Hopper tile kernels lose with it on
-// long one-tile launches over most SMs: device/sm90_pdl_launch.cuh).
+// 16x2048x2048 9, 8x4096x2048 7.5, 1x4096x4096 5.2, 16x4096x4096 4.9, 16x2816x2048 (88 CTAs) 2, 16x3072x4096 1.2;
+// beyond, 16x4096x8192 0.5, within noise, so left off (the Hopper tile kernels lose with it on long launches over
+// more than half the SMs: device/sm90_pdl_rule.h).
 constexpr int64_t kSkinnyPdlMaxK = 4096;
 
 // Whether a launch of the kernel's sm_90 build asks for programmatic dependent launch (`forced`:

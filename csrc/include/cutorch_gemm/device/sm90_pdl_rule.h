@@ -39,7 +39,8 @@ inline int sm90_pdl_forced(const std::string& forced) {
 // most, win) explain it. Every sign points at where the hardware places the two grids' CTAs (132 SMs in 66 TPCs).
 inline bool sm90_pdl_wanted(long long items, long long units, long long item_k, long long ctas, long long sms,
                             const std::string& forced) {
-  if (sm90_pdl_forced(forced) >= 0) return sm90_pdl_forced(forced) == 1;
+  const int f = sm90_pdl_forced(forced);
+  if (f >= 0) return f == 1;
   if (2 * ctas <= sms) return true;
   units = max_of(units, 1LL);
   return 8 * ctas >= 7 * sms && ceil_div(items, units) * item_k <= kSm90PdlMaxCtaK;
@@ -50,7 +51,8 @@ inline bool sm90_pdl_wanted(long long items, long long units, long long item_k, 
 // tiles) 6.8, 32x4096x2048 (64) 2.2, 64x4096x1024 (64) 1.5; above half the SMs 16x8192x2048 (128) 0.6, but
 // 32x9216x1024 (144) -17 and 32x9216x2048 (144) -21.
 inline bool sm90_skinny_pdl_wanted(long long ctas, long long cta_k, long long sms, const std::string& forced) {
-  if (sm90_pdl_forced(forced) >= 0) return sm90_pdl_forced(forced) == 1;
+  const int f = sm90_pdl_forced(forced);
+  if (f >= 0) return f == 1;
   return 2 * ctas <= sms && cta_k <= kSm90PdlMaxCtaK;
 }
 
