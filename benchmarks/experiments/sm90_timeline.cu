@@ -3,6 +3,10 @@
 // row-major, as nn.Linear), timed against cuBLAS in CUDA graphs of 50 launches (warm L2, no host time between them),
 // and with CG_TIMELINE (benchmarks/experiments/sm90_timeline.patch applied) the clock64 stamps of one launch, min /
 // median / max over the CTAs. FLUSH=1: a 256 MB memset before each stamped launch (do_bench's L2 flush).
+// CHAIN=n: the stamped launch is the last of n + 1 of ours back to back (no cuBLAS call, memset or flush between them),
+// so that with CUTORCH_GEMM_SM90_PDL=on it overlaps the launch before (programmatic dependent launch); then also the
+// per-CTA mainloop time (first full wait to mainloop done) split by whether the CTA shared its TPC (SM id / 2) with
+// another of the launch's CTAs, and PERCTA=1 prints every CTA of the last trial.
 //   build and run: the patch's header; arguments M N K [config 0|1|2]. The stamps assume one tile per CTA.
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
@@ -91,25 +95,42 @@ int main(int argc, char** argv) {
   std::vector<std::vector<double>> agg(160);
   std::vector<double> entry_ns, exit_ns, clk_rate;
   const int kbs = (K + 63) / 64;
-  const int ctas = 128;
+  const int ctas = 1024;  // (the stamp array's CTAs; those a launch does not have stay zero and are skipped)
   void* flushbuf = nullptr;
   const bool flush = std::getenv("FLUSH") != nullptr;
+  const int chain = std::getenv("CHAIN") ? std::atoi(std::getenv("CHAIN")) : 0;
+  const bool per_cta = std::getenv("PERCTA") != nullptr;
+  std::vector<double> loop_single, loop_shared, wait_single, wait_shared;
   if (flush) EXP_CHECK(cudaMalloc(&flushbuf, size_t(256) << 20));
   for (int trial = 0; trial < 5; ++trial) {
     theirs();
     if (flush) EXP_CHECK(cudaMemsetAsync(flushbuf, trial, size_t(256) << 20, s));
     EXP_CHECK(cudaMemsetAsync(sym, 0, tl.size() * 8, s));
+    for (int c = 0; c < chain; ++c) ours();  // (each overwrites the stamps; the last launch's stay)
     ours();
     EXP_CHECK(cudaStreamSynchronize(s));
     EXP_CHECK(cudaMemcpyFromSymbol(tl.data(), g_cg_tl, tl.size() * 8));
     unsigned long long g0 = ~0ull;
-    for (int c = 0; c < ctas; ++c) g0 = std::min(g0, tl[c * slots + 1]);
+    for (int c = 0; c < ctas; ++c)
+      if (tl[c * slots + 1]) g0 = std::min(g0, tl[c * slots + 1]);
+    std::vector<int> per_tpc(1024, 0);
+    for (int c = 0; c < ctas; ++c)
+      if (tl[c * slots + 7]) ++per_tpc[tl[c * slots + 9] / 2];
+    if (per_cta && trial == 4)
+      std::printf("\nCTA  SM  TPC-shared  entry-ns  exit-ns  entry->barrier-cyc  mainloop-cyc  first-wait->done-ns\n");
     for (int c = 0; c < ctas; ++c) {
       const unsigned long long* t = &tl[c * slots];
       if (!t[0] || !t[7]) continue;
       entry_ns.push_back(double(t[1] - g0));
       exit_ns.push_back(double(t[8] - g0));
       clk_rate.push_back(double(t[7] - t[0]) / double(t[8] - t[1]));  // cycles per ns
+      const bool shared_tpc = per_tpc[t[9] / 2] > 1;
+      const double loop = double(t[5] - t[131]), setup = double(t[3] - t[0]);
+      (shared_tpc ? loop_shared : loop_single).push_back(loop);
+      (shared_tpc ? wait_shared : wait_single).push_back(setup);
+      if (per_cta && trial == 4)
+        std::printf("%3d %3llu %5d %12.0f %8.0f %12.0f %14.0f %12.0f\n", c, t[9], int(shared_tpc), double(t[1] - g0),
+                    double(t[8] - g0), setup, loop, loop * double(t[8] - t[1]) / double(t[7] - t[0]));
       for (int i : {2, 3, 4, 5, 6, 7, 130, 131, 132, 133}) agg[i].push_back(double(t[i] - t[0]));
       for (int kb = 0; kb < std::min(kbs, 32); ++kb) {
         agg[10 + kb].push_back(double(t[10 + kb] - t[0]));
@@ -127,6 +148,11 @@ int main(int argc, char** argv) {
               "max %.0f ns; CTA exit: median %.0f ns, max %.0f ns\n",
               ghz, exp_median(entry_ns), *std::max_element(entry_ns.begin(), entry_ns.end()), exp_median(exit_ns),
               *std::max_element(exit_ns.begin(), exit_ns.end()));
+  auto med = [](std::vector<double> v) { return v.empty() ? 0.0 : exp_median(v); };
+  std::printf("mainloop (first full wait -> done), cycles, median: CTAs alone on their TPC %.0f (%zu), sharing it %.0f "
+              "(%zu); entry -> CTA barrier (setup and the wait for the launch before): %.0f / %.0f\n",
+              med(loop_single), loop_single.size(), med(loop_shared), loop_shared.size(), med(wait_single),
+              med(wait_shared));
   auto row = [&](const char* name, int i) {
     auto v = agg[i];
     std::sort(v.begin(), v.end());
