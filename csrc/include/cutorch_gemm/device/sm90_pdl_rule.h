@@ -33,10 +33,13 @@ inline int sm90_pdl_forced(const std::string& forced) {
 //   in between it can cost a third of the time: 64x9216x1024 (72) -13, 64x9216x2048 (72) -24, 64x9216x4096 (72)
 //     -39, 64x10240x2048 (80) -18, 1024x1056x4096 (80) -24, 64x14336x4096 (112) -5, 64x14336x8192 (112) -7 (but
 //     64x14336x1024 (112) +2.9, 1024x1056x2048 (80) 0).
-// Why the middle loses is open: the next grid's CTAs take the SMs this one leaves idle and wait there, which by
-// itself should cost nothing; neither a late trigger (the consumers signalling after their last mainloop, not at
-// the start: -2.6 at 1024x1056x4096, the others within 0.7) nor the idle SMs alone (half-SM grids, which leave the
-// most, win) explain it. Every sign points at where the hardware places the two grids' CTAs (132 SMs in 66 TPCs).
+// Why the middle loses: where the dependent grid's CTAs land (fifty-eighth session, per-CTA SM ids and mainloop
+// cycles, benchmarks/experiments/sm90_timeline.patch with CHAIN=3). Without PDL a grid of 72 starts on an idle GPU
+// and its CTAs spread one per TPC; with it they are handed out, in SM id order, to the SMs the running grid left free,
+// whole runs of consecutive SMs, and 48 of the 72 shared a TPC (12 without). Streaming CTAs in and beside those runs
+// took 36-41 K cycles per mainloop against ~30 K (64x9216x4096: 30.6 us per launch against 22.2). At most half the
+// SMs the free SMs leave almost every TPC one CTA; from ~7/8 on every placement is crowded: hence the two clauses.
+// (A late trigger, consumers signalling after their last mainloop, changed nothing that matters.)
 inline bool sm90_pdl_wanted(long long items, long long units, long long item_k, long long ctas, long long sms,
                             const std::string& forced) {
   const int f = sm90_pdl_forced(forced);
