@@ -37,8 +37,9 @@ __device__ __forceinline__ int sm90_early_count(const Sm90Params& p, const Sm90W
 
 // Programmatic dependent launch (arch/sm90_grid_dependency.cuh; launch_sm90 asks for it on short launches and
 // small grids, device/sm90_pdl_rule.h; CUTORCH_GEMM_SM90_PDL=on|off):
-// the next such kernel in the stream may place its CTAs on SMs as this grid's CTAs leave them and set up its
-// barriers there, instead of launching only once this whole grid has completed. Why: at one tile per CTA (1024^3:
+// the next such kernel in the stream may place its CTAs on the SMs this grid leaves free, and on the others as this
+// grid's CTAs leave them, and set up its barriers there, instead of launching only once this whole grid has completed
+// (where its CTAs then land, and what that costs a grid between half and 7/8 of the SMs: device/sm90_pdl_rule.h). Why: at one tile per CTA (1024^3:
 // ~6 us) the fixed cost between two launches is a sixth of the time. Every CTA signals at once: the dependents still
 // wait for this grid's completion (grid_dependency_wait) before they touch memory, and a CTA of ours takes a whole
 // SM's registers, so none can land beside a running one. This grid in turn touches no global memory before its own
