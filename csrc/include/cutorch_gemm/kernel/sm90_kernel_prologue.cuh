@@ -39,13 +39,13 @@ __device__ __forceinline__ int sm90_early_count(const Sm90Params& p, const Sm90W
 // small grids, device/sm90_pdl_rule.h; CUTORCH_GEMM_SM90_PDL=on|off):
 // the next such kernel in the stream may place its CTAs on the SMs this grid leaves free, and on the others as this
 // grid's CTAs leave them, and set up its barriers there, instead of launching only once this whole grid has completed
-// (where its CTAs then land, and what that costs a grid between half and 7/8 of the SMs: device/sm90_pdl_rule.h). Why: at one tile per CTA (1024^3:
-// ~6 us) the fixed cost between two launches is a sixth of the time. Every CTA signals at once: the dependents still
-// wait for this grid's completion (grid_dependency_wait) before they touch memory, and a CTA of ours takes a whole
-// SM's registers, so none can land beside a running one. This grid in turn touches no global memory before its own
-// wait: thread 0 waits after initialising the barriers and prefetching the parameter-space descriptors, before the
-// first work item's lookup and loads; every other thread before the CTA barrier (no thread reads or writes global
-// memory before it, and none returns early).
+// (where its CTAs then land, and what that costs a grid between half and 7/8 of the SMs: device/sm90_pdl_rule.h).
+// Why: at one tile per CTA (1024^3: ~6 us) the fixed cost between two launches is a sixth of the time. Every CTA
+// signals at once: the dependents still wait for this grid's completion (grid_dependency_wait) before they touch
+// memory, and a CTA of ours takes a whole SM's registers, so none can land beside a running one. This grid in turn
+// touches no global memory before its own wait: thread 0 waits after initialising the barriers and prefetching the
+// parameter-space descriptors, before the first work item's lookup and loads; every other thread before the CTA
+// barrier (no thread reads or writes global memory before it, and none returns early).
 // Returns the early start's k-block count on thread 0 (sm90_early_count), 0 elsewhere.
 template <class Cfg, class Scheduler, class State, bool kFirstShared, bool kCLoads, bool kPtrArray, class Storage,
           class LoadStage>
