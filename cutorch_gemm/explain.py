@@ -368,10 +368,11 @@ def _split_kind(config: str) -> str:
 
 
 def _cluster_note(config: str, fixed_grid: bool, swiglu: bool, m: int, a: torch.Tensor, b: torch.Tensor,
-                  dense16: bool = False, n: int = 0, k: int = 0, sms: int = 0, b_mn: bool = False) -> str:
-    """The launch's cluster, as the binding's rule (choose_sm90_cluster) picks it (dense16: one
-    dense 16-bit problem of n columns and depth k, for the short-K rules). An MN-major B (b_mn) takes none where
-    half a tile is not whole 64-column boxes (launch_sm90)."""
+                  dense: bool = False, n: int = 0, k: int = 0, sms: int = 0, b_mn: bool = False,
+                  block_k: int = 64) -> str:
+    """The launch's cluster, as the binding's rule (choose_sm90_cluster) picks it (dense: one
+    dense 16-bit (block_k 64) or tf32 (block_k 32) problem of n columns and depth k, for the K rules). An MN-major B
+    (b_mn) takes none where half a tile is not whole 64-column boxes (launch_sm90)."""
     if b_mn and (_tile_width(config) // 2) % 64:
         return ""
     coop = "_Coop_" in config
@@ -380,8 +381,8 @@ def _cluster_note(config: str, fixed_grid: bool, swiglu: bool, m: int, a: torch.
     forced = os.environ.get("CUTORCH_GEMM_SM90_CLUSTER", "").strip()
     rows = _operands_rows_128b(a, b)
     tiles = tiles_m * -(-n // _tile_width(config))
-    if _C.choose_sm90_cluster(coop, fixed_grid, swiglu, tiles_m, rows, forced, dense16, k, tiles, sms,
-                              _tile_width(config), block_m) == 1:
+    if _C.choose_sm90_cluster(coop, fixed_grid, swiglu, tiles_m, rows, forced, dense, k, tiles, sms,
+                              _tile_width(config), block_m, block_k) == 1:
         return ""
     if forced == "2":
         why = "forced: CUTORCH_GEMM_SM90_CLUSTER=2"
@@ -389,11 +390,11 @@ def _cluster_note(config: str, fixed_grid: bool, swiglu: bool, m: int, a: torch.
         why = "192x192 tiles always pair"
     elif not rows:
         why = "operand rows are not 128-byte multiples: each TMA box row spans two L2 lines"
-    elif k <= 2048:
+    elif block_k == 64 and k <= 2048:
         why = "K <= 2048 over 8 or more rounds of tiles"
     else:
-        why = ("K > 2048 over 3.5 or more nearly full rounds of tiles: at the power cap, the halved B reads "
-               "from L2 leave a higher clock")
+        why = (f"K > {32 * block_k} ({32} K slices) over 3.5 or more nearly full rounds of tiles: at the power cap, "
+               "the halved B reads from L2 leave a higher clock")
     return f"; 2x1 clusters ({why}): the two CTAs of a cluster share each B tile (TMA multicast)"
 
 
@@ -624,9 +625,10 @@ def _explain_gemm(op: str, args, kwargs, skinny: bool = True) -> Explanation:
                                                  _split_fill())
         split_note = (f"; split-K x{splits} (K ranges of {chunk}: the tiles alone would leave SMs idle), fp32 "
                       "partials summed in split order with the epilogue" if splits > 1 else "")
-        dense16 = mode == "none" and batch == 1 and splits == 1 and a.element_size() == 2
-        cluster_note = _cluster_note(config, mode in ("none", "k"), swiglu, m_per, a, b, dense16, n, k,
-                                     prop.multi_processor_count, op_b[1])
+        # one dense 16-bit or tf32 problem (the launch's `dense`); tf32's K slices are 32 elements
+        dense = mode == "none" and batch == 1 and splits == 1 and a.element_size() in (2, 4)
+        cluster_note = _cluster_note(config, mode in ("none", "k"), swiglu, m_per, a, b, dense, n, k,
+                                     prop.multi_processor_count, op_b[1], 32 if a.element_size() == 4 else 64)
         streamk_note = ""
         if mode == "none" and batch == 1 and splits == 1 and "_Coop_" in config and not cluster_note and not fit:
             streamk_note = _streamk_note(m, n, k, a.element_size(), prop.multi_processor_count)

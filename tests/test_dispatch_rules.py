@@ -216,6 +216,14 @@ def test_sm90_streamk_pairs_rule(monkeypatch):
     # tf32: K slices of 32 elements, so K = 3072 is 96 of them
     assert not _C.sm90_coop_streamk(3072, 3072, 3072, 132, True)
     assert _C.sm90_coop_streamk(3072, 3072, 3072, 132, True, block_k=32)
+    # tf32 on the mid-K pairs (fifty-ninth session): no stream-K in pairs (not measured), so 8192^3 and
+    # 8192x4096x14336 leave the unclustered stream-K they took before for pairs without it
+    assert _C.sm90_coop_pairs(4096, 4096, 4096, 132, True, block_k=32)
+    assert _C.sm90_coop_pairs(8192, 8192, 8192, 132, True, block_k=32)
+    assert not _C.sm90_coop_streamk(8192, 8192, 8192, 132, True, block_k=32)
+    assert not _C.sm90_coop_streamk(8192, 4096, 14336, 132, True, block_k=32)
+    assert _C.sm90_coop_streamk(8192, 4096, 14336, 132, True, "1", block_k=32)  # unclustered: "last" on 100 tiles
+    assert not _C.sm90_coop_pairs(4096, 4096, 1024, 132, True, block_k=32)   # 32 slices
     with pytest.raises(ValueError, match="block_k"):
         _C.sm90_coop_streamk(3072, 3072, 3072, 132, True, block_k=128)
 
@@ -396,7 +404,7 @@ def test_sm90_cluster_rule():
     assert _C.choose_sm90_cluster(True, True, False, 64, True, "", True, 14336, 64 * 16, 132) == 2  # 7.8 rounds
     assert _C.choose_sm90_cluster(True, True, False, 17, True, "", True, 8192, 17 * 32, 132) == 1  # 18% idle
     assert _C.choose_sm90_cluster(True, True, False, 12, True, "", True, 8192, 12 * 32, 132) == 1  # 2.9 rounds
-    assert _C.choose_sm90_cluster(True, True, False, 64, True, "", False, 4096, 64 * 32, 132) == 1  # not dense16
+    assert _C.choose_sm90_cluster(True, True, False, 64, True, "", False, 4096, 64 * 32, 132) == 1  # not dense
     assert _C.choose_sm90_cluster(True, True, False, 64, True, "1", True, 4096, 64 * 32, 132) == 1  # forced off
     # 2176x8192x4096: 544 tiles leave 18% of 5 rounds idle (stream-K's); 1/16 idle is the edge (4 rounds: 495)
     assert _C.choose_sm90_cluster(True, True, False, 17, True, "", True, 4096, 17 * 32, 132) == 1
@@ -408,8 +416,21 @@ def test_sm90_cluster_rule():
     assert _C.choose_sm90_cluster(True, True, False, 64, True, "", True, 1024, 64 * 32, 132, 224) == 2  # (short K)
     assert _C.choose_sm90_cluster(True, True, False, 8, True, "", True, 256, 8 * 149, 132) == 1  # (stream-K's)
     assert _C.choose_sm90_cluster(True, True, False, 32, True, "", True, 1024, 32 * 16, 132) == 1  # 4 rounds
-    assert _C.choose_sm90_cluster(True, True, False, 64, True, "", False, 1024, 64 * 32, 132) == 1  # not dense16
+    assert _C.choose_sm90_cluster(True, True, False, 64, True, "", False, 1024, 64 * 32, 132) == 1  # not dense
     assert _C.choose_sm90_cluster(False, True, False, 128, True, "", True, 1024, 128 * 64, 132) == 1  # ping-pong
+    # tf32 (block_k 32, fifty-ninth session): the mid-K clause with K in 32-element slices, not the short-K one
+    def tf32(tiles_m, k, tiles):
+        return _C.choose_sm90_cluster(True, True, False, tiles_m, True, "", True, k, tiles, 132, 256, 128, 32)
+    assert tf32(32, 4096, 32 * 16) == 2     # 4096^3: 128 slices, 3.9 rounds
+    assert tf32(32, 1056, 32 * 16) == 2     # 33 slices
+    assert tf32(32, 1024, 32 * 16) == 1     # 32 slices: not past the mid-K line
+    assert tf32(64, 1024, 64 * 32) == 1     # 16-bit's short-K clause (8+ rounds) would pair this
+    assert tf32(64, 8192, 64 * 32) == 2     # 8192^3
+    assert tf32(17, 4096, 17 * 32) == 1     # 18% idle
+    assert tf32(32, 4096, 32 * 14) == 1     # 3.4 rounds
+    assert _C.choose_sm90_cluster(True, True, False, 32, True, "", True, 4096, 32 * 16, 132, 256, 128, 128) == 1  # 8-bit
+    with pytest.raises(ValueError, match="block_k"):
+        _C.choose_sm90_cluster(True, True, False, 32, True, "", True, 4096, 512, 132, 256, 128, 48)
 
 
 def test_sm90_b_streams():

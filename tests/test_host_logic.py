@@ -423,10 +423,11 @@ def test_cluster_note_says_why(monkeypatch):
     monkeypatch.delenv("CUTORCH_GEMM_SM90_CLUSTER", raising=False)
     coop = "Sm90_128x256x64_Coop_S4"
 
-    def note(m, n, k, config=coop, dense16=True):
-        a = torch.empty(m, k, dtype=torch.bfloat16)
-        b = torch.empty(n, k, dtype=torch.bfloat16).t()
-        return _cluster_note(config, True, False, m, a, b, dense16, n, k, 132)
+    def note(m, n, k, config=coop, dense=True, dtype=torch.bfloat16):
+        a = torch.empty(m, k, dtype=dtype)
+        b = torch.empty(n, k, dtype=dtype).t()
+        return _cluster_note(config, True, False, m, a, b, dense, n, k, 132,
+                             block_k=32 if dtype == torch.float32 else 64)
 
     assert "(K > 2048" in note(4096, 4096, 4096)                   # 512 tiles: 3.9 rounds, 3% idle
     assert "(K > 2048" in note(8192, 8192, 8192)                   # 2048 tiles: 15.5 rounds, 3% idle
@@ -438,7 +439,14 @@ def test_cluster_note_says_why(monkeypatch):
     assert note(4096, 4096, 2048) == ""                            # short K under 8 rounds
     assert "(K <= 2048 over 8" in note(8192, 8192, 1024)           # 2048 tiles: 15.5 rounds
     assert "(operand rows are not 128-byte" in note(1024, 1024, 1000)
-    assert note(4096, 4096, 4096, dense16=False) == ""             # (tf32 / fp8 / batched: the row rule only)
+    assert note(4096, 4096, 4096, dense=False) == ""               # (fp8 / batched / split: the row rule only)
+    # tf32 (32-element K slices): the mid-K clause past 32 slices (K > 1024), never the short-K one
+    tf32, tf32_coop = torch.float32, "Sm90_128x256x32_Coop_S4"
+    assert "(K > 1024 (32 K slices)" in note(4096, 4096, 4096, tf32_coop, dtype=tf32)
+    assert "(K > 1024" in note(4096, 4096, 1056, tf32_coop, dtype=tf32)        # 33 slices
+    assert note(4096, 4096, 1024, tf32_coop, dtype=tf32) == ""                 # 32 slices
+    assert note(8192, 8192, 1024, tf32_coop, dtype=tf32) == ""                 # (16-bit's short-K clause would pair)
+    assert note(2176, 8192, 4096, tf32_coop, dtype=tf32) == ""                 # 18% idle
     monkeypatch.setenv("CUTORCH_GEMM_SM90_CLUSTER", "2")
     assert "(forced: CUTORCH_GEMM_SM90_CLUSTER=2)" in note(256, 256, 256)
     monkeypatch.setenv("CUTORCH_GEMM_SM90_CLUSTER", "1")

@@ -289,7 +289,7 @@ def test_sm90_big_rule_bounds():
 def test_sm90_big_square_tiles_pair():
     """choose_sm90_cluster: the 192x192 tiles run in 2x1 pairs wherever two tile rows allow (aligned rows too), unless
     forced off; 128-row tiles with the same arguments (one round, K = 4096) stay unclustered."""
-    args = dict(cooperative=True, fixed_grid=True, swiglu=False, rows_128b=True, dense16=True, k=4096, tiles=128,
+    args = dict(cooperative=True, fixed_grid=True, swiglu=False, rows_128b=True, dense=True, k=4096, tiles=128,
                 num_sms=132, block_n=192)
     assert _C.choose_sm90_cluster(tiles_m=16, block_m=192, **args) == 2
     assert _C.choose_sm90_cluster(tiles_m=3, block_m=192, **args) == 2      # (an odd count: the last pair half idle)

@@ -19,7 +19,8 @@ Variants (env as epilogue_ab.py sets it; each cleared for the others):
              default until the fiftieth session, which measured it here and made it opt-in);
   torch_mm   torch.mm (cuBLAS); torch_fused: torch._addmm_activation(bias, x, w.t()) (cuBLASLt's epilogue: GELU's
              tanh form for ACT=gelu_tanh, relu for ACT=relu; no other).
-DTYPE: bf16 (default) or fp16. VARIANTS (default plain,plain_pp,fused,fused_pp) picks them, each optionally with more variables
+DTYPE: bf16 (default), fp16 or tf32 (fp32 operands with torch.backends.cuda.matmul.allow_tf32 on, so both our mm
+and torch.mm run tf32; the fused variants then take an fp32 bias). VARIANTS (default plain,plain_pp,fused,fused_pp) picks them, each optionally with more variables
 ("plain|CUTORCH_GEMM_SM90_RASTER=16"); "steady vs" is against the first one named.
 If fused runs at a lower clock than plain on the same schedule, its power (the activation's math) is the
 excess; if plain_pp's clock sits with fused_pp's, the schedule is. Two passes in mirrored order (ABCD DCBA),
@@ -43,10 +44,12 @@ RUN_S = float(os.environ.get("RUN_S", "1.0"))
 CHUNK_MS = float(os.environ.get("CHUNK_MS", "20"))
 IDLE_S = float(os.environ.get("IDLE_S", "0.5"))
 ACT = os.environ.get("ACT", "gelu_tanh")
-DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
+DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "tf32": torch.float32}
 if os.environ.get("DTYPE", "bf16") not in DTYPES:
     sys.exit(f"DTYPE: one of {sorted(DTYPES)}, not {os.environ['DTYPE']!r}")
 DTYPE_NAME = os.environ.get("DTYPE", "bf16")
+if DTYPE_NAME == "tf32":
+    torch.backends.cuda.matmul.allow_tf32 = True  # (our ops honour the same setting)
 VARIANTS = {
     "plain": ("plain", {}),
     "plain_pp": ("plain", {"CUTORCH_GEMM_SM90_CONFIG": "pingpong"}),

@@ -375,17 +375,19 @@ PYBIND11_MODULE(_C, m) {
      "mode: batched | grouped_m | grouped_n | grouped_k.", pybind11::arg("tiles_m"), pybind11::arg("mode"),
         pybind11::arg("batch") = 1, pybind11::arg("b_3d") = false, pybind11::arg("k_chunk") = 0);
   m.def("choose_sm90_cluster", [](bool cooperative, bool fixed_grid, bool swiglu, int64_t tiles_m, bool rows_128b,
-                                  const std::string& forced, bool dense16, int64_t k, int64_t tiles, int num_sms,
-                                  int block_n, int block_m) {
-    return choose_sm90_cluster(cooperative, fixed_grid, swiglu, int(tiles_m), rows_128b, forced, dense16, int(k),
-                               (long long)tiles, num_sms, block_n, block_m);
+                                  const std::string& forced, bool dense, int64_t k, int64_t tiles, int num_sms,
+                                  int block_n, int block_m, int block_k) {
+    TORCH_CHECK_VALUE(block_k == 64 || block_k == 32 || block_k == 128,
+                      "choose_sm90_cluster: block_k must be 64 (fp16 / bf16), 32 (tf32) or 128 (8-bit)");
+    return choose_sm90_cluster(cooperative, fixed_grid, swiglu, int(tiles_m), rows_128b, forced, dense, int(k),
+                               (long long)tiles, num_sms, block_n, block_m, block_k);
   }, "CTAs per cluster (1 or 2) of one sm90 launch (rows_128b: both operands' TMA rows are 128-byte "
-     "multiples; forced: CUTORCH_GEMM_SM90_CLUSTER; dense16, k, tiles, num_sms: one dense 16-bit problem's K, "
-     "cooperative tiles and the SMs, for the short-K rules; block_n, block_m: the tiles' width and rows).",
+     "multiples; forced: CUTORCH_GEMM_SM90_CLUSTER; dense, k, tiles, num_sms: one dense 16-bit or tf32 problem's K, "
+     "cooperative tiles and the SMs, for the K rules; block_n, block_m, block_k: the tiles' width, rows and K slice).",
         pybind11::arg("cooperative"), pybind11::arg("fixed_grid"), pybind11::arg("swiglu"), pybind11::arg("tiles_m"),
-        pybind11::arg("rows_128b"), pybind11::arg("forced") = "", pybind11::arg("dense16") = false,
+        pybind11::arg("rows_128b"), pybind11::arg("forced") = "", pybind11::arg("dense") = false,
         pybind11::arg("k") = 0, pybind11::arg("tiles") = 0, pybind11::arg("num_sms") = 0,
-        pybind11::arg("block_n") = 256, pybind11::arg("block_m") = 128);
+        pybind11::arg("block_n") = 256, pybind11::arg("block_m") = 128, pybind11::arg("block_k") = 64);
   m.def("sm90_rows_128b", &sm90_rows_128b,
         "Whether the stride between an operand's TMA rows (K-major: its M/N stride; MN-major: its K stride) "
         "is a multiple of 128 bytes.", pybind11::arg("k_stride"), pybind11::arg("mn_stride"),

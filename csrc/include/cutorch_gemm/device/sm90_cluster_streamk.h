@@ -46,22 +46,32 @@ namespace cutorch_gemm {
 // `forced` is CUTORCH_GEMM_SM90_CLUSTER ("", "1", "2"; "2" still needs an eligible launch: fixed
 // tile grid, not SwiGLU, two tile rows; ping-pong then too, but it measured slower everywhere:
 // 1024^3 0.78 / 0.72, 512x4096x4096 0.84 / 0.79, 3072^3 0.77 / 0.71).
-// dense16: one dense problem of 16-bit operands; k, tiles, num_sms: its K, cooperative tiles and
-// the SMs (the short-K rules; 0: not applied); block_n: the tiles' width (the mid-K rule: 128 x 256 and 128 x 240
-// only; the fit widths' rules, sm90_fit_rules.h, were measured without pairs). block_m: the tiles' rows; the 192x192
-// tiles always pair (choose_sm90_big's measurements: pairs 0.3-1.4% ahead of them unclustered).
+// tf32 (fifty-ninth session, H200, benchmarks/experiments/epilogue_power.py DTYPE=tf32, plain mm alone, two mirrored
+// passes, % time of pairs without stream-K vs the unclustered tiles, which took stream-K where marked): 4096^3 -1.8,
+// 6144x6144x4096 -1.4, 8192x14336x4096 -1.2, 8192^3 (stream-K) -0.9, 8192x4096x14336 (stream-K) -2.0, each at a
+// 40-90 MHz higher clock; a second call, the rule in place vs CUTORCH_GEMM_SM90_CLUSTER=1: 4096x4096x2048 (64 slices)
+// -2.4, 8192x8192x2048 -2.5, 4096^3 -1.3, 8192^3 -1.0, 8192x4096x14336 -0.4. So tf32 takes the mid-K clause, its K
+// counted in 32-element slices (a slice of either type is one 128-byte row); the short-K clause was measured on
+// 16-bit operands only and stays theirs. Stream-K in pairs on top (CUTORCH_GEMM_SM90_STREAMK_PAIRS=on) was mixed,
+// +0.8 to -1.1 (8192^3): tf32 keeps it off (sm90_streamk_pairs).
+// dense: one dense problem of 16-bit operands or tf32 (block_k: its K slice, 64 or 32); k, tiles, num_sms: its K,
+// cooperative tiles and the SMs (the K rules; 0: not applied); block_n: the tiles' width (the mid-K rule: 128 x 256
+// and 128 x 240 only; the fit widths' rules, sm90_fit_rules.h, were measured without pairs). block_m: the tiles'
+// rows; the 192x192 tiles always pair (choose_sm90_big's measurements: pairs 0.3-1.4% ahead of them unclustered).
 inline int choose_sm90_cluster(bool cooperative, bool fixed_grid, bool swiglu, int tiles_m, bool rows_128b,
-                               const std::string& forced, bool dense16 = false, int k = 0, long long tiles = 0,
-                               int num_sms = 0, int block_n = 256, int block_m = 128) {
+                               const std::string& forced, bool dense = false, int k = 0, long long tiles = 0,
+                               int num_sms = 0, int block_n = 256, int block_m = 128, int block_k = 64) {
   if (!fixed_grid || swiglu || tiles_m < 2 || forced == "1") return 1;
   if (forced == "2") return 2;  // (ping-pong too: its two CTAs walk the same pair tiles in step)
   if (!cooperative) return 1;
   if (!rows_128b || block_m == 192) return 2;
-  if (!dense16 || num_sms <= 0 || k < 8 * 64) return 1;
-  const bool short_k = k <= 32 * 64 && tiles >= 8LL * num_sms;
+  if (!dense || num_sms <= 0 || (block_k != 64 && block_k != 32)) return 1;
+  const long long k64 = (long long)k * 64 / block_k;  // K in 64-element slices' units (tf32: twice its elements)
+  if (k64 < 8 * 64) return 1;
+  const bool short_k = block_k == 64 && k64 <= 32 * 64 && tiles >= 8LL * num_sms;
   // (2176x8192x4096's 544 tiles leave 18% of 5 rounds idle: it keeps stream-K)
   const long long slots = (tiles + num_sms - 1) / num_sms * num_sms;
-  const bool mid_k = k > 32 * 64 && block_n >= 240 && 2 * tiles >= 7LL * num_sms && 16 * (slots - tiles) <= slots;
+  const bool mid_k = k64 > 32 * 64 && block_n >= 240 && 2 * tiles >= 7LL * num_sms && 16 * (slots - tiles) <= slots;
   return short_k || mid_k ? 2 : 1;
 }
 
@@ -196,8 +206,8 @@ inline Sm90StreamK sm90_streamk_pair_plan(long long m, long long n, long long k,
 inline bool sm90_coop_pairs(long long m, long long n, long long k, int num_sms, bool rows_128b,
                             const std::string& forced_cluster, int block_k = 64) {
   const long long tiles_m = (m + 127) / 128;
-  return choose_sm90_cluster(true, true, false, int(tiles_m), rows_128b, forced_cluster, block_k == 64, int(k),
-                             tiles_m * ((n + 255) / 256), num_sms) > 1;
+  return choose_sm90_cluster(true, true, false, int(tiles_m), rows_128b, forced_cluster, true, int(k),
+                             tiles_m * ((n + 255) / 256), num_sms, 256, 128, block_k) > 1;
 }
 inline bool sm90_coop_streamk(long long m, long long n, long long k, int num_sms, bool rows_128b,
                               const std::string& forced_cluster, const std::string& forced_sk, int block_k = 64) {
