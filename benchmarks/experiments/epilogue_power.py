@@ -19,8 +19,9 @@ Variants (env as epilogue_ab.py sets it; each cleared for the others):
              default until the fiftieth session, which measured it here and made it opt-in);
   torch_mm   torch.mm (cuBLAS); torch_fused: torch._addmm_activation(bias, x, w.t()) (cuBLASLt's epilogue: GELU's
              tanh form for ACT=gelu_tanh, relu for ACT=relu; no other).
-DTYPE: bf16 (default), fp16 or tf32 (fp32 operands with torch.backends.cuda.matmul.allow_tf32 on, so both our mm
-and torch.mm run tf32; the fused variants then take an fp32 bias). VARIANTS (default plain,plain_pp,fused,fused_pp) picks them, each optionally with more variables
+DTYPE: bf16 (default), fp16, tf32 (fp32 operands with torch.backends.cuda.matmul.allow_tf32 on, so both our mm
+and torch.mm run tf32; the fused variants then take an fp32 bias) or e4m3 (plain: our scaled_mm, torch_mm:
+torch._scaled_mm, per-tensor scales, bf16 D; no fused variants). VARIANTS (default plain,plain_pp,fused,fused_pp) picks them, each optionally with more variables
 ("plain|CUTORCH_GEMM_SM90_RASTER=16"); "steady vs" is against the first one named.
 If fused runs at a lower clock than plain on the same schedule, its power (the activation's math) is the
 excess; if plain_pp's clock sits with fused_pp's, the schedule is. Two passes in mirrored order (ABCD DCBA),
@@ -37,14 +38,14 @@ import torch
 
 sys.path.insert(0, os.getcwd())
 import cutorch_gemm as cg  # noqa: E402
-from benchmarks.bench_gemm import _chunk_times, _make_sets, _rotating  # noqa: E402
+from benchmarks.bench_gemm import _chunk_times, _make_sets, _make_sets_fp8, _rotating  # noqa: E402
 from benchmarks.experiments.epilogue_ab import parse  # noqa: E402  ("<name>|VAR=value[+VAR=value...]")
 
 RUN_S = float(os.environ.get("RUN_S", "1.0"))
 CHUNK_MS = float(os.environ.get("CHUNK_MS", "20"))
 IDLE_S = float(os.environ.get("IDLE_S", "0.5"))
 ACT = os.environ.get("ACT", "gelu_tanh")
-DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "tf32": torch.float32}
+DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "tf32": torch.float32, "e4m3": torch.float8_e4m3fn}
 if os.environ.get("DTYPE", "bf16") not in DTYPES:
     sys.exit(f"DTYPE: one of {sorted(DTYPES)}, not {os.environ['DTYPE']!r}")
 DTYPE_NAME = os.environ.get("DTYPE", "bf16")
@@ -118,12 +119,21 @@ def main():
         print("nvidia-smi gave no samples: clocks and power read as nan")
     try:
         for m, n, k in shapes:
-            sets = _make_sets(m, n, k, DTYPES[DTYPE_NAME], True)
-            fns = {"plain": _rotating(lambda x, b, bias: cg.mm(x, b), sets),
-                   "fused": _rotating(lambda x, b, bias: cg.gemm(x, b, bias=bias, activation=ACT), sets),
-                   "torch_mm": _rotating(lambda x, b, bias: torch.mm(x, b), sets),
-                   "torch_fused": _rotating(lambda x, b, bias: torch._addmm_activation(
-                       bias, x, b, use_gelu=ACT == "gelu_tanh"), sets)}
+            if DTYPE_NAME == "e4m3":
+                sets = _make_sets_fp8(m, n, k, DTYPES[DTYPE_NAME], False)
+                fns = {"plain": _rotating(lambda x, b, sa, sb: cg.scaled_mm(x, b, sa, sb, out_dtype=torch.bfloat16),
+                                          sets),
+                       "torch_mm": _rotating(lambda x, b, sa, sb: torch._scaled_mm(x, b, sa, sb,
+                                                                                   out_dtype=torch.bfloat16), sets)}
+                if not set(VARIANTS[v][0] for v in CHOSEN) <= set(fns):
+                    sys.exit("DTYPE=e4m3: variants of plain and torch_mm only")
+            else:
+                sets = _make_sets(m, n, k, DTYPES[DTYPE_NAME], True)
+                fns = {"plain": _rotating(lambda x, b, bias: cg.mm(x, b), sets),
+                       "fused": _rotating(lambda x, b, bias: cg.gemm(x, b, bias=bias, activation=ACT), sets),
+                       "torch_mm": _rotating(lambda x, b, bias: torch.mm(x, b), sets),
+                       "torch_fused": _rotating(lambda x, b, bias: torch._addmm_activation(
+                           bias, x, b, use_gelu=ACT == "gelu_tanh"), sets)}
             results = {v: [] for v in CHOSEN}
             configs = {}
             order = CHOSEN + CHOSEN[::-1]
@@ -135,7 +145,8 @@ def main():
                 for _ in range(3):
                     fns[kind]()  # warm-up under this env
                 x, b, bias = sets[0][:3]
-                configs[v] = ("cuBLAS" if kind.startswith("torch") else cg.explain("mm", x, b).config if kind == "plain"
+                configs[v] = ("cuBLAS" if kind.startswith("torch") else cg.explain("scaled_mm", *sets[0]).config
+                              if DTYPE_NAME == "e4m3" else cg.explain("mm", x, b).config if kind == "plain"
                               else cg.explain("gemm", x, b, bias=bias, activation=ACT).config)
                 results[v].append(sustained(fns[kind], sampler))
                 if v == order[0] and not results[v][0][4]:
