@@ -197,7 +197,8 @@ def _explain_scaled_mm(args, kwargs) -> Explanation:
         where = ("the fp32 accumulators in the epilogue" if splits == 1 else
                  f"the sum of split-K x{splits}'s fp32 partials (K ranges of {chunk}: the tiles alone would "
                  "leave SMs idle), in split order")
-        cluster_note = _cluster_note(config, True, False, m, a, b)
+        cluster_note = _cluster_note(config, True, False, m, a, b, splits == 1, n, k, prop.multi_processor_count,
+                                     block_k=128)
         return Explanation("scaled_mm", str(a.device), "sm90", config, splits, layouts,
                            f"sm_{prop.major}{prop.minor}; TMA + 8-bit wgmma ({kinds}), both operands K-major, "
                            f"{accum}; "
@@ -370,9 +371,9 @@ def _split_kind(config: str) -> str:
 def _cluster_note(config: str, fixed_grid: bool, swiglu: bool, m: int, a: torch.Tensor, b: torch.Tensor,
                   dense: bool = False, n: int = 0, k: int = 0, sms: int = 0, b_mn: bool = False,
                   block_k: int = 64) -> str:
-    """The launch's cluster, as the binding's rule (choose_sm90_cluster) picks it (dense: one
-    dense 16-bit (block_k 64) or tf32 (block_k 32) problem of n columns and depth k, for the K rules). An MN-major B
-    (b_mn) takes none where half a tile is not whole 64-column boxes (launch_sm90)."""
+    """The launch's cluster, as the binding's rule (choose_sm90_cluster) picks it (dense: one unsplit
+    dense 16-bit (block_k 64), tf32 (32) or 8-bit (128) problem of n columns and depth k, for the K rules). An
+    MN-major B (b_mn) takes none where half a tile is not whole 64-column boxes (launch_sm90)."""
     if b_mn and (_tile_width(config) // 2) % 64:
         return ""
     coop = "_Coop_" in config
@@ -390,10 +391,10 @@ def _cluster_note(config: str, fixed_grid: bool, swiglu: bool, m: int, a: torch.
         why = "192x192 tiles always pair"
     elif not rows:
         why = "operand rows are not 128-byte multiples: each TMA box row spans two L2 lines"
-    elif block_k == 64 and k <= 2048:
-        why = "K <= 2048 over 8 or more rounds of tiles"
+    elif block_k != 32 and k <= 32 * block_k:
+        why = f"K <= {32 * block_k} (32 K slices) over 8 or more rounds of tiles"
     else:
-        why = (f"K > {32 * block_k} ({32} K slices) over 3.5 or more nearly full rounds of tiles: at the power cap, "
+        why = (f"K > {32 * block_k} (32 K slices) over 3.5 or more nearly full rounds of tiles: at the power cap, "
                "the halved B reads from L2 leave a higher clock")
     return f"; 2x1 clusters ({why}): the two CTAs of a cluster share each B tile (TMA multicast)"
 

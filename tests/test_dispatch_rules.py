@@ -428,7 +428,15 @@ def test_sm90_cluster_rule():
     assert tf32(64, 8192, 64 * 32) == 2     # 8192^3
     assert tf32(17, 4096, 17 * 32) == 1     # 18% idle
     assert tf32(32, 4096, 32 * 14) == 1     # 3.4 rounds
-    assert _C.choose_sm90_cluster(True, True, False, 32, True, "", True, 4096, 32 * 16, 132, 256, 128, 128) == 1  # 8-bit
+    # 8-bit (block_k 128): both clauses in its slices
+    def f8(tiles_m, k, tiles):
+        return _C.choose_sm90_cluster(True, True, False, tiles_m, True, "", True, k, tiles, 132, 256, 128, 128)
+    assert f8(32, 4096, 32 * 16) == 1       # 4096^3: 32 slices, 3.9 rounds
+    assert f8(64, 4096, 64 * 56) == 2       # 8192x14336x4096: 32 slices, 27 rounds (short K)
+    assert f8(64, 8192, 64 * 32) == 2       # 8192^3: 64 slices (mid K)
+    assert f8(128, 8192, 128 * 32) == 2     # 16384x8192x8192
+    assert f8(64, 896, 64 * 56) == 1        # 7 slices
+    assert f8(32, 4224, 32 * 16) == 2       # 33 slices, 3.9 rounds
     with pytest.raises(ValueError, match="block_k"):
         _C.choose_sm90_cluster(True, True, False, 32, True, "", True, 4096, 512, 132, 256, 128, 48)
 

@@ -437,7 +437,7 @@ def test_cluster_note_says_why(monkeypatch):
     assert "(K > 2048" not in note(2048, 5120, 4096)               # (its 128x256 tiles: 2.4 rounds)
     assert note(2176, 8192, 4096) == ""                            # 18% idle: stream-K's
     assert note(4096, 4096, 2048) == ""                            # short K under 8 rounds
-    assert "(K <= 2048 over 8" in note(8192, 8192, 1024)           # 2048 tiles: 15.5 rounds
+    assert "(K <= 2048 (32 K slices) over 8" in note(8192, 8192, 1024)  # 2048 tiles: 15.5 rounds
     assert "(operand rows are not 128-byte" in note(1024, 1024, 1000)
     assert note(4096, 4096, 4096, dense=False) == ""               # (fp8 / batched / split: the row rule only)
     # tf32 (32-element K slices): the mid-K clause past 32 slices (K > 1024), never the short-K one
@@ -447,6 +447,17 @@ def test_cluster_note_says_why(monkeypatch):
     assert note(4096, 4096, 1024, tf32_coop, dtype=tf32) == ""                 # 32 slices
     assert note(8192, 8192, 1024, tf32_coop, dtype=tf32) == ""                 # (16-bit's short-K clause would pair)
     assert note(2176, 8192, 4096, tf32_coop, dtype=tf32) == ""                 # 18% idle
+    # 8-bit (128-element K slices): both clauses, counted in its slices
+    f8, f8_coop = torch.float8_e4m3fn, "Sm90_128x256x128_Coop_S4"
+
+    def note8(m, n, k):
+        a = torch.empty(m, k, dtype=torch.uint8).view(f8)
+        b = torch.empty(n, k, dtype=torch.uint8).view(f8).t()
+        return _cluster_note(f8_coop, True, False, m, a, b, True, n, k, 132, block_k=128)
+    assert "(K <= 4096 (32 K slices) over 8" in note8(8192, 14336, 4096)      # 27 rounds
+    assert note8(4096, 4096, 4096) == ""                                       # 3.9 rounds
+    assert "(K > 4096 (32 K slices)" in note8(8192, 8192, 8192)
+    assert note8(8192, 14336, 896) == ""                                       # 7 slices
     monkeypatch.setenv("CUTORCH_GEMM_SM90_CLUSTER", "2")
     assert "(forced: CUTORCH_GEMM_SM90_CLUSTER=2)" in note(256, 256, 256)
     monkeypatch.setenv("CUTORCH_GEMM_SM90_CLUSTER", "1")

@@ -283,6 +283,42 @@ def test_sm90_scaled_mm_configs(monkeypatch, config, mnk, out_dtype):
     check_scaled(out, a, b, sa, sb, bias, out_dtype, f"{config} {mnk} {out_dtype}")
 
 
+# The 2x1 cluster rule's K clauses for 8-bit operands (fifty-ninth session; device/sm90_cluster_streamk.h), counted in
+# 128-element K slices. (M, N, K), pairs on 132 SMs.
+F8_CLUSTER_CASES = [((4096, 8448, 1024), True),    # 8 slices, 1056 tiles = 8 rounds: the short-K clause
+                    ((4096, 4096, 4224), True),    # 33 slices, 512 tiles = 3.9 rounds, 3% idle: the mid-K clause
+                    ((4096, 4096, 4096), False),   # 32 slices at 3.9 rounds: neither
+                    ((4096, 8448, 896), False)]    # 7 slices
+
+
+@requires_cuda
+@gpu
+@needs_sm90
+@pytest.mark.parametrize("fast", [False, True], ids=["promoted", "fast_accum"])
+@pytest.mark.parametrize("case", F8_CLUSTER_CASES, ids=lambda c: "x".join(map(str, c[0])))
+def test_sm90_scaled_mm_cluster_rule(monkeypatch, case, fast):
+    for var in ("CUTORCH_GEMM_SM90_CONFIG", "CUTORCH_GEMM_SM90_CLUSTER", "CUTORCH_GEMM_SM90_GRID"):
+        monkeypatch.delenv(var, raising=False)
+    (m, n, k), pairs = case
+    a, b = fp8(m, k, E4, "cuda"), fp8(n, k, E4, "cuda").t()
+    sa, sb = scale("vector", m, "cuda", True), scale("vector", n, "cuda", False)
+    bias = torch.randn(n, device="cuda", dtype=torch.bfloat16)
+    e = cg.explain("scaled_mm", a, b, sa, sb, bias=bias, use_fast_accum=fast)
+    assert e.kernel == "sm90" and e.config == "Sm90_128x256x128_Coop_S4" and e.splits == 1, str(e)
+    if torch.cuda.get_device_properties(0).multi_processor_count == 132:
+        assert ("2x1 clusters" in e.reason) == pairs, str(e)
+    out = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)  # poison the allocator's block
+    del out
+    out = cg.scaled_mm(a, b, sa, sb, bias=bias, use_fast_accum=fast)
+    if fast:  # chained in the tensor core over all of K: the split test's bound, and every element finite
+        ref, _ = ref_scaled(a, b, sa, sb, bias)
+        assert torch.isfinite(out).all()
+        err = float((out.double().cpu() - ref).abs().max() / ref.abs().max())
+        assert err <= 2e-2, (case, err)
+    else:
+        check_scaled(out, a, b, sa, sb, bias, torch.bfloat16, f"cluster rule {m}x{n}x{k}")
+
+
 @requires_cuda
 @gpu
 @needs_sm90

@@ -21,7 +21,7 @@ Variants (env as epilogue_ab.py sets it; each cleared for the others):
              tanh form for ACT=gelu_tanh, relu for ACT=relu; no other).
 DTYPE: bf16 (default), fp16, tf32 (fp32 operands with torch.backends.cuda.matmul.allow_tf32 on, so both our mm
 and torch.mm run tf32; the fused variants then take an fp32 bias) or e4m3 (plain: our scaled_mm, torch_mm:
-torch._scaled_mm, per-tensor scales, bf16 D; no fused variants). VARIANTS (default plain,plain_pp,fused,fused_pp) picks them, each optionally with more variables
+torch._scaled_mm, per-tensor scales, bf16 D, FAST=1: use_fast_accum on both; no fused variants). VARIANTS (default plain,plain_pp,fused,fused_pp) picks them, each optionally with more variables
 ("plain|CUTORCH_GEMM_SM90_RASTER=16"); "steady vs" is against the first one named.
 If fused runs at a lower clock than plain on the same schedule, its power (the activation's math) is the
 excess; if plain_pp's clock sits with fused_pp's, the schedule is. Two passes in mirrored order (ABCD DCBA),
@@ -121,10 +121,11 @@ def main():
         for m, n, k in shapes:
             if DTYPE_NAME == "e4m3":
                 sets = _make_sets_fp8(m, n, k, DTYPES[DTYPE_NAME], False)
-                fns = {"plain": _rotating(lambda x, b, sa, sb: cg.scaled_mm(x, b, sa, sb, out_dtype=torch.bfloat16),
-                                          sets),
-                       "torch_mm": _rotating(lambda x, b, sa, sb: torch._scaled_mm(x, b, sa, sb,
-                                                                                   out_dtype=torch.bfloat16), sets)}
+                fast = os.environ.get("FAST", "0") == "1"
+                fns = {"plain": _rotating(lambda x, b, sa, sb: cg.scaled_mm(x, b, sa, sb, out_dtype=torch.bfloat16,
+                                                                            use_fast_accum=fast), sets),
+                       "torch_mm": _rotating(lambda x, b, sa, sb: torch._scaled_mm(
+                           x, b, sa, sb, out_dtype=torch.bfloat16, use_fast_accum=fast), sets)}
                 if not set(VARIANTS[v][0] for v in CHOSEN) <= set(fns):
                     sys.exit("DTYPE=e4m3: variants of plain and torch_mm only")
             else:

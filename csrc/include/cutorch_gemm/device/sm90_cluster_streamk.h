@@ -54,10 +54,15 @@ namespace cutorch_gemm {
 // counted in 32-element slices (a slice of either type is one 128-byte row); the short-K clause was measured on
 // 16-bit operands only and stays theirs. Stream-K in pairs on top (CUTORCH_GEMM_SM90_STREAMK_PAIRS=on) was mixed,
 // +0.8 to -1.1 (8192^3): tf32 keeps it off (sm90_streamk_pairs).
-// dense: one dense problem of 16-bit operands or tf32 (block_k: its K slice, 64 or 32); k, tiles, num_sms: its K,
-// cooperative tiles and the SMs (the K rules; 0: not applied); block_n: the tiles' width (the mid-K rule: 128 x 256
-// and 128 x 240 only; the fit widths' rules, sm90_fit_rules.h, were measured without pairs). block_m: the tiles'
-// rows; the 192x192 tiles always pair (choose_sm90_big's measurements: pairs 0.3-1.4% ahead of them unclustered).
+// 8-bit operands (scaled_mm, 128-element slices; fifty-ninth session, same script with DTYPE=e4m3, promoted
+// accumulation, % time of forced pairs vs unclustered, neither with stream-K): 8192x14336x4096 (32 slices, 27 rounds:
+// the short-K clause) -3.1, 8192^3 -2.3, 16384x8192x8192 -1.8 (64 slices: the mid-K clause), 4096^3 (32 slices, 3.9
+// rounds: neither) -0.5. So 8-bit takes both clauses, counted in its slices.
+// dense: one dense problem of 16-bit, tf32 or 8-bit operands (block_k: its K slice, 64, 32 or 128); k, tiles,
+// num_sms: its K, cooperative tiles and the SMs (the K rules; 0: not applied); block_n: the tiles' width (the mid-K
+// rule: 128 x 256 and 128 x 240 only; the fit widths' rules, sm90_fit_rules.h, were measured without pairs).
+// block_m: the tiles' rows; the 192x192 tiles always pair (choose_sm90_big's measurements: pairs 0.3-1.4% ahead of
+// them unclustered).
 inline int choose_sm90_cluster(bool cooperative, bool fixed_grid, bool swiglu, int tiles_m, bool rows_128b,
                                const std::string& forced, bool dense = false, int k = 0, long long tiles = 0,
                                int num_sms = 0, int block_n = 256, int block_m = 128, int block_k = 64) {
@@ -65,10 +70,11 @@ inline int choose_sm90_cluster(bool cooperative, bool fixed_grid, bool swiglu, i
   if (forced == "2") return 2;  // (ping-pong too: its two CTAs walk the same pair tiles in step)
   if (!cooperative) return 1;
   if (!rows_128b || block_m == 192) return 2;
-  if (!dense || num_sms <= 0 || (block_k != 64 && block_k != 32)) return 1;
-  const long long k64 = (long long)k * 64 / block_k;  // K in 64-element slices' units (tf32: twice its elements)
+  if (!dense || num_sms <= 0 || (block_k != 64 && block_k != 32 && block_k != 128)) return 1;
+  // K in 64-element slices' units: a slice of any type is one 128-byte row (tf32: twice its elements, 8-bit: half)
+  const long long k64 = (long long)k * 64 / block_k;
   if (k64 < 8 * 64) return 1;
-  const bool short_k = block_k == 64 && k64 <= 32 * 64 && tiles >= 8LL * num_sms;
+  const bool short_k = block_k != 32 && k64 <= 32 * 64 && tiles >= 8LL * num_sms;
   // (2176x8192x4096's 544 tiles leave 18% of 5 rounds idle: it keeps stream-K)
   const long long slots = (tiles + num_sms - 1) / num_sms * num_sms;
   const bool mid_k = k64 > 32 * 64 && block_n >= 240 && 2 * tiles >= 7LL * num_sms && 16 * (slots - tiles) <= slots;

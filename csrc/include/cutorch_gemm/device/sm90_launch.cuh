@@ -84,9 +84,8 @@ cudaError_t launch_sm90(const GemmArgs& args, int num_sms, cudaStream_t stream) 
   const char* forced_cluster = std::getenv("CUTORCH_GEMM_SM90_CLUSTER");
   const bool fixed_grid = s.mode == GroupMode::kBatched || s.mode == GroupMode::kGroupedK;
   const bool rows_128b = sm90_operands_rows_128b(s, elem_bytes);
-  // (one dense problem of 16-bit operands or tf32: the K rules of choose_sm90_cluster)
-  const bool dense = (elem_bytes == 2 || elem_bytes == 4) && s.mode == GroupMode::kBatched && args.batch == 1 &&
-                     args.k_chunk == 0;
+  // (one dense problem, unsplit: the K rules of choose_sm90_cluster, for 16-bit, tf32 and 8-bit operands)
+  const bool dense = s.mode == GroupMode::kBatched && args.batch == 1 && args.k_chunk == 0;
   int cluster = choose_sm90_cluster(!Cfg::kPingpong, fixed_grid, kSwiGlu, ceil_div(s.m, Cfg::kBlockM), rows_128b,
                                     forced_cluster ? forced_cluster : "", dense, s.k,
                                     (long long)ceil_div(s.m, Cfg::kBlockM) * ceil_div(s.n, Cfg::kBlockN), num_sms,
