@@ -57,7 +57,8 @@ namespace cutorch_gemm {
 // 8-bit operands (scaled_mm, 128-element slices; fifty-ninth session, same script with DTYPE=e4m3, promoted
 // accumulation, % time of forced pairs vs unclustered, neither with stream-K): 8192x14336x4096 (32 slices, 27 rounds:
 // the short-K clause) -3.1, 8192^3 -2.3, 16384x8192x8192 -1.8 (64 slices: the mid-K clause), 4096^3 (32 slices, 3.9
-// rounds: neither) -0.5. So 8-bit takes both clauses, counted in its slices.
+// rounds: neither) -0.5; with use_fast_accum, the rule in place vs CUTORCH_GEMM_SM90_CLUSTER=1: 8192x14336x4096 -2.8,
+// 16384x8192x8192 -1.2. So 8-bit takes both clauses, counted in its slices.
 // dense: one dense problem of 16-bit, tf32 or 8-bit operands (block_k: its K slice, 64, 32 or 128); k, tiles,
 // num_sms: its K, cooperative tiles and the SMs (the K rules; 0: not applied); block_n: the tiles' width (the mid-K
 // rule: 128 x 256 and 128 x 240 only; the fit widths' rules, sm90_fit_rules.h, were measured without pairs).
