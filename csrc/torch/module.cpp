@@ -382,7 +382,7 @@ PYBIND11_MODULE(_C, m) {
     return choose_sm90_cluster(cooperative, fixed_grid, swiglu, int(tiles_m), rows_128b, forced, dense, int(k),
                                (long long)tiles, num_sms, block_n, block_m, block_k);
   }, "CTAs per cluster (1 or 2) of one sm90 launch (rows_128b: both operands' TMA rows are 128-byte "
-     "multiples; forced: CUTORCH_GEMM_SM90_CLUSTER; dense, k, tiles, num_sms: one dense 16-bit or tf32 problem's K, "
+     "multiples; forced: CUTORCH_GEMM_SM90_CLUSTER; dense, k, tiles, num_sms: one dense 16-bit, tf32 or 8-bit problem's K, "
      "cooperative tiles and the SMs, for the K rules; block_n, block_m, block_k: the tiles' width, rows and K slice).",
         pybind11::arg("cooperative"), pybind11::arg("fixed_grid"), pybind11::arg("swiglu"), pybind11::arg("tiles_m"),
         pybind11::arg("rows_128b"), pybind11::arg("forced") = "", pybind11::arg("dense") = false,
