@@ -111,6 +111,8 @@ def sustained(fn, sampler):
 
 
 def main():
+    # MxNxK, or BxMxNxK: a batch of B problems (plain: cg.bmm, torch_mm: torch.bmm; 16-bit and tf32 only; written in
+    # the fifty-ninth session for the batched pair measurement, not yet run on a GPU)
     shapes = [tuple(map(int, s.split("x"))) for s in
               os.environ.get("SHAPES", "4096x4096x4096,8192x14336x4096,2048x11008x4096").split(",")]
     sampler = Sampler()
@@ -118,8 +120,17 @@ def main():
     if not sampler.samples:
         print("nvidia-smi gave no samples: clocks and power read as nan")
     try:
-        for m, n, k in shapes:
-            if DTYPE_NAME == "e4m3":
+        for shape in shapes:
+            batch, (m, n, k) = (shape[0], shape[1:]) if len(shape) == 4 else (0, shape)
+            if batch:
+                if DTYPE_NAME == "e4m3" or not set(VARIANTS[v][0] for v in CHOSEN) <= {"plain", "torch_mm"}:
+                    sys.exit("BxMxNxK shapes: 16-bit or tf32, variants of plain and torch_mm only")
+                x = torch.randn(batch, m, k, device="cuda", dtype=DTYPES[DTYPE_NAME])
+                w = torch.randn(batch, n, k, device="cuda", dtype=DTYPES[DTYPE_NAME]) * k ** -0.5
+                sets = [(x, w.transpose(1, 2), None)]
+                fns = {"plain": lambda a=x, b=w.transpose(1, 2): cg.bmm(a, b),
+                       "torch_mm": lambda a=x, b=w.transpose(1, 2): torch.bmm(a, b)}
+            elif DTYPE_NAME == "e4m3":
                 sets = _make_sets_fp8(m, n, k, DTYPES[DTYPE_NAME], False)
                 fast = os.environ.get("FAST", "0") == "1"
                 fns = {"plain": _rotating(lambda x, b, sa, sb: cg.scaled_mm(x, b, sa, sb, out_dtype=torch.bfloat16,
@@ -146,7 +157,8 @@ def main():
                 for _ in range(3):
                     fns[kind]()  # warm-up under this env
                 x, b, bias = sets[0][:3]
-                configs[v] = ("cuBLAS" if kind.startswith("torch") else cg.explain("scaled_mm", *sets[0]).config
+                configs[v] = ("cuBLAS" if kind.startswith("torch") else cg.explain("bmm", x, b).config if batch
+                              else cg.explain("scaled_mm", *sets[0]).config
                               if DTYPE_NAME == "e4m3" else cg.explain("mm", x, b).config if kind == "plain"
                               else cg.explain("gemm", x, b, bias=bias, activation=ACT).config)
                 results[v].append(sustained(fns[kind], sampler))
@@ -154,7 +166,7 @@ def main():
                     print("   (no nvidia-smi samples in the run's second half)")
             for key in ENV_KEYS:
                 os.environ.pop(key, None)
-            print(f"{m}x{n}x{k} {DTYPE_NAME}, {ACT}, runs of {RUN_S:g} s (two passes, mirrored order)")
+            print(f"{'x'.join(map(str, shape))} {DTYPE_NAME}, {ACT}, runs of {RUN_S:g} s (two passes, mirrored order)")
             base = statistics.mean(r[1] for r in results[CHOSEN[0]])
             for v, runs in results.items():
                 first = statistics.mean(r[0] for r in runs)
