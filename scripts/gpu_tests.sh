@@ -11,7 +11,7 @@
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 part="${1:-}"
-A_FILES=(tests/test_sm90.py tests/test_sm90_act_rule.py tests/test_sm90_streamk.py tests/test_gpu.py
+A_FILES=(tests/test_sm90.py tests/test_sm90_tf32.py tests/test_sm90_act_rule.py tests/test_sm90_streamk.py tests/test_gpu.py
          tests/test_sm90_fit_rules.py tests/test_sm90_decode.py tests/test_ops.py tests/test_sm90_c_loads.py
          tests/test_large_tensors.py tests/test_dropin.py tests/test_models.py tests/test_autograd.py)
 case "$part" in
