@@ -64,6 +64,7 @@ DEVICES = [
 DTYPES = [torch.float16, torch.bfloat16, torch.float32, torch.float64]
 HALF_DTYPES = [torch.float16, torch.bfloat16]
 ACTIVATIONS = ["none", "relu", "gelu", "gelu_tanh", "silu"]
+CLUSTER_NOTE = "2x1 clusters"  # what explain's reason says of a launch in 2x1 thread-block clusters
 TF32_BOUND = 4e-3  # norm-wise relative error of a tf32 GEMM: 10 mantissa bits per input, ~1e-3 per product
 LAYOUTS = ["row", "col", "padded"]
 

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import cutorch_gemm as cg
-from conftest import (ACTIVATIONS, HALF_DTYPES, TF32_BOUND, check, dtype_id, gpu, linear_operands, make, offs_from_sizes,
+from conftest import (ACTIVATIONS, CLUSTER_NOTE, HALF_DTYPES, TF32_BOUND, check, dtype_id, gpu, linear_operands, make, offs_from_sizes,
                       poison, ref_bmm, ref_gemm, ref_grouped_mm, requires_sm90)
 
 pytestmark = [gpu, requires_sm90, pytest.mark.usefixtures("tile_kernels_only")]
@@ -397,8 +397,6 @@ def test_sm90_split_k_not_for_full_grids(monkeypatch):
 # --------------------------------------------------------------------------------------
 # 2x1 clusters (cooperative config): B tiles multicast to the two CTAs of a cluster
 # --------------------------------------------------------------------------------------
-
-CLUSTER_NOTE = "2x1 clusters"
 
 
 @pytest.mark.parametrize("config", ["coop", "pingpong", "pingpong128"])

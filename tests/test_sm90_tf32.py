@@ -6,12 +6,9 @@ import pytest
 import torch
 
 import cutorch_gemm as cg
-from conftest import TF32_BOUND, gpu, linear_operands, poison, ref_gemm, requires_sm90
+from conftest import CLUSTER_NOTE, TF32_BOUND, gpu, linear_operands, poison, ref_gemm, requires_sm90
 
 pytestmark = [gpu, requires_sm90, pytest.mark.usefixtures("tile_kernels_only")]
-
-CLUSTER_NOTE = "2x1 clusters"  # (explain's cluster note, as test_sm90.py reads it)
-
 
 TF32_CONFIGS = {"coop": "Sm90_128x256x32_Coop_S4", "pingpong": "Sm90_64x256x32_Pingpong_S5"}
 
@@ -62,7 +59,7 @@ def test_sm90_tf32_mid_k_cluster_rule(case, monkeypatch):
     assert e.kernel == "sm90" and e.config == "Sm90_128x256x32_Coop_S4", str(e)
     if torch.cuda.get_device_properties(0).multi_processor_count == 132:
         assert (CLUSTER_NOTE in e.reason) == pairs, str(e)
-        assert ("stream-K over" in e.reason) == ((m, n, k) in ((3072, 3072, 3072),)), str(e)
+        assert ("stream-K over" in e.reason) == ((m, n, k) == (3072, 3072, 3072)), str(e)
         if pairs:
             assert "(K > 1024 (32 K slices)" in e.reason, str(e)
     for what, fn, ref in (("mm", lambda: cg.mm(a, b), lambda: ref_gemm(a, b)),
