@@ -38,6 +38,7 @@ import torch
 
 sys.path.insert(0, os.getcwd())
 import cutorch_gemm as cg  # noqa: E402
+from benchmarks import bench_gemm  # noqa: E402
 from benchmarks.bench_gemm import _chunk_times, _make_sets, _make_sets_fp8, _rotating  # noqa: E402
 from benchmarks.experiments.epilogue_ab import parse  # noqa: E402  ("<name>|VAR=value[+VAR=value...]")
 
@@ -51,6 +52,7 @@ if os.environ.get("DTYPE", "bf16") not in DTYPES:
 DTYPE_NAME = os.environ.get("DTYPE", "bf16")
 if DTYPE_NAME == "tf32":
     torch.backends.cuda.matmul.allow_tf32 = True  # (our ops honour the same setting)
+FAST = os.environ.get("FAST", "0") == "1"  # (e4m3: use_fast_accum)
 VARIANTS = {
     "plain": ("plain", {}),
     "plain_pp": ("plain", {"CUTORCH_GEMM_SM90_CONFIG": "pingpong"}),
@@ -112,7 +114,8 @@ def sustained(fn, sampler):
 
 def main():
     # MxNxK, or BxMxNxK: a batch of B problems (plain: cg.bmm, torch_mm: torch.bmm; 16-bit and tf32 only; written in
-    # the fifty-ninth session for the batched pair measurement, not yet run on a GPU)
+    # the fifty-ninth session for the batched pair measurement: its logic ran on a CPU with the timing mocked, not yet
+    # on a GPU)
     shapes = [tuple(map(int, s.split("x"))) for s in
               os.environ.get("SHAPES", "4096x4096x4096,8192x14336x4096,2048x11008x4096").split(",")]
     sampler = Sampler()
@@ -122,23 +125,22 @@ def main():
     try:
         for shape in shapes:
             batch, (m, n, k) = (shape[0], shape[1:]) if len(shape) == 4 else (0, shape)
+            # fns: the callables per variant kind; config(kind): the config our side runs (explain)
             if batch:
-                if DTYPE_NAME == "e4m3" or not set(VARIANTS[v][0] for v in CHOSEN) <= {"plain", "torch_mm"}:
-                    sys.exit("BxMxNxK shapes: 16-bit or tf32, variants of plain and torch_mm only")
-                x = torch.randn(batch, m, k, device="cuda", dtype=DTYPES[DTYPE_NAME])
-                w = torch.randn(batch, n, k, device="cuda", dtype=DTYPES[DTYPE_NAME]) * k ** -0.5
-                sets = [(x, w.transpose(1, 2), None)]
-                fns = {"plain": lambda a=x, b=w.transpose(1, 2): cg.bmm(a, b),
-                       "torch_mm": lambda a=x, b=w.transpose(1, 2): torch.bmm(a, b)}
+                if DTYPE_NAME == "e4m3":
+                    sys.exit("BxMxNxK shapes: 16-bit or tf32 only")
+                dev, dt = bench_gemm.DEVICE, DTYPES[DTYPE_NAME]
+                sets = [(torch.randn(batch, m, k, device=dev, dtype=dt),
+                         torch.randn(batch, n, k, device=dev, dtype=dt).transpose(1, 2) * k ** -0.5)]
+                fns = {"plain": _rotating(cg.bmm, sets), "torch_mm": _rotating(torch.bmm, sets)}
+                config = lambda kind, args=sets[0]: cg.explain("bmm", *args).config  # noqa: E731
             elif DTYPE_NAME == "e4m3":
                 sets = _make_sets_fp8(m, n, k, DTYPES[DTYPE_NAME], False)
-                fast = os.environ.get("FAST", "0") == "1"
                 fns = {"plain": _rotating(lambda x, b, sa, sb: cg.scaled_mm(x, b, sa, sb, out_dtype=torch.bfloat16,
-                                                                            use_fast_accum=fast), sets),
+                                                                            use_fast_accum=FAST), sets),
                        "torch_mm": _rotating(lambda x, b, sa, sb: torch._scaled_mm(
-                           x, b, sa, sb, out_dtype=torch.bfloat16, use_fast_accum=fast), sets)}
-                if not set(VARIANTS[v][0] for v in CHOSEN) <= set(fns):
-                    sys.exit("DTYPE=e4m3: variants of plain and torch_mm only")
+                           x, b, sa, sb, out_dtype=torch.bfloat16, use_fast_accum=FAST), sets)}
+                config = lambda kind, args=sets[0]: cg.explain("scaled_mm", *args, use_fast_accum=FAST).config  # noqa: E731
             else:
                 sets = _make_sets(m, n, k, DTYPES[DTYPE_NAME], True)
                 fns = {"plain": _rotating(lambda x, b, bias: cg.mm(x, b), sets),
@@ -146,6 +148,12 @@ def main():
                        "torch_mm": _rotating(lambda x, b, bias: torch.mm(x, b), sets),
                        "torch_fused": _rotating(lambda x, b, bias: torch._addmm_activation(
                            bias, x, b, use_gelu=ACT == "gelu_tanh"), sets)}
+                config = lambda kind, args=sets[0]: (cg.explain("mm", *args[:2]) if kind == "plain" else  # noqa: E731
+                                                     cg.explain("gemm", *args[:2], bias=args[2], activation=ACT)).config
+            missing = sorted({VARIANTS[v][0] for v in CHOSEN} - set(fns))
+            if missing:
+                sys.exit(f"{'x'.join(map(str, shape))} {DTYPE_NAME}: no {', '.join(missing)} variant here "
+                         f"(this form has {', '.join(fns)})")
             results = {v: [] for v in CHOSEN}
             configs = {}
             order = CHOSEN + CHOSEN[::-1]
@@ -156,11 +164,7 @@ def main():
                 os.environ.update(env)
                 for _ in range(3):
                     fns[kind]()  # warm-up under this env
-                x, b, bias = sets[0][:3]
-                configs[v] = ("cuBLAS" if kind.startswith("torch") else cg.explain("bmm", x, b).config if batch
-                              else cg.explain("scaled_mm", *sets[0]).config
-                              if DTYPE_NAME == "e4m3" else cg.explain("mm", x, b).config if kind == "plain"
-                              else cg.explain("gemm", x, b, bias=bias, activation=ACT).config)
+                configs[v] = "cuBLAS" if kind.startswith("torch") else config(kind)
                 results[v].append(sustained(fns[kind], sampler))
                 if v == order[0] and not results[v][0][4]:
                     print("   (no nvidia-smi samples in the run's second half)")
@@ -176,7 +180,7 @@ def main():
                 passes = " / ".join(f"{r[1]:.1f}" for r in runs)
                 print(f"   {v:11s} first {first:8.1f} us  steady {steady:8.1f} us ({steady / base - 1:+6.1%} vs "
                       f"{CHOSEN[0]})  {mhz:6.0f} MHz  {watts:5.0f} W  {configs[v]}  passes: {passes}", flush=True)
-            del sets, fns
+            del sets, fns, config
             torch.cuda.empty_cache()
     finally:
         sampler.close()
