@@ -1,7 +1,9 @@
 // Throughput of the special-function unit (MUFU) on this GPU, per SM and clock: tanh.approx.f32
 // against ex2.approx.f32 (and the FMA pipe for scale). Why: the Hopper
 // epilogue's GELU-tanh spends one tanh.approx per output; whether that instruction runs at the
-// MUFU's full rate decides if moving part of the work to the FMA pipe can pay.
+// MUFU's full rate decides if moving part of the work to the FMA pipe can pay. The packed forms
+// (tanh.approx.bf16x2 / f16x2, sm_90) show whether one instruction yields two results at that rate:
+// their line counts instructions; elements are twice that.
 //   nvcc -O3 -arch=sm_90a -o /tmp/mufu_rate benchmarks/experiments/mufu_rate.cu && /tmp/mufu_rate
 #include <cstdio>
 #include <cuda_runtime.h>
@@ -21,7 +23,9 @@ __global__ void loop(float* sink, float seed) {
     for (int c = 0; c < kChains; ++c) {
       if constexpr (kOp == 0) asm volatile("tanh.approx.f32 %0, %0;" : "+f"(v[c]));
       else if constexpr (kOp == 1) asm volatile("ex2.approx.ftz.f32 %0, %0;" : "+f"(v[c]));
-      else asm volatile("fma.rn.f32 %0, %0, %0, 0f3F000000;" : "+f"(v[c]));
+      else if constexpr (kOp == 2) asm volatile("fma.rn.f32 %0, %0, %0, 0f3F000000;" : "+f"(v[c]));
+      else if constexpr (kOp == 3) asm volatile("tanh.approx.bf16x2 %0, %0;" : "+r"(*reinterpret_cast<unsigned*>(&v[c])));
+      else asm volatile("tanh.approx.f16x2 %0, %0;" : "+r"(*reinterpret_cast<unsigned*>(&v[c])));
     }
   }
   float s = 0;
@@ -50,5 +54,7 @@ int main() {
   run<0>("tanh.approx.f32");
   run<1>("ex2.approx.ftz.f32");
   run<2>("fma.rn.f32");
+  run<3>("tanh.approx.bf16x2");
+  run<4>("tanh.approx.f16x2");
   return 0;
 }
