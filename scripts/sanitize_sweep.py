@@ -257,6 +257,12 @@ def cases(quick: bool):
              mm(704, 832, 200, layout_b="n", plain=True, a_mn=True)),
             ("sm90 MN fit80 b_mn bias 129x320x64", {"CUTORCH_GEMM_SM90_CONFIG": "coop80"},
              mm(129, 320, 64, layout_b="n"))]
+    # tf32 and 8-bit cooperative tiles in 2x1 pairs on 128-byte-multiple rows (the K rules' pairs since the fifty-ninth
+    # session; the rule itself needs more tiles than a sanitizer run affords, so forced), edge tiles in both dimensions
+    pairs = {"CUTORCH_GEMM_SM90_CONFIG": "coop", "CUTORCH_GEMM_SM90_CLUSTER": "2"}
+    out += [("sm90 coop cluster tf32 aligned rows 300x520x256", {**pairs, "TF32": "1"},
+             mm(300, 520, 256, dtype=torch.float32)),
+            ("sm90 coop cluster fp8 aligned rows 300x520x256", pairs, scaled(300, 520, 256))]
     # the 8-bit 128x192 cooperative config (scaled_mm only)
     out += [("sm90 coop192 fp8 scaled_mm 200x264x96", {"CUTORCH_GEMM_SM90_CONFIG": "coop192"}, scaled(200, 264, 96))]
     # the 8-bit 64x64 ping-pong config (small M), whole and as split-K (partials + scaled sum)
