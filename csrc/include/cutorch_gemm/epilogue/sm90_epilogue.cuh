@@ -345,7 +345,14 @@ CG_DEVICE void sm90_store_tile_tma(const GemmArgs& g, const Problem& prob, const
   }
   constexpr int kCols = 128 / int(sizeof(Out));  // columns per slice
   constexpr int kJ = kCols / 8;                    // n8 accumulator blocks per slice
-  const int warp = tid_in_wg / 32, lane = tid_in_wg % 32;
+  // NOTE: three consumer warpgroups (192 x 192) run under a 128-register cap: there ptxas hoisted the lane's
+  // swizzled stmatrix offsets out of the tile loop and spilled two of them (20 bytes stored, 84 loaded, reloaded in
+  // each epilogue copy). The lane read as %laneid (volatile: not hoisted) keeps them inside the epilogue: 4 bytes
+  // left, in one activation's copy. Other configs keep tid_in_wg % 32 (their code unchanged).
+  int lane;
+  if constexpr (Cfg::kConsumers == 3) lane = sm90::lane_id_volatile();
+  else lane = tid_in_wg % 32;
+  const int warp = tid_in_wg / 32;
   const int r0 = warp * 16 + lane / 4;  // row in the 64-row slice (and r0 + 8)
   const float alpha = float(g.alpha);
   const T* bias = g.bias ? static_cast<const T*>(g.bias) + prob.bias_off : nullptr;
