@@ -19,6 +19,7 @@
 #include "cutorch_gemm/arch/sm90_mbarrier.cuh"
 #include "cutorch_gemm/arch/sm90_stmatrix.cuh"
 #include "cutorch_gemm/arch/sm90_tma.cuh"
+#include "cutorch_gemm/arch/sm90_warpgroup.cuh"
 #include "cutorch_gemm/device/gemm_args.h"
 #include "cutorch_gemm/epilogue/simt_epilogue.cuh"
 
