@@ -15,73 +15,94 @@ import torch
 import cutorch_gemm as cg
 from conftest import (TF32_BOUND, check, make, offs_from_sizes, ref_bmm, ref_gemm, ref_grouped_gemm, ref_grouped_mm,
                       ref_mm, rel_err)
+from test_gated_mlp import ref_swiglu
+from test_scaled_mm import E4, check_scaled, fp8, scale
 
 pytestmark = [pytest.mark.gpu,
               pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs 2 GPUs")]
 
 BF16 = torch.bfloat16
 
+# Each case's run(device) launches the op on that device and returns (its output, verify(what)), verify asserting the
+# output against float64 with the bound that op's own tests use.
+
 
 def _mm(m, n, k, dtype=BF16):
     def run(dev):
         a, b = make((m, k), dtype, dev), make((k, n), dtype, dev, "col")
-        return cg.mm(a, b), ref_mm(a, b), dtype
+        out = cg.mm(a, b)
+        return out, lambda what: check(out, ref_mm(a, b), dtype, what=what)
     return run
 
 
 def _gemm_gelu(dev):
     a, b = make((257, 129), BF16, dev), make((129, 65), BF16, dev, "col")
     bias = make((65,), BF16, dev)
-    return cg.gemm(a, b, bias=bias, activation="gelu"), ref_gemm(a, b, bias, activation="gelu"), BF16
+    out = cg.gemm(a, b, bias=bias, activation="gelu")
+    return out, lambda what: check(out, ref_gemm(a, b, bias, activation="gelu"), BF16, what=what)
 
 
 def _bmm(dev):
     a, b = make((3, 65, 33), BF16, dev), make((3, 33, 17), BF16, dev, "col")
-    return cg.bmm(a, b), ref_bmm(a, b), BF16
+    out = cg.bmm(a, b)
+    return out, lambda what: check(out, ref_bmm(a, b), BF16, what=what)
 
 
 def _grouped_mm(dev):
     x, w = make((300, 64), BF16, dev), make((3, 64, 48), BF16, dev)
     offs = offs_from_sizes([100, 0, 150], dev)
-    return cg.grouped_mm(x, w, offs), ref_grouped_mm(x, w, offs), BF16
+    out = cg.grouped_mm(x, w, offs)
+    return out, lambda what: check(out, ref_grouped_mm(x, w, offs), BF16, what=what)
 
 
 def _grouped_gemm(dev):
     shapes = [(130, 264, 72), (1, 64, 64), (65, 72, 136)]
     a = [make((m, k), BF16, dev) for m, _, k in shapes]
     b = [make((k, n), BF16, dev, "col") for _, n, k in shapes]
-    outs, refs = cg.grouped_gemm(a, b), ref_grouped_gemm(a, b)
-    return torch.cat([o.reshape(-1) for o in outs]), torch.cat([r.reshape(-1) for r in refs]), BF16
+    outs = cg.grouped_gemm(a, b)
+
+    def verify(what):
+        for i, (o, r) in enumerate(zip(outs, ref_grouped_gemm(a, b))):
+            check(o, r, BF16, what=f"{what} problem {i}")
+    return outs[0], verify
 
 
 def _scaled_mm(dev):
     m, n, k = 200, 264, 256
-    a = torch.randn(m, k, device=dev).to(torch.float8_e4m3fn)
-    b = torch.randn(n, k, device=dev).to(torch.float8_e4m3fn).t()
-    sa, sb = torch.rand(m, 1, device=dev) + 0.5, torch.rand(1, n, device=dev) + 0.5
-    ref = (a.double() @ b.double()) * sa.double() * sb.double()
-    return cg.scaled_mm(a, b, sa, sb), ref, BF16
+    a, b = fp8(m, k, E4, dev), fp8(n, k, E4, dev).t()
+    sa, sb = scale("vector", m, dev, True), scale("vector", n, dev, False)
+    out = cg.scaled_mm(a, b, sa, sb)
+    return out, lambda what: check_scaled(out, a, b, sa, sb, None, BF16, what)
 
 
 def _tf32(dev):
     allowed = torch.backends.cuda.matmul.allow_tf32
     torch.backends.cuda.matmul.allow_tf32 = True
     try:
-        out, ref, _ = _mm(300, 520, 256, torch.float32)(dev)
-        return out, ref, "tf32"
+        a, b = make((300, 256), torch.float32, dev), make((256, 520), torch.float32, dev, "col")
+        out = cg.mm(a, b)
     finally:
         torch.backends.cuda.matmul.allow_tf32 = allowed
+
+    def verify(what):  # (the tf32 tests' bound, 10 mantissa bits per input: norm-wise, and per element as check does)
+        assert out.dtype == torch.float32 and torch.isfinite(out).all(), what
+        ref = ref_mm(a, b).cpu()
+        err = rel_err(out, ref)
+        assert err < TF32_BOUND, f"{what}: rel err {err:.2e}"
+        excess = (out.cpu().double() - ref).abs() - TF32_BOUND * (ref.abs() + ref.pow(2).mean().sqrt())
+        assert excess.max() <= 0, f"{what}: {int((excess > 0).sum())} elements past the bound"
+    return out, verify
 
 
 def _swiglu(dev):
     z = make((37, 2 * 96), BF16, dev)
-    zd = z.double()
-    return cg.swiglu(z), torch.nn.functional.silu(zd[:, :96]) * zd[:, 96:], BF16
+    out = cg.swiglu(z)
+    return out, lambda what: check(out, ref_swiglu(z.double()), BF16, what=what)
 
 
 SM90_COOP = {"CUTORCH_GEMM_SM90_CONFIG": "coop"}
 CASES = [
-    # (name, environment, run(device) -> (out, float64 reference, input dtype, or "tf32": the norm-wise tf32 bound))
+    # (name, environment, run)
     ("sm90 coop bias + gelu", SM90_COOP, _gemm_gelu),
     ("sm90 coop 2x1 pairs (rows of 400 bytes)", SM90_COOP, _mm(300, 520, 200)),
     ("sm90 stream-K", {**SM90_COOP, "CUTORCH_GEMM_SM90_STREAMK": "on", "CUTORCH_GEMM_SM90_GRID": "5",
@@ -108,15 +129,10 @@ def test_paths_on_either_device(monkeypatch, case):
         monkeypatch.setenv(var, value)
     torch.cuda.set_device(0)
     for dev in ("cuda:1", "cuda:0", "cuda:1"):
-        out, ref, dtype = run(dev)
+        out, verify = run(dev)
         assert out.device == torch.device(dev), f"{name}: result on {out.device}, inputs on {dev}"
         assert torch.cuda.current_device() == 0, f"{name} on {dev}: the current device changed"
-        if dtype == "tf32":
-            assert out.dtype == torch.float32 and torch.isfinite(out).all(), f"{name} on {dev}"
-            err = rel_err(out, ref)
-            assert err < TF32_BOUND, f"{name} on {dev}: rel err {err:.2e}"
-        else:
-            check(out, ref, dtype, what=f"{name} on {dev}")
+        verify(f"{name} on {dev}")
     torch.cuda.synchronize(0)
     torch.cuda.synchronize(1)
 
