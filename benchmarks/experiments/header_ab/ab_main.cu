@@ -3,7 +3,8 @@
 // alternately old / new / new / old over 10 rounds, medians; and whether the two D's differ anywhere. Why one process:
 // two binaries run one after the other measured the second 1-10% slower on compute-bound shapes (forty-fifth session).
 // Config: 0 the 64x128 ping-pong, 1 the 64x64 ping-pong, 2 the 128x256 cooperative, 3 the 128x240 cooperative,
-// 4 the 64x256 ping-pong, 5 and 6 the fit-width 128x128 and 128x160 cooperative (launch_impl.inc); AB_NEW_CFG
+// 4 the 64x256 ping-pong, 5 and 6 the fit-width 128x128 and 128x160 cooperative, 7 the 192x192 cooperative
+// (launch_impl.inc); AB_NEW_CFG
 // gives the new side another config than the line's. Prints how many D elements differ and the largest distance in
 // units in the last place.
 //   bash benchmarks/experiments/header_ab/run.sh [commit, default HEAD~1] < shapes   (lines "M N K config")

@@ -12,6 +12,12 @@
 
 namespace cutorch_gemm {
 
+// The registers a CTA of `threads` threads holds for its whole life: __launch_bounds__(threads, 1) lets ptxas give each
+// thread 65536 / threads, rounded down to a multiple of 8 (168 at 384 threads, 128 at 512). setmaxnreg moves
+// registers between the warpgroups only within this pool: a setmaxnreg.inc that the pool cannot serve blocks forever
+// (a 32 / 240 split at 384 threads hung the GPU tests: 32 x 128 + 240 x 256 = 65536 > 168 x 384 = 64512).
+constexpr int sm90_register_pool(int threads) { return 65536 / threads / 8 * 8 * threads; }
+
 // 128x256 output tile per CTA, K in 64-element (128-byte) slices, 4-stage TMA ring; one
 // producer warpgroup and two cooperative consumer warpgroups, each owning 64x256 of the tile.
 struct Sm90_128x256x64_Coop_S4 {
@@ -33,7 +39,8 @@ struct Sm90_128x256x64_Coop_S4 {
   // An MN-major B read in whole 64-column boxes, past the tile's width (Sm90MnB, below).
   static constexpr bool kPadB = false;
   static_assert(kBlockM == 64 * kConsumers, "each consumer warpgroup owns 64 rows");
-  static_assert(kProducerRegs * 128 + kConsumerRegs * 128 * kConsumers <= 65536, "register file");
+  static_assert(kProducerRegs * 128 + kConsumerRegs * 128 * kConsumers <= sm90_register_pool(kThreads),
+                "setmaxnreg: the warpgroups' registers must fit the CTA's launch allocation (else .inc waits forever)");
 };
 
 // Ping-pong: 64x256 tiles, the two consumer warpgroups take alternate tiles of the CTA's
@@ -54,7 +61,8 @@ struct Sm90_64x256x64_Pingpong_S5 {
   static constexpr int kProducerWarps = 2;
   static constexpr bool kDirectStore = false;
   static constexpr bool kPadB = false;
-  static_assert(kProducerRegs * 128 + kConsumerRegs * 128 * kConsumers <= 65536, "register file");
+  static_assert(kProducerRegs * 128 + kConsumerRegs * 128 * kConsumers <= sm90_register_pool(kThreads),
+                "setmaxnreg: the warpgroups' registers must fit the CTA's launch allocation (else .inc waits forever)");
 };
 
 // Narrow ping-pong for fp16 / bf16: 64x128 tiles (m64n128k16, 64 accumulator registers), twice
@@ -217,8 +225,9 @@ struct Sm90_128x320x64_Coop_S3 : Sm90_128x256x64_Coop_S4 {
 // The 192 x 192 tile (choose_sm90_big, in 2x1 pairs; forced: CUTORCH_GEMM_SM90_CONFIG=coop192x192). cuBLAS's tile at
 // 3072^3 (nvjet 192x192, 4 stages, 2x1 clusters): 16 x 16 = 256 tiles, 1.94 rounds of 132, at 96 FLOP per loaded byte
 // per k step against 77 for 128x192. Three consumer warpgroups of 64 rows each (m64n192k16, 96 accumulator registers),
-// 512 threads: the producer keeps 40 registers, each consumer 152 (the register file's 64 K; ptxas: no spills in the
-// mainloop, 12 bytes in the direct store's setup, once per tile; at 144 it spilled 344). 4 stages of 48 KB beside three
+// 512 threads: the producer keeps 40 registers, each consumer 152 (the register file's 64 K; ptxas: 4 bytes of spill in
+// one activation's epilogue copy, at 144 it spilled 344; 32 / 160 compiles without spills, but the GPU tests stalled at
+// the first 192x192 launch in pairs, 2176x8192x4096: not kept). 4 stages of 48 KB beside three
 // epilogue slots of one buffer. The fit tiles' kernel: D by TMA where the launch can (no C), else from registers.
 struct Sm90_192x192x64_Coop_S4 : Sm90_128x256x64_Coop_S4 {
   static constexpr const char* kName = "Sm90_192x192x64_Coop_S4";
@@ -232,7 +241,8 @@ struct Sm90_192x192x64_Coop_S4 : Sm90_128x256x64_Coop_S4 {
   static constexpr int kConsumerRegs = 152;
   static constexpr bool kDirectStore = true;
   static_assert(kBlockM == 64 * kConsumers, "each consumer warpgroup owns 64 rows");
-  static_assert(kProducerRegs * 128 + kConsumerRegs * 128 * kConsumers <= 65536, "register file");
+  static_assert(kProducerRegs * 128 + kConsumerRegs * 128 * kConsumers <= sm90_register_pool(kThreads),
+                "setmaxnreg: the warpgroups' registers must fit the CTA's launch allocation (else .inc waits forever)");
 };
 
 // A closed list of configs, asked by type (the kernels' compile-time choices) or by name (the binding, for explain):

@@ -268,11 +268,14 @@ CG_DEVICE void sm90_prefetch_c(const Sm90CSlices& cs, uint8_t (*bufs)[64 * 128],
 // loop with 4-element vector stores.
 // NOTE: applying the functor straight from registers unrolls it 128 times per thread (~40K
 // SASS instructions); the instruction fetch of that code dominated the whole kernel.
+// epi: the scratch (float[64][Sm90EpilogueCols + 4]) as a shared-space address. NOTE: a generic pointer was a 64-bit
+// value the kernel held across its whole tile loop, and its stores generic ones; one register of it spilled (4 bytes,
+// in the exact-GELU copy of the 128x256 cooperative kernel with an MN-major B, at 232 registers).
 template <typename T, int kRegs>
-CG_DEVICE void sm90_store_tile(const GemmArgs& g, const Problem& prob, const float (&acc)[kRegs],
-                               float (*epi)[Sm90EpilogueCols + 4], int row_base, int col_base, int tid_in_wg,
-                               int barrier_id) {
+CG_DEVICE void sm90_store_tile(const GemmArgs& g, const Problem& prob, const float (&acc)[kRegs], uint32_t epi,
+                               int row_base, int col_base, int tid_in_wg, int barrier_id) {
   using Epi = SimtEpilogue<T>;
+  constexpr int kPitch = (Sm90EpilogueCols + 4) * 4;  // bytes per scratch row
   const int warp = tid_in_wg / 32;
   const int lane = tid_in_wg % 32;
   constexpr int kChunkJ = Sm90EpilogueCols / 8;  // n8 blocks per chunk
@@ -289,7 +292,9 @@ CG_DEVICE void sm90_store_tile(const GemmArgs& g, const Problem& prob, const flo
       for (int h = 0; h < 2; ++h) {
         const int r = warp * 16 + lane / 4 + 8 * h;
         const int cc = 8 * jj + 2 * (lane % 4);
-        *reinterpret_cast<float2*>(&epi[r][cc]) = make_float2(acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
+        asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" ::"r"(epi + uint32_t(r * kPitch + cc * 4)),
+                     "f"(acc[4 * j + 2 * h]), "f"(acc[4 * j + 2 * h + 1])
+                     : "memory");
       }
     }
     named_barrier_sync(barrier_id, 128);
@@ -301,7 +306,11 @@ CG_DEVICE void sm90_store_tile(const GemmArgs& g, const Problem& prob, const flo
       const int m = row_base + r;
       const int n = n_chunk + c4;
       if (m >= prob.m || n >= prob.n) continue;
-      const float4 x = *reinterpret_cast<const float4*>(&epi[r][c4]);
+      float4 x;
+      asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];\n"
+                   : "=f"(x.x), "=f"(x.y), "=f"(x.z), "=f"(x.w)
+                   : "r"(epi + uint32_t(r * kPitch + c4 * 4))
+                   : "memory");
       const Acc4 raw{{x.x, x.y, x.z, x.w}};
       Epi::store4(g, prob, m, n, raw.v);
     }

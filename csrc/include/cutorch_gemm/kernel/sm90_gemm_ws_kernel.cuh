@@ -481,8 +481,8 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
           if (pr.args.out_f32) sm90_store_tile_direct<T, float>(pr.args, prob, acc, w.m0 + row_in_tile, w.n0, tid_in_wg);
           else sm90_store_tile_direct<T, T>(pr.args, prob, acc, w.m0 + row_in_tile, w.n0, tid_in_wg);
         } else {
-          sm90_store_tile<T>(pr.args, prob, acc, s.epi_slot[consumer].u.epi, w.m0 + row_in_tile, w.n0, tid_in_wg,
-                             1 + consumer);
+          sm90_store_tile<T>(pr.args, prob, acc, sm90::smem_addr(s.epi_slot[consumer].u.epi), w.m0 + row_in_tile,
+                             w.n0, tid_in_wg, 1 + consumer);
         }
         continue;
       }
@@ -626,7 +626,8 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
         if (g.out_f32) sm90_store_tile_direct<T, float>(g, prob, acc, w.m0 + row_in_tile, w.n0, tid_in_wg);
         else sm90_store_tile_direct<T, T>(g, prob, acc, w.m0 + row_in_tile, w.n0, tid_in_wg);
       } else {
-        sm90_store_tile<T>(g, prob, acc, s.epi_slot[consumer].u.epi, w.m0 + row_in_tile, w.n0, tid_in_wg, 1 + consumer);
+        sm90_store_tile<T>(g, prob, acc, sm90::smem_addr(s.epi_slot[consumer].u.epi), w.m0 + row_in_tile, w.n0,
+                           tid_in_wg, 1 + consumer);
       }
       }  // (!kFit)
     }
