@@ -1,7 +1,7 @@
 # One GPU call (~4 min with the build): does the 192x192 tile with a 32 / 160 register split (the sixty-first
 # session's try, sm90_192_regs32.patch: no spills under ptxas, where 40 / 152 keeps 4 bytes) stall, and where?
-# That session's GPU tests stopped making progress at its first default launch in pairs, 2176x8192x4096 mm (the
-# forced 192x192 tests up to 3072^3 had passed). Each launch runs in its own process with a time limit, paired and
+# That session's GPU tests stopped making progress in the default launch of 2176x8192x4096 mm (pairs, up to 4 tiles
+# per CTA); the forced 192x192 tests up to 3072^3 (at most 2 per CTA) passed in the same call. Each launch runs in its own process with a time limit, paired and
 # unpaired, then compute-sanitizer synccheck on the first one that stalls. Run on the device:
 #   run bash benchmarks/experiments/sm90_192_regs_gpu.sh
 # (It applies the patch to the device's copy of the tree only.)

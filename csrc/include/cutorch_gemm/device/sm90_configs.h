@@ -226,8 +226,9 @@ struct Sm90_128x320x64_Coop_S3 : Sm90_128x256x64_Coop_S4 {
 // 3072^3 (nvjet 192x192, 4 stages, 2x1 clusters): 16 x 16 = 256 tiles, 1.94 rounds of 132, at 96 FLOP per loaded byte
 // per k step against 77 for 128x192. Three consumer warpgroups of 64 rows each (m64n192k16, 96 accumulator registers),
 // 512 threads: the producer keeps 40 registers, each consumer 152 (the register file's 64 K; ptxas: 4 bytes of spill in
-// one activation's epilogue copy, at 144 it spilled 344; 32 / 160 compiles without spills, but the GPU tests stalled at
-// the first 192x192 launch in pairs, 2176x8192x4096: not kept). 4 stages of 48 KB beside three
+// one activation's epilogue copy, at 144 it spilled 344; 32 / 160 compiles without spills, but the GPU tests stalled in
+// the default launch of 2176x8192x4096, pairs with up to 4 tiles per CTA, while the forced ones with at most 2 passed:
+// not kept). 4 stages of 48 KB beside three
 // epilogue slots of one buffer. The fit tiles' kernel: D by TMA where the launch can (no C), else from registers.
 struct Sm90_192x192x64_Coop_S4 : Sm90_128x256x64_Coop_S4 {
   static constexpr const char* kName = "Sm90_192x192x64_Coop_S4";
