@@ -148,8 +148,8 @@ C320_SHAPES = [(129, 298, 40), (200, 482, 72), (1000, 1000, 1000), (2560, 4096, 
 # 192x192 (Sm90_192x192x64_Coop_S4): three consumer warpgroups, always in 2x1 pairs from two tile rows on (450 rows:
 # three, the last pair's second CTA past M); M past one and two thirds of a tile, the same edge cases otherwise.
 # 4224x8192x320: many tiles per CTA (11 x 43 pair tiles over 66 clusters, about 7 each; K of 5 k-blocks over 4 stages,
-# so each tile starts at another stage). The others run at most two per CTA, and the sixty-first session's GPU tests
-# stalled on a 192x192 register split at the first launch with more (benchmarks/RESULTS.md).
+# so each tile starts at another stage). The others run at most two per CTA; the one stall seen with the 32 / 160
+# register split (sixty-first session, benchmarks/RESULTS.md) was in a launch with more.
 C192X192_SHAPES = [(129, 298, 40), (200, 200, 72), (1000, 1000, 1000), (3072, 3072, 3072), (2304, 3000, 200),
                    (450, 700, 128), (4224, 8192, 320)]
 BIG_CASES = [("coop320", "Sm90_128x320x64_Coop_S3", s) for s in C320_SHAPES] + \
