@@ -228,8 +228,9 @@ struct Sm90_128x320x64_Coop_S3 : Sm90_128x256x64_Coop_S4 {
 // 512 threads: the producer keeps 32 registers, each consumer 160, exactly the CTA's 64 K (ptxas: no spills; at 40 / 152
 // the SiLU copy spilled 4 bytes, at 144 the consumers spilled 344). The sixty-first session saw one GPU test run stall
 // at 32 / 160 (2176x8192x4096, pairs); the sixty-second's could not repeat it in part a of the tests, the forced
-// 192x192 tests, 48 single launches under a time limit or compute-sanitizer's three tools (benchmarks/RESULTS.md).
-// 4 stages of 48 KB beside three epilogue slots of one buffer. The fit tiles' kernel: D by TMA where the launch can (no C), else from registers.
+// 192x192 tests, 24 processes of 20 launches each under a time limit or compute-sanitizer's three tools
+// (benchmarks/RESULTS.md). 4 stages of 48 KB beside three epilogue slots of one buffer. The fit tiles' kernel: D by
+// TMA where the launch can (no C), else from registers.
 struct Sm90_192x192x64_Coop_S4 : Sm90_128x256x64_Coop_S4 {
   static constexpr const char* kName = "Sm90_192x192x64_Coop_S4";
   static constexpr int kBlockM = 192;
