@@ -353,7 +353,11 @@ def cases(quick: bool):
     out += [("sm90 skinny T16 splits 3 gelu 13x301x392", sk90("3"), mm(13, 301, 392, act="gelu")),
             ("sm90 skinny T32 splits 1 fp16 17x65x72", sk90("1"), mm(17, 65, 72, dtype=torch.float16)),
             ("sm90 skinny T64 splits 8 40x129x1000", sk90("8"), mm(40, 129, 1000)),
-            ("sm90 skinny T128 splits 2 100x200x136", sk90("2"), mm(100, 200, 136, act="silu"))]
+            ("sm90 skinny T128 splits 2 100x200x136", sk90("2"), mm(100, 200, 136, act="silu")),
+            # more K blocks per CTA than stages (the ring wraps before the partial tile overwrites its first bytes), a
+            # partial last block
+            ("sm90 skinny T64 wrap splits 2 40x129x1608", sk90("2"), mm(40, 129, 1608, act="gelu")),
+            ("sm90 skinny T64 wrap splits 1 fp16 33x65x904", sk90("1"), mm(33, 65, 904, dtype=torch.float16))]
     # sm90 stream-K: a capped grid cuts tiles into pieces (partials, flags, the owner's add); SPLIT_FILL keeps
     # the few tiles off split-K, which the binding decides first
     out += [("sm90 stream-K wide 640x512x320 grid 7",
@@ -426,7 +430,7 @@ def cases(quick: bool):
             ("moe combine 9x2x13 broken permutation", {}, moe_combine(9, 2, 13, True))]
     if quick:  # racecheck / synccheck are slow: one case per family
         keep = ("sm90 coop bf16", "sm90 fit", "sm90 pingpong bf16", "sm90 pingpong128 bf16 129", "compact", "coop cluster", "fp8", "swiglu", "pointer-array", "split-K 16",
-                "sm80 bf16", "sm80 tf32 rows8", "sm80 split-K fused", "sm80 sliced-K", "simt", "skinny w8", "sm90 skinny T16", "swiglu pointwise", "stream-K", "moe combine", "half tiles", "deferred store plain", "deferred store grouped", "decode", "grouped-K tails")
+                "sm80 bf16", "sm80 tf32 rows8", "sm80 split-K fused", "sm80 sliced-K", "simt", "skinny w8", "sm90 skinny T16", "sm90 skinny T64 wrap", "swiglu pointwise", "stream-K", "moe combine", "half tiles", "deferred store plain", "deferred store grouped", "decode", "grouped-K tails")
         out = [c for c in out if any(k in c[0] for k in keep)]
     return out
 

@@ -146,6 +146,7 @@ def test_grouped_skinny_splits_k_only_where_the_slots_leave_sms_idle():
     assert gskinny(m=2)["splits"] == 1                      # two rows (two slots): 128
     assert gskinny(m=1, n=1024, k=4096)["splits"] == 4      # 16 row tiles, clusters of 4 fill half the SMs
     assert gskinny(m=8, n=1024, k=4096)["splits"] == 1      # 8 slots x 16 row tiles
+    assert gskinny(m=1, n=2048, k=8192)["splits"] == 2      # 32 row tiles: clusters of 4 only within 3/4 of the SMs
     assert gskinny(m=1, n=1024, k=4096, forced_splits=4)["splits"] == 4
 
 
@@ -234,12 +235,13 @@ def test_sm90_skinny_splits_keep_one_cta_per_sm():
     assert skinny90(n=8192, k=8192)["splits"] == 1          # 128
     assert skinny90(n=14336, k=4096)["splits"] == 1         # 224: more than the SMs already
     assert skinny90(n=1024, k=8192)["splits"] == 4          # 16: clusters of 8 would fill all SMs
-    assert skinny90(n=1536, k=8960)["splits"] == 4          # 24: 96 CTAs in clusters of 4, <= 3/4 of the SMs
-    assert skinny90(n=1600, k=8960)["splits"] == 2          # 25: 100 CTAs > 99
+    assert skinny90(n=1536, k=8960)["splits"] == 4          # 24: 96 CTAs in clusters of 4
+    assert skinny90(n=2048, k=8192)["splits"] == 4          # 32: 128 CTAs in clusters of 4, within the SMs
+    assert skinny90(n=2176, k=8192)["splits"] == 2          # 34: 136 CTAs > 132
     assert skinny90(n=512, k=8192)["splits"] == 8           # 8 row tiles
     assert skinny90(n=1024, k=512)["splits"] == 2           # 8 K blocks: two splits of 4
     assert skinny90(n=64, k=64)["splits"] == 1
-    assert skinny90(n=4096, k=4096, num_sms=264)["splits"] == 2  # 4 splits: 256 CTAs > half the SMs
+    assert skinny90(n=4096, k=4096, num_sms=264)["splits"] == 4  # 8 splits: 512 CTAs > half the SMs
     assert skinny90(n=4096, k=4096, num_sms=512)["splits"] == 4
     assert skinny90(m=128, n=8192, k=8192, knob="sm90")["splits"] == 1
     # forced: clamped to 1..8 and to the K blocks
