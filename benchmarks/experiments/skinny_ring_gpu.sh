@@ -24,3 +24,15 @@ if [ "${PATCH:-0}" = 1 ]; then
   VARS=torch,auto,auto+short,off timeout 150 python3 benchmarks/experiments/skinny_ab.py 64x4096x14336 56x4096x14336 \
     40x4096x8192 48x4096x4096 64x1024x8192 33x4096x8192 2>&1
 fi
+if [ "${PATCH:-0}" != 1 ]; then
+  # Two open questions from the same session's readings (do_bench, µs):
+  # - clusters of 8 past half the SMs (64x1024x8192: 4 splits, 64 CTAs, 17.1 against cuBLAS 14.0): with two CTAs per
+  #   SM they may pack as clusters of 4 did (choose_sm90_skinny_splits);
+  # - 33 rows ran the skinny kernel 16% slower than 40 (33.5 against 28.9 at N 4096, K 8192; the tiles 30.6 both).
+  echo "== clusters of 8"
+  VARS=torch,auto,s4,s8,off timeout 120 python3 benchmarks/experiments/skinny_ab.py 64x1024x8192 32x1024x8192 \
+    48x1536x8192 24x768x14336 2>&1
+  echo "== rows 33..64 at N 4096, K 8192"
+  VARS=torch,auto,off timeout 120 python3 benchmarks/experiments/skinny_ab.py 33x4096x8192 36x4096x8192 \
+    40x4096x8192 48x4096x8192 56x4096x8192 64x4096x8192 2>&1
+fi
