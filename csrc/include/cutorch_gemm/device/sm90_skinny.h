@@ -46,9 +46,10 @@ constexpr int sm90_skinny_red_ld(int tokens) { return sm90_skinny_rows(tokens) +
 // 48x4096x4096 19.5 -> 19.1; alone 64x4096x14336 36.1 -> 33.8) and passed the GPU tests, memcheck and synccheck, but
 // racecheck reported write-write hazards on its partial-tile stores (the ring's first bytes) in a one-split launch
 // whose 15 K blocks wrap the ring (sanitize_sweep.py, "T64 wrap splits 1 ..."), not yet explained; the short ring has
-// not been racechecked wrapping, nor in a one-split launch (the cases racecheck ran had clusters). Deeper rings at 16 and 32 tokens lost (1x8192x8192 42.2 -> 44.6 us at 20
-// stages, 8x14336x4096 39.0 -> 42.2; 32x4096x4096 17.6 -> 18.2 at 12, 24x4096x4096 17.6 -> 18.6), and at 4 splits
-// one CTA per SM leaves clusters of 4 a second wave (64x2048x8192 19.7 -> 29.2 us).
+// not been racechecked wrapping, nor in a one-split launch (the cases racecheck ran had clusters). Deeper rings at 16
+// and 32 tokens lost (1x8192x8192 42.2 -> 44.6 us at 20 stages, 8x14336x4096 39.0 -> 42.2; 32x4096x4096 17.6 -> 18.2
+// at 12, 24x4096x4096 17.6 -> 18.6), and at 4 splits one CTA per SM leaves clusters of 4 a second wave (64x2048x8192
+// 19.7 -> 29.2 us).
 constexpr int sm90_skinny_stages(int tokens) { return tokens <= 16 ? 10 : tokens <= 32 ? 8 : tokens <= 64 ? 6 : 4; }
 // Dynamic shared memory of a launch: the stages, their barriers, and 1 KB to align the ring.
 constexpr int sm90_skinny_smem_bytes(int tokens) {
@@ -70,8 +71,9 @@ inline std::string sm90_skinny_config_name(int tokens) {
 // session, skinny_ab.py (do_bench, three interleaved rounds), us, 2 / 4 splits (the rule's choice now), cuBLAS:
 // 64x2048x8192 26.1 / 19.7, 19.6; 48x2048x8192 25.2 / 19.5, 19.5; 32x2048x8192 22.8 / 18.1, 19.4; 24x1600x8192
 // 22.4 / 15.4, 16.8; 17x2048x4096 14.5 / 13.2, 13.5; 40x1920x14336 (4 splits) 24.9, 27.0. (26th session, H100,
-// ratio to cuBLAS with 4 / 2 splits, 17-24 row tiles: 16x1536x8960 1.07 / 0.90, 32x1536x8960 1.09-1.10 / 0.86, 24x1280x5120 0.99-1.03 / 0.79, 64x1280x8192 0.97-1.00 / 0.73, 20x1536x14336
-// 1.12 / 0.85, 32x1088x4096 0.96-1.00 / 0.78.) Measured on an H100: two CTAs per SM from more splits than one wave
+// ratio to cuBLAS with 4 / 2 splits, 17-24 row tiles: 16x1536x8960 1.07 / 0.90, 32x1536x8960 1.09-1.10 / 0.86,
+// 24x1280x5120 0.99-1.03 / 0.79, 64x1280x8192 0.97-1.00 / 0.73, 20x1536x14336 1.12 / 0.85, 32x1088x4096 0.96-1.00 /
+// 0.78.) Measured on an H100: two CTAs per SM from more splits than one wave
 // ran 10-20% slower than one (16x4096x4096: 4 splits 27.5 us, 2 splits 23.7). `forced` (tests, experiments:
 // CUTORCH_GEMM_SKINNY_SPLITS) fixes it, clamped to 1..8 and to the K blocks.
 inline int choose_sm90_skinny_splits(int64_t n, int64_t k, int tokens, int num_sms, int forced = 0, bool dense = true) {
