@@ -23,8 +23,7 @@ if [ "${PATCH:-0}" = 1 ]; then
   echo "== do_bench A/B (three interleaved rounds; us)"
   VARS=torch,auto,auto+short,off timeout 150 python3 benchmarks/experiments/skinny_ab.py 64x4096x14336 56x4096x14336 \
     40x4096x8192 48x4096x4096 64x1024x8192 33x4096x8192 2>&1
-fi
-if [ "${PATCH:-0}" != 1 ]; then
+else
   # Two open questions from the same session's readings (do_bench, µs):
   # - clusters of 8 past half the SMs (64x1024x8192: 4 splits, 64 CTAs, 17.1 against cuBLAS 14.0): with two CTAs per
   #   SM they may pack as clusters of 4 did (choose_sm90_skinny_splits);

@@ -84,11 +84,14 @@ inline int choose_sm90_skinny_splits(int64_t n, int64_t k, int tokens, int num_s
     while (s > 1 && s > k_blocks) --s;
     return s;
   }
+  // The most CTAs a launch in clusters of `size` may have (the bounds above).
+  const auto max_ctas = [&](int size) -> int64_t {
+    if (size == 8) return num_sms / 2;
+    if (size == 4 && !dense) return 3 * num_sms / 4;
+    return num_sms;
+  };
   int s = 1;
-  while (2 * s <= kSm90SkinnyMaxSplits && k_blocks / (2 * s) >= 4 &&
-         row_tiles * 2 * s <= (2 * s == 2 ? num_sms : 2 * s == 4 ? (dense ? num_sms : 3 * num_sms / 4) : num_sms / 2)) {
-    s *= 2;
-  }
+  while (2 * s <= kSm90SkinnyMaxSplits && k_blocks / (2 * s) >= 4 && row_tiles * 2 * s <= max_ctas(2 * s)) s *= 2;
   return s;
 }
 
