@@ -524,13 +524,16 @@ def _explain_gemm(op: str, args, kwargs, skinny: bool = True) -> Explanation:
         sk90 = _C.sm90_skinny_plan(prop.major, sm90_built, dtype, batch, m, n, k, a_m, a_k, b_k, b_n,
                                    a.data_ptr() % 16 == 0, b.data_ptr() % 16 == 0,
                                    "" if forced == "auto" else forced, knob, prop.multi_processor_count,
-                                   forced_splits)
+                                   forced_splits, os.environ.get("CUTORCH_GEMM_SKINNY_RING", ""))
         if sk90["taken"]:
             return Explanation(op, str(a.device), "sm90", sk90["config"], sk90["splits"], layouts,
                                f"sm_{prop.major}{prop.minor}; M = {m} against a streamed weight: the Hopper "
                                "skinny kernel (D^T = W x^T: TMA streams 64-row W boxes into wgmma with the "
                                f"{sk90['config'].split('T')[-1]} token columns on N; K split over a cluster of "
-                               f"{sk90['splits']} CTA(s) whose partial tiles are summed in distributed shared memory)"
+                               f"{sk90['splits']} CTA(s) whose partial tiles are summed in distributed shared memory; "
+                               f"a {sk90['stages']}-stage ring"
+                               + (" where its CTAs are all resident at once, else 6" if sk90["stages"] == 12 else "")
+                               + ")"
                                + ("; W's TMA loads carry the L2 evict-first policy" if _l2_hint_on() else "")
                                + (f"; CUTORCH_GEMM_SKINNY={knob}" if knob else ""))
         sk = _C.skinny_plan(prop.major, sm80_built, dtype, batch, m, n, k, a_m, a_k, b_k, b_n,

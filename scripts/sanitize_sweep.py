@@ -349,15 +349,21 @@ def cases(quick: bool):
             ("skinny T64 40x129x1000", {"CUTORCH_GEMM_SKINNY": "force"}, mm(40, 129, 1000))]
     # the Hopper skinny kernel: every token config, clusters of 1, 3 and 8 (DSMEM sums), N past
     # the last CTA's 64 rows, M past x's rows in the box, K past the last block
-    sk90 = lambda s: {"CUTORCH_GEMM_SKINNY": "sm90", "CUTORCH_GEMM_SKINNY_SPLITS": s}  # noqa: E731
+    # (ring: CUTORCH_GEMM_SKINNY_RING, the 64-token launch's 12-stage deep ring or 6-stage short one)
+    sk90 = lambda s, ring="": {"CUTORCH_GEMM_SKINNY": "sm90", "CUTORCH_GEMM_SKINNY_SPLITS": s,  # noqa: E731
+                               "CUTORCH_GEMM_SKINNY_RING": ring}
     out += [("sm90 skinny T16 splits 3 gelu 13x301x392", sk90("3"), mm(13, 301, 392, act="gelu")),
             ("sm90 skinny T32 splits 1 fp16 17x65x72", sk90("1"), mm(17, 65, 72, dtype=torch.float16)),
             ("sm90 skinny T64 splits 8 40x129x1000", sk90("8"), mm(40, 129, 1000)),
             ("sm90 skinny T128 splits 2 100x200x136", sk90("2"), mm(100, 200, 136, act="silu")),
-            # more K blocks per CTA than stages (the ring wraps before the partial tile overwrites its first bytes), a
-            # partial last block
-            ("sm90 skinny T64 wrap splits 2 40x129x1608", sk90("2"), mm(40, 129, 1608, act="gelu")),
-            ("sm90 skinny T64 wrap splits 1 fp16 33x65x904", sk90("1"), mm(33, 65, 904, dtype=torch.float16))]
+            # more K blocks per CTA than stages (the ring wraps; the short ring's partial tile then overwrites its
+            # first bytes, the deep ring's has its own), a partial last block
+            ("sm90 skinny T64 wrap deep splits 2 40x129x1608", sk90("2", "deep"), mm(40, 129, 1608, act="gelu")),
+            ("sm90 skinny T64 wrap deep splits 1 fp16 33x65x904", sk90("1", "deep"),
+             mm(33, 65, 904, dtype=torch.float16)),
+            ("sm90 skinny T64 wrap short splits 2 40x129x1608", sk90("2", "short"), mm(40, 129, 1608, act="gelu")),
+            ("sm90 skinny T64 wrap short splits 1 fp16 33x65x904", sk90("1", "short"),
+             mm(33, 65, 904, dtype=torch.float16))]
     # sm90 stream-K: a capped grid cuts tiles into pieces (partials, flags, the owner's add); SPLIT_FILL keeps
     # the few tiles off split-K, which the binding decides first
     out += [("sm90 stream-K wide 640x512x320 grid 7",

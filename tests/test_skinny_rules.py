@@ -229,20 +229,44 @@ def test_sm90_skinny_knob_takes_1_to_128_tokens():
         assert p["taken"] and p["config"] == f"Sm90_Skinny_{config}", p
 
 
+def test_sm90_skinny_deep_ring_only_for_64_tokens_long_k_and_at_most_2_splits():
+    # sm90_skinny_deep_ring: 12 stages where each CTA streams more than 32 K blocks (K past 2048 per CTA)
+    assert skinny90(m=64, n=4096, k=14336)["stages"] == 12   # 2 splits, 112 blocks each
+    assert skinny90(m=33, n=4096, k=4160)["stages"] == 12    # 2 splits, 33 blocks each
+    assert skinny90(m=48, n=4096, k=4096)["stages"] == 6     # 2 splits, 32 blocks each
+    assert skinny90(m=64, n=8192, k=2112)["stages"] == 12    # 1 split, 33 blocks
+    assert skinny90(m=64, n=8192, k=2048)["stages"] == 6
+    assert skinny90(m=64, n=1024, k=8192)["stages"] == 6     # 8 splits: two CTAs per SM need the short ring
+    assert skinny90(m=32, n=4096, k=14336)["stages"] == 8    # 32 tokens: their own ring
+    assert skinny90(m=16, n=8192, k=8192, knob="sm90")["stages"] == 10
+    assert skinny90(m=100, n=4096, k=14336, knob="sm90")["stages"] == 4
+    # CUTORCH_GEMM_SKINNY_RING: "short" never, "deep" whatever K (still 64 tokens and at most 2 splits)
+    assert skinny90(m=64, n=4096, k=14336, ring="short")["stages"] == 6
+    assert skinny90(m=64, n=4096, k=1024, ring="deep")["stages"] == 12
+    assert skinny90(m=64, n=1024, k=8192, ring="deep")["stages"] == 6
+    assert skinny90(m=32, n=4096, k=14336, ring="deep")["stages"] == 8
+
+
 def test_sm90_skinny_splits_keep_one_cta_per_sm():
     # 64-row CTAs times splits stay within the SMs, each split keeps >= 4 K blocks, at most 8.
     assert skinny90(n=4096, k=4096)["splits"] == 2          # 64 row tiles
     assert skinny90(n=8192, k=8192)["splits"] == 1          # 128
     assert skinny90(n=14336, k=4096)["splits"] == 1         # 224: more than the SMs already
-    assert skinny90(n=1024, k=8192)["splits"] == 4          # 16: clusters of 8 would fill all SMs
+    assert skinny90(n=1024, k=8192)["splits"] == 8          # 16: 128 CTAs in clusters of 8 (two CTAs per SM)
+    assert skinny90(n=768, k=14336)["splits"] == 8          # 12: 96
+    assert skinny90(n=1280, k=8192)["splits"] == 8          # 20: 160 CTAs, within 5/4 of the SMs
+    assert skinny90(n=1344, k=8192)["splits"] == 4          # 21: 168 > 165
+    assert skinny90(n=1024, k=2048)["splits"] == 8          # 32 K blocks: 8 splits of 4
+    assert skinny90(n=1024, k=1984)["splits"] == 4          # 31: 8 splits would leave 3 per CTA
     assert skinny90(n=1536, k=8960)["splits"] == 4          # 24: 96 CTAs in clusters of 4
     assert skinny90(n=2048, k=8192)["splits"] == 4          # 32: 128 CTAs in clusters of 4, within the SMs
     assert skinny90(n=2176, k=8192)["splits"] == 2          # 34: 136 CTAs > 132
     assert skinny90(n=512, k=8192)["splits"] == 8           # 8 row tiles
     assert skinny90(n=1024, k=512)["splits"] == 2           # 8 K blocks: two splits of 4
     assert skinny90(n=64, k=64)["splits"] == 1
-    assert skinny90(n=4096, k=4096, num_sms=264)["splits"] == 4  # 8 splits: 512 CTAs > half the SMs
-    assert skinny90(n=4096, k=4096, num_sms=512)["splits"] == 4
+    assert skinny90(n=4096, k=4096, num_sms=264)["splits"] == 4  # 8 splits: 512 CTAs > 5/4 of the SMs
+    assert skinny90(n=4096, k=4096, num_sms=408)["splits"] == 4  # 510 bound
+    assert skinny90(n=4096, k=4096, num_sms=410)["splits"] == 8  # 512 bound
     assert skinny90(m=128, n=8192, k=8192, knob="sm90")["splits"] == 1
     # forced: clamped to 1..8 and to the K blocks
     assert skinny90(n=4096, k=4096, forced_splits=3)["splits"] == 3

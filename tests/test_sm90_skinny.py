@@ -18,7 +18,8 @@ pytestmark = [gpu, requires_sm90]
 
 @pytest.fixture(autouse=True)
 def _clean_env(monkeypatch):
-    for name in ("CUTORCH_GEMM_ARCH", "CUTORCH_GEMM_SKINNY", "CUTORCH_GEMM_SKINNY_SPLITS", "CUTORCH_GEMM_SM90_CONFIG"):
+    for name in ("CUTORCH_GEMM_ARCH", "CUTORCH_GEMM_SKINNY", "CUTORCH_GEMM_SKINNY_SPLITS", "CUTORCH_GEMM_SKINNY_RING",
+                 "CUTORCH_GEMM_SM90_CONFIG"):
         monkeypatch.delenv(name, raising=False)
 
 
@@ -50,6 +51,42 @@ def test_sm90_skinny_forced_shapes(monkeypatch, dtype, mnk, splits):
     expect_sm90_skinny("mm", x, b, splits=min(splits, -(-k // 64)))
     poison(m * n * 2)
     check(cg.mm(x, b), ref_gemm(x, b), dtype, what=f"sm90 skinny {mnk} splits {splits}")
+
+
+# The 64-token launch's 12-stage ring (sm90_skinny_deep_ring; CUTORCH_GEMM_SKINNY_RING=deep takes it whatever K): no
+# wrap, one and several, a short last K block, N past the last CTA's rows, one split and a cluster of 2, C and bias.
+# It runs the same wgmma in the same order as the 6-stage ring, so the two agree bit for bit.
+@pytest.mark.parametrize("splits", [1, 2])
+@pytest.mark.parametrize("dtype", HALF_DTYPES, ids=dtype_id)
+@pytest.mark.parametrize("mnk", [(64, 200, 8), (47, 61, 744), (33, 65, 904), (40, 129, 1608), (64, 640, 4160),
+                                 (57, 1000, 3080)], ids=lambda s: "x".join(map(str, s)))
+def test_sm90_skinny_deep_ring(monkeypatch, dtype, mnk, splits):
+    monkeypatch.setenv("CUTORCH_GEMM_SKINNY", "sm90")
+    monkeypatch.setenv("CUTORCH_GEMM_SKINNY_SPLITS", str(splits))
+    m, n, k = mnk
+    x, b = linear_operands(m, n, k, dtype)
+    c, bias = make((m, n), dtype, "cuda"), make((n,), dtype, "cuda")
+    out = {}
+    for ring in ("deep", "short"):
+        monkeypatch.setenv("CUTORCH_GEMM_SKINNY_RING", ring)
+        kw = dict(bias=bias, c=c, alpha=0.75, beta=0.5, activation="gelu")
+        e = expect_sm90_skinny("gemm", x, b, splits=min(splits, -(-k // 64)), **kw)
+        assert f"{12 if ring == 'deep' else 6}-stage ring" in e.reason, str(e)
+        poison(m * n * 2)
+        out[ring] = cg.gemm(x, b, **kw)
+        check(out[ring], ref_gemm(x, b, **kw), dtype,
+              what=f"sm90 skinny {ring} ring {mnk} splits {splits}")
+    assert torch.equal(out["deep"], out["short"])
+
+
+def test_sm90_skinny_deep_ring_rule(monkeypatch):
+    # the rule's choice where K per CTA passes 32 blocks, and not below (auto split: 2 at N = 4096)
+    for k, stages in ((14336, 12), (4160, 12), (4096, 6)):
+        x, b = linear_operands(64, 4096, k, torch.bfloat16)
+        e = expect_sm90_skinny("mm", x, b, splits=2)
+        assert f"{stages}-stage ring" in e.reason, str(e)
+        poison(64 * 4096 * 2)
+        check(cg.mm(x, b), ref_gemm(x, b), torch.bfloat16, what=f"sm90 skinny auto 64x4096x{k}")
 
 
 @pytest.mark.parametrize("dtype", HALF_DTYPES, ids=dtype_id)

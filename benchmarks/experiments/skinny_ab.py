@@ -1,7 +1,8 @@
 """The skinny kernels' A/B (benchmarks/RESULTS.md, seventh and eleventh sessions): cuBLAS (torch.mm),
 the dispatch rule's choice ("auto"), the mma.sync skinny kernel with 8 or 16 warps ("w8", "w16") or
 under its rule ("sm80"), the tile kernels ("off"), and the Hopper skinny kernel with a fixed K split
-("s1", "s2", ...: CUTORCH_GEMM_SKINNY=sm90, CUTORCH_GEMM_SKINNY_SPLITS=N), in three interleaved
+("s1", "s2", ...: CUTORCH_GEMM_SKINNY=sm90, CUTORCH_GEMM_SKINNY_SPLITS=N); a "+short" or "+deep" suffix
+("auto+short", "s2+deep": CUTORCH_GEMM_SKINNY_RING) picks the 64-token launch's ring. In three interleaved
 rounds of do_bench medians, inputs rotated so the weight comes from DRAM. VARS picks the columns
 (default torch,w8,w16,auto,off). Run on a GPU machine:
 
@@ -22,6 +23,11 @@ print(f"{'M':>4} {'N':>6} {'K':>6} " + " ".join(f"{v:>7}" for v in VARS) + "  | 
 def setenv(name):
     os.environ.pop("CUTORCH_GEMM_SKINNY_SPLITS", None)
     os.environ["CUTORCH_GEMM_SKINNY"] = ""
+    os.environ["CUTORCH_GEMM_SKINNY_RING"] = ""
+    for ring in ("short", "deep"):  # the 64-token Hopper skinny launch's ring (device/sm90_skinny.h)
+        if name.endswith("+" + ring):
+            os.environ["CUTORCH_GEMM_SKINNY_RING"] = ring
+            name = name[:-len(ring) - 1]
     if name in ("sm80", "off", "w8", "w16", "force"):
         os.environ["CUTORCH_GEMM_SKINNY"] = name
     elif name.startswith("s") and name[1:].isdigit():

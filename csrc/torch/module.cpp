@@ -128,7 +128,7 @@ PYBIND11_MODULE(_C, m) {
   m.def("sm90_skinny_plan", [](int major, bool sm90_built, const std::string& dtype, int64_t batch, int64_t m_,
                                int64_t n, int64_t k, int64_t a_sm, int64_t a_sk, int64_t b_sk, int64_t b_sn,
                                bool a_aligned, bool b_aligned, const std::string& forced, const std::string& knob,
-                               int num_sms, int forced_splits) {
+                               int num_sms, int forced_splits, const std::string& ring) {
     SkinnyQuery q{major, false, parse_dtype(dtype), GroupMode::kBatched, batch, m_, n, k, a_sm, a_sk,
                   b_sk, b_sn, a_aligned, b_aligned, num_sms, forced, knob, sm90_built};
     const std::string why = sm90_skinny_refusal(q);
@@ -137,16 +137,19 @@ PYBIND11_MODULE(_C, m) {
     d["taken"] = why.empty();
     d["reason"] = why;
     d["config"] = sm90_skinny_config_name(tokens);
-    d["splits"] = choose_sm90_skinny_splits(n, k, tokens, num_sms, forced_splits);
+    const int splits = choose_sm90_skinny_splits(n, k, tokens, num_sms, forced_splits);
+    d["splits"] = splits;
+    // (the launch keeps the short ring where the deep one's CTAs would not all be resident)
+    d["stages"] = sm90_skinny_stages(tokens, sm90_skinny_deep_ring(tokens, k, splits, ring));
     return d;
   }, "Whether the Hopper skinny (M <= 128) kernel takes one dense launch (the binding's rule, checked before "
-     "skinny_plan's), why not, its config and K split (knob: CUTORCH_GEMM_SKINNY; forced_splits: "
-     "CUTORCH_GEMM_SKINNY_SPLITS).",
+     "skinny_plan's), why not, its config, K split and ring stages (knob: CUTORCH_GEMM_SKINNY; forced_splits: "
+     "CUTORCH_GEMM_SKINNY_SPLITS; ring: CUTORCH_GEMM_SKINNY_RING).",
         pybind11::arg("major"), pybind11::arg("sm90_built"), pybind11::arg("dtype"), pybind11::arg("batch"),
         pybind11::arg("m"), pybind11::arg("n"), pybind11::arg("k"), pybind11::arg("a_sm"), pybind11::arg("a_sk"),
         pybind11::arg("b_sk"), pybind11::arg("b_sn"), pybind11::arg("a_aligned"), pybind11::arg("b_aligned"),
         pybind11::arg("forced") = "", pybind11::arg("knob") = "", pybind11::arg("num_sms") = 132,
-        pybind11::arg("forced_splits") = 0);
+        pybind11::arg("forced_splits") = 0, pybind11::arg("ring") = "");
   m.def("sm90_grouped_skinny_plan", [](int major, bool sm90_built, const std::string& dtype, int64_t groups,
                                        int64_t m_, int64_t n, int64_t k, int64_t a_sm, int64_t a_sk, int64_t b_sk,
                                        int64_t b_sn, int64_t b_sb, bool a_aligned, bool b_aligned,

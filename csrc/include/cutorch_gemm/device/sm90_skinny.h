@@ -37,23 +37,34 @@ constexpr int sm90_skinny_rows(int tokens) { return 64 * sm90_skinny_consumers(t
 constexpr int sm90_skinny_threads(int tokens) { return 128 * sm90_skinny_consumers(tokens) + 32; }  // + a producer warp
 // Floats per token row of the partial tile: the rows plus 4 (conflict-free fragment stores).
 constexpr int sm90_skinny_red_ld(int tokens) { return sm90_skinny_rows(tokens) + 4; }
-// Ring depth per token count: ~100 KB of stages, so that two CTAs fit on an SM and clusters of 4 pack into the GPCs
-// (choose_sm90_skinny_splits).
-// NOTE (sixty-third session, not kept yet): at 64 tokens half of each stage is x, so this ring keeps only ~40 KB of W
-// in flight per SM against ~80 KB at 16 tokens. A 12-stage (~200 KB) ring for the dense 64-token launch over at most
-// 2 K splits (benchmarks/experiments/sm90_skinny_deep_ring.patch) ran faster on an H200 (do_bench, us, 6 -> 12
-// stages: 64x4096x14336 44.9 -> 42.3, cuBLAS 45.1; 56x4096x14336 43.8 -> 41.3; 40x4096x8192 28.9 -> 28.0;
-// 48x4096x4096 19.5 -> 19.1; alone 64x4096x14336 36.1 -> 33.8) and passed the GPU tests, memcheck and synccheck, but
-// racecheck reported write-write hazards on its partial-tile stores (the ring's first bytes) in a one-split launch
-// whose 15 K blocks wrap the ring (sanitize_sweep.py, "T64 wrap splits 1 ..."), not yet explained; the short ring has
-// not been racechecked wrapping, nor in a one-split launch (the cases racecheck ran had clusters). Deeper rings at 16
-// and 32 tokens lost (1x8192x8192 42.2 -> 44.6 us at 20 stages, 8x14336x4096 39.0 -> 42.2; 32x4096x4096 17.6 -> 18.2
-// at 12, 24x4096x4096 17.6 -> 18.6), and at 4 splits one CTA per SM leaves clusters of 4 a second wave (64x2048x8192
-// 19.7 -> 29.2 us).
-constexpr int sm90_skinny_stages(int tokens) { return tokens <= 16 ? 10 : tokens <= 32 ? 8 : tokens <= 64 ? 6 : 4; }
+// Ring depth per token count: ~100 KB of stages, so that two CTAs fit on an SM and clusters of 4 and 8 pack into the
+// GPCs (choose_sm90_skinny_splits). `deep` (sm90_skinny_deep_ring: the dense 64-token launch with at most 2 K splits
+// and long K per CTA): 12 stages, ~200 KB, one CTA per SM. At 64 tokens half of each stage is x, so the short ring
+// keeps only ~40 KB of W in flight per SM against ~80 KB at 16 tokens (H200, sixty-third and sixty-fourth sessions,
+// skinny_ab.py, us, short -> deep: 64x4096x14336 44.4 -> 42.8, cuBLAS 45.5; 56x4096x14336 43.8 -> 41.8; 33x4096x8192
+// 33.3 -> 31.4; benchmarks/experiments/skinny_session64_gpu.sh). Deeper rings at 16 and 32 tokens lost (1x8192x8192
+// 42.2 -> 44.6 at 20 stages, 8x14336x4096 39.0 -> 42.2; 32x4096x4096 17.6 -> 18.2 at 12 stages, 24x4096x4096 17.6 ->
+// 18.6), and at 4 splits the deep ring's one CTA per SM leaves clusters of 4 a second wave (64x2048x8192 19.7 -> 29.2).
+constexpr int sm90_skinny_stages(int tokens, bool deep = false) {
+  return deep && tokens == 64 ? 12 : tokens <= 16 ? 10 : tokens <= 32 ? 8 : tokens <= 64 ? 6 : 4;
+}
+// Whether a dense launch takes the deep ring (launch_sm90_skinny then also checks that every CTA, every cluster of 2,
+// is resident at once): 64 tokens, at most 2 K splits, and more than 32 K blocks per CTA. Below that the deep ring
+// gained nothing (H200, sixty-fourth session, skinny_ab.py, us, deep / short, 2 splits: 32 K blocks per CTA
+// 48x4096x4096 19.8 / 19.1, 64x4096x4096 20.2 / 20.2; 16: 40x4096x2048 14.3 / 13.9; the A/B's spread: one kernel
+// under both columns read 19.4 / 18.9), and the short ring is the one with the longer record; from 64 it won
+// (40x4096x8192 28.6 / 28.7, 33x4096x8192 31.4 / 33.3; 112: 64x4096x14336 42.8 / 44.4, 56x4096x14336 41.8 / 43.8).
+// `knob` (CUTORCH_GEMM_SKINNY_RING, A/B runs and the sanitizer sweep): "short" never, "deep" whatever K.
+inline bool sm90_skinny_deep_ring(int tokens, int64_t k, int splits, const std::string& knob) {
+  if (tokens != 64 || splits < 1 || splits > 2 || knob == "short") return false;
+  if (knob == "deep") return true;
+  const int64_t k_blocks = (k + kSm90SkinnyBlockK - 1) / kSm90SkinnyBlockK;
+  return (k_blocks + splits - 1) / splits > 32;
+}
 // Dynamic shared memory of a launch: the stages, their barriers, and 1 KB to align the ring.
-constexpr int sm90_skinny_smem_bytes(int tokens) {
-  return sm90_skinny_stages(tokens) * ((sm90_skinny_rows(tokens) + tokens) * kSm90SkinnyBlockK * 2 + 16) + 1024 + 1024;
+constexpr int sm90_skinny_smem_bytes(int tokens, bool deep = false) {
+  return sm90_skinny_stages(tokens, deep) * ((sm90_skinny_rows(tokens) + tokens) * kSm90SkinnyBlockK * 2 + 16) + 1024 +
+         1024;
 }
 
 // Named configs: Sm90_Skinny_64xT<tokens>, tokens (rows of x) = M rounded up to 16, 32, 64, 128.
@@ -63,17 +74,22 @@ inline std::string sm90_skinny_config_name(int tokens) {
 }
 
 // K split (the cluster's CTAs): the most splits, up to 8, that keep the CTAs within the SMs, each with at least 4 K
-// blocks; clusters of 8 only while they fill at most half the SMs, and (`dense` false: the grouped launch, whose
-// rings carry the partial tile too) clusters of 4 at most 3/4 of them. Why the bounds: a cluster's CTAs share a GPC
-// (16-18 SMs), and the GPCs hold fewer clusters of 4 or 8 than SMs / 4 or / 8 at one CTA per SM; the rest then run as
-// a second wave (H100, 128-row CTAs: 32 clusters of 4 ran slower than 32 of 2, 74.4 vs 64.9 us at 64x4096x14336).
+// blocks; clusters of 8 up to 5/4 of the SMs (`dense` false: the grouped launch, whose rings carry the partial tile
+// too: half the SMs), and in the grouped launch clusters of 4 at most 3/4 of them. Why the bounds: a cluster's CTAs
+// share a GPC (16-18 SMs), and the GPCs hold fewer clusters of 4 or 8 than SMs / 4 or / 8 at one CTA per SM; the rest
+// then run as a second wave (H100, 128-row CTAs: 32 clusters of 4 ran slower than 32 of 2, 74.4 vs 64.9 us at
+// 64x4096x14336).
 // The dense launch's ~100 KB rings fit two CTAs per SM, so its clusters of 4 pack up to the SMs: H200, sixty-third
 // session, skinny_ab.py (do_bench, three interleaved rounds), us, 2 / 4 splits (the rule's choice now), cuBLAS:
 // 64x2048x8192 26.1 / 19.7, 19.6; 48x2048x8192 25.2 / 19.5, 19.5; 32x2048x8192 22.8 / 18.1, 19.4; 24x1600x8192
 // 22.4 / 15.4, 16.8; 17x2048x4096 14.5 / 13.2, 13.5; 40x1920x14336 (4 splits) 24.9, 27.0. (26th session, H100,
 // ratio to cuBLAS with 4 / 2 splits, 17-24 row tiles: 16x1536x8960 1.07 / 0.90, 32x1536x8960 1.09-1.10 / 0.86,
 // 24x1280x5120 0.99-1.03 / 0.79, 64x1280x8192 0.97-1.00 / 0.73, 20x1536x14336 1.12 / 0.85, 32x1088x4096 0.96-1.00 /
-// 0.78.) Measured on an H100: two CTAs per SM from more splits than one wave
+// 0.78.) Clusters of 8 pack the same way (H200, sixty-fourth session, skinny_ab.py, us, 4 / 8 splits, cuBLAS; 12 row
+// tiles: 32x768x8192 14.5 / 12.5, 12.5; 24x768x14336 19.8 / 15.1, 15.5; 16: 64x1024x8192 16.5 / 14.2, 14.0;
+// 32x1024x8192 15.1 / 13.7, 13.9; 40x1024x4096 12.3 / 11.9, 11.3; 20: 32x1280x8192 15.5 / 14.8, 15.2). At 24 row tiles
+// (192 CTAs) it was mixed (32x1536x8192 15.9 / 16.3; 64x1536x8192 18.1 / 17.4) and at 32 (256) clusters of 8 lost
+// (32x2048x8192 18.1 / 23.9). Measured on an H100: two CTAs per SM from more splits than one wave
 // ran 10-20% slower than one (16x4096x4096: 4 splits 27.5 us, 2 splits 23.7). `forced` (tests, experiments:
 // CUTORCH_GEMM_SKINNY_SPLITS) fixes it, clamped to 1..8 and to the K blocks.
 inline int choose_sm90_skinny_splits(int64_t n, int64_t k, int tokens, int num_sms, int forced = 0, bool dense = true) {
@@ -86,7 +102,7 @@ inline int choose_sm90_skinny_splits(int64_t n, int64_t k, int tokens, int num_s
   }
   // The most CTAs a launch in clusters of `size` may have (the bounds above).
   const auto max_ctas = [&](int size) -> int64_t {
-    if (size == 8) return num_sms / 2;
+    if (size == 8) return dense ? num_sms + num_sms / 4 : num_sms / 2;
     if (size == 4 && !dense) return 3 * num_sms / 4;
     return num_sms;
   };

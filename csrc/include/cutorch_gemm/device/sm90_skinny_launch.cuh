@@ -4,6 +4,7 @@
 
 #include <cuda.h>
 
+#include <cstdlib>
 #include <type_traits>
 
 #include "cutorch_gemm/device/launch_util.h"
@@ -18,12 +19,14 @@ namespace cutorch_gemm {
 // g.shape.offs) over `slots` non-empty groups at most (see the kernel); num_sms sizes its
 // persistent grid. kSwiGlu (grouped only): D = silu(gate) * up of b's [gate | up] column halves,
 // N / 2 columns, 32 per work item.
-template <typename T, int kTok, bool kGrouped = false, bool kWMn = false, bool kSwiGlu = false>
+template <typename T, int kTok, bool kGrouped = false, bool kWMn = false, bool kSwiGlu = false, bool kDeep = false>
 cudaError_t launch_sm90_skinny(const GemmArgs& g, int splits, cudaStream_t stream, int slots = 1, int num_sms = 0) {
-  using Smem = Sm90SkinnySmem<T, kTok, kGrouped>;
+  constexpr bool kOwnRed = sm90_skinny_own_red(kGrouped, kDeep);
+  using Smem = Sm90SkinnySmem<T, kTok, kOwnRed, kDeep>;
   constexpr int smem = int(sizeof(Smem)) + 1024;  // + the 1024-byte alignment of the ring
-  static_assert(smem <= sm90_skinny_smem_bytes(kTok) + (kGrouped ? kTok * sm90_skinny_red_ld(kTok) * 4 : 0),
+  static_assert(smem <= sm90_skinny_smem_bytes(kTok, kDeep) + (kOwnRed ? kTok * sm90_skinny_red_ld(kTok) * 4 : 0),
                 "the rule's shared-memory size covers the kernel's");
+  static_assert(smem <= 227 * 1024, "shared memory per block (sm_90)");
   const ProblemShape& s = g.shape;
   constexpr int kRows = sm90_skinny_rows(kTok);
   const int64_t row_tiles = ceil_div(int64_t(kSwiGlu ? s.n / 2 : s.n), int64_t(kSwiGlu ? kRows / 2 : kRows));
@@ -64,10 +67,34 @@ cudaError_t launch_sm90_skinny(const GemmArgs& g, int splits, cudaStream_t strea
       !encode_sw128(&tma_x, type, g.a, uint64_t(s.m), uint64_t(s.k), uint64_t(s.a_sm), kTok, kSm90SkinnyBlockK)) {
     return cudaErrorNotSupported;
   }
-  auto kernel = g.out_f32 ? sm90_skinny_kernel<T, float, kTok, kGrouped, kWMn, kSwiGlu>
-                          : sm90_skinny_kernel<T, T, kTok, kGrouped, kWMn, kSwiGlu>;
+  auto kernel = g.out_f32 ? sm90_skinny_kernel<T, float, kTok, kGrouped, kWMn, kSwiGlu, kDeep>
+                          : sm90_skinny_kernel<T, T, kTok, kGrouped, kWMn, kSwiGlu, kDeep>;
   cudaError_t err = ensure_dynamic_smem(reinterpret_cast<const void*>(kernel), smem);
   if (err != cudaSuccess) return err;
+  if constexpr (kDeep) {
+    // The deep ring (device/sm90_skinny.h, sm90_skinny_stages) holds one CTA per SM: where sm90_skinny_deep_ring
+    // takes it and every CTA (every cluster of 2) is resident at once; else the short ring, two CTAs per SM (a
+    // second wave would double the time).
+    const char* knob = std::getenv("CUTORCH_GEMM_SKINNY_RING");
+    bool deep = sm90_skinny_deep_ring(kTok, s.k, splits, knob != nullptr ? knob : "");
+    if (deep && splits == 1) {
+      deep = row_tiles <= resident_ctas(reinterpret_cast<const void*>(kernel), sm90_skinny_threads(kTok), smem);
+    } else if (deep) {
+      cudaLaunchConfig_t probe{};
+      cudaLaunchAttribute cluster[1];
+      cluster[0].id = cudaLaunchAttributeClusterDimension;
+      cluster[0].val.clusterDim.x = 2;
+      cluster[0].val.clusterDim.y = 1;
+      cluster[0].val.clusterDim.z = 1;
+      probe.gridDim = dim3(2u, unsigned(row_tiles), 1u);
+      probe.blockDim = dim3(sm90_skinny_threads(kTok));
+      probe.dynamicSmemBytes = size_t(smem);
+      probe.attrs = cluster;
+      probe.numAttrs = 1;
+      deep = row_tiles <= max_active_clusters(reinterpret_cast<const void*>(kernel), probe);
+    }
+    if (!deep) return launch_sm90_skinny<T, kTok, kGrouped, kWMn, kSwiGlu, false>(g, splits, stream, slots, num_sms);
+  }
   cudaLaunchConfig_t config{};
   config.gridDim = dim3(unsigned(splits), unsigned(row_tiles), unsigned(kGrouped ? slots : 1));
   if (kGrouped && splits == 1) {
@@ -114,7 +141,7 @@ cudaError_t run_sm90_skinny(const GemmArgs& g, int tokens, int splits, cudaStrea
   switch (tokens) {
     case 16:  return launch_sm90_skinny<T, 16>(g, splits, stream);
     case 32:  return launch_sm90_skinny<T, 32>(g, splits, stream);
-    case 64:  return launch_sm90_skinny<T, 64>(g, splits, stream);
+    case 64:  return launch_sm90_skinny<T, 64, false, false, false, /*kDeep=*/true>(g, splits, stream);
     case 128: return launch_sm90_skinny<T, 128>(g, splits, stream);
   }
   return cudaErrorInvalidValue;
