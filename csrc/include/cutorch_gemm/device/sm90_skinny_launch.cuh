@@ -21,10 +21,9 @@ namespace cutorch_gemm {
 // N / 2 columns, 32 per work item.
 template <typename T, int kTok, bool kGrouped = false, bool kWMn = false, bool kSwiGlu = false, bool kDeep = false>
 cudaError_t launch_sm90_skinny(const GemmArgs& g, int splits, cudaStream_t stream, int slots = 1, int num_sms = 0) {
-  constexpr bool kOwnRed = sm90_skinny_own_red(kGrouped, kDeep);
-  using Smem = Sm90SkinnySmem<T, kTok, kOwnRed, kDeep>;
+  using Smem = Sm90SkinnySmem<T, kTok, kGrouped, kDeep>;
   constexpr int smem = int(sizeof(Smem)) + 1024;  // + the 1024-byte alignment of the ring
-  static_assert(smem <= sm90_skinny_smem_bytes(kTok, kDeep) + (kOwnRed ? kTok * sm90_skinny_red_ld(kTok) * 4 : 0),
+  static_assert(smem <= sm90_skinny_smem_bytes(kTok, kDeep) + (Smem::kOwnRed ? kTok * sm90_skinny_red_ld(kTok) * 4 : 0),
                 "the rule's shared-memory size covers the kernel's");
   static_assert(smem <= 227 * 1024, "shared memory per block (sm_90)");
   const ProblemShape& s = g.shape;

@@ -54,15 +54,15 @@ namespace cutorch_gemm {
 
 // Shared memory of one CTA: the ring (W and x stages, 128-byte swizzled by TMA) and its
 // barriers. After the mainloop the ring's bytes hold the fp32 partial tile, [token][W row],
-// rows padded to sm90_skinny_red_ld floats (conflict-free fragment stores). kOwnRed: the partial
-// tile has its own bytes. The grouped kernel needs them, so that the producer can fill the ring for
+// rows padded to sm90_skinny_red_ld floats (conflict-free fragment stores). kOwnRed (the grouped
+// kernel and the deep ring): the partial tile has its own bytes. The grouped kernel needs them, so that the producer can fill the ring for
 // the CTA's next work item while the consumers run this one's epilogue; the deep ring (kDeep,
 // sm90_skinny_stages) has room for them at one CTA per SM, and then no generic store lands on bytes
 // TMA wrote (compute-sanitizer's racecheck reported hazards there, sometimes, when the deep ring
 // wrapped: benchmarks/RESULTS.md, sixty-fourth session).
-constexpr bool sm90_skinny_own_red(bool grouped, bool deep) { return grouped || deep; }
-template <typename T, int kTok, bool kOwnRed = false, bool kDeep = false>
+template <typename T, int kTok, bool kGrouped = false, bool kDeep = false>
 struct Sm90SkinnySmem {
+  static constexpr bool kOwnRed = kGrouped || kDeep;
   static constexpr int kStages = sm90_skinny_stages(kTok, kDeep);
   alignas(1024) T w[kStages][sm90_skinny_rows(kTok) * kSm90SkinnyBlockK];
   alignas(1024) T x[kStages][kTok * kSm90SkinnyBlockK];
@@ -134,8 +134,7 @@ __global__ void __launch_bounds__(sm90_skinny_threads(kTok), 1)
     sm90_skinny_kernel(const __grid_constant__ CUtensorMap tma_w, const __grid_constant__ CUtensorMap tma_x,
                        const GemmArgs g, const int w_hint) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  constexpr bool kOwnRed = sm90_skinny_own_red(kGrouped, kDeep);
-  using Smem = Sm90SkinnySmem<T, kTok, kOwnRed, kDeep>;
+  using Smem = Sm90SkinnySmem<T, kTok, kGrouped, kDeep>;
   constexpr int kStages = Smem::kStages;
   constexpr int kRegs = kTok / 2;  // the 64 x kTok fp32 fragment per consumer thread
   constexpr int kRows = sm90_skinny_rows(kTok);
@@ -154,7 +153,7 @@ __global__ void __launch_bounds__(sm90_skinny_threads(kTok), 1)
   extern __shared__ uint8_t smem_raw[];
   // NOTE: the 128-byte swizzle pattern repeats every 1024 bytes; stages must start on it.
   Smem& s = *reinterpret_cast<Smem*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
-  float* red = kOwnRed ? &s.red[0] : reinterpret_cast<float*>(&s.w[0][0]);
+  float* red = Smem::kOwnRed ? &s.red[0] : reinterpret_cast<float*>(&s.w[0][0]);
 
   const int splits = int(gridDim.x);
   const int rank = int(blockIdx.x);  // the cluster spans gridDim.x: rank == cluster_ctarank
