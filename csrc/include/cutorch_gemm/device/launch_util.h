@@ -52,6 +52,17 @@ inline cudaError_t ensure_dynamic_smem(const void* kernel, int bytes) {
   return err;
 }
 
+// Launches `config` in clusters of `x` CTAs along the grid's x dimension; `attr` is the caller's storage and must
+// outlive the launch.
+inline void set_cluster_x(cudaLaunchConfig_t& config, cudaLaunchAttribute& attr, unsigned x) {
+  attr.id = cudaLaunchAttributeClusterDimension;
+  attr.val.clusterDim.x = x;
+  attr.val.clusterDim.y = 1;
+  attr.val.clusterDim.z = 1;
+  config.attrs = &attr;
+  config.numAttrs = 1;
+}
+
 // cudaOccupancyMaxActiveClusters for a launch configuration, once per (kernel, device): how many
 // clusters of the kernel fit on the GPU at once (a persistent grid's size). A cluster's CTAs
 // share one GPC, so this can be below SMs / cluster size. 0 on error.

@@ -31,6 +31,29 @@ cudaError_t launch_sm90_skinny(const GemmArgs& g, int splits, cudaStream_t strea
   const int64_t row_tiles = ceil_div(int64_t(kSwiGlu ? s.n / 2 : s.n), int64_t(kSwiGlu ? kRows / 2 : kRows));
   if (row_tiles > 65535 || splits < 1 || splits > kSm90SkinnyMaxSplits || slots < 1 || slots > 65535)
     return cudaErrorInvalidValue;
+  auto kernel = g.out_f32 ? sm90_skinny_kernel<T, float, kTok, kGrouped, kWMn, kSwiGlu, kDeep>
+                          : sm90_skinny_kernel<T, T, kTok, kGrouped, kWMn, kSwiGlu, kDeep>;
+  cudaError_t err = ensure_dynamic_smem(reinterpret_cast<const void*>(kernel), smem);
+  if (err != cudaSuccess) return err;
+  if constexpr (kDeep) {
+    // The deep ring (device/sm90_skinny.h, sm90_skinny_stages) holds one CTA per SM: where sm90_skinny_deep_ring
+    // takes it and every CTA (every cluster of 2) is resident at once; else the short ring, two CTAs per SM (a
+    // second wave would double the time). Decided before the tensor maps, which the short launch encodes itself.
+    const char* knob = std::getenv("CUTORCH_GEMM_SKINNY_RING");
+    bool deep = sm90_skinny_deep_ring(kTok, s.k, splits, knob != nullptr ? knob : "");
+    if (deep && splits == 1) {
+      deep = row_tiles <= resident_ctas(reinterpret_cast<const void*>(kernel), sm90_skinny_threads(kTok), smem);
+    } else if (deep) {
+      cudaLaunchConfig_t probe{};
+      cudaLaunchAttribute cluster[1];
+      set_cluster_x(probe, cluster[0], unsigned(splits));
+      probe.gridDim = dim3(unsigned(splits), unsigned(row_tiles), 1u);
+      probe.blockDim = dim3(sm90_skinny_threads(kTok));
+      probe.dynamicSmemBytes = size_t(smem);
+      deep = row_tiles <= max_active_clusters(reinterpret_cast<const void*>(kernel), probe);
+    }
+    if (!deep) return launch_sm90_skinny<T, kTok, kGrouped, kWMn, kSwiGlu, false>(g, splits, stream, slots, num_sms);
+  }
   constexpr CUtensorMapDataType type =
       std::is_same_v<T, __nv_bfloat16> ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
   // W: N rows of K (b = W^T, K contiguous, row stride b_sn); x: M rows of K (row stride a_sm).
@@ -66,34 +89,6 @@ cudaError_t launch_sm90_skinny(const GemmArgs& g, int splits, cudaStream_t strea
       !encode_sw128(&tma_x, type, g.a, uint64_t(s.m), uint64_t(s.k), uint64_t(s.a_sm), kTok, kSm90SkinnyBlockK)) {
     return cudaErrorNotSupported;
   }
-  auto kernel = g.out_f32 ? sm90_skinny_kernel<T, float, kTok, kGrouped, kWMn, kSwiGlu, kDeep>
-                          : sm90_skinny_kernel<T, T, kTok, kGrouped, kWMn, kSwiGlu, kDeep>;
-  cudaError_t err = ensure_dynamic_smem(reinterpret_cast<const void*>(kernel), smem);
-  if (err != cudaSuccess) return err;
-  if constexpr (kDeep) {
-    // The deep ring (device/sm90_skinny.h, sm90_skinny_stages) holds one CTA per SM: where sm90_skinny_deep_ring
-    // takes it and every CTA (every cluster of 2) is resident at once; else the short ring, two CTAs per SM (a
-    // second wave would double the time).
-    const char* knob = std::getenv("CUTORCH_GEMM_SKINNY_RING");
-    bool deep = sm90_skinny_deep_ring(kTok, s.k, splits, knob != nullptr ? knob : "");
-    if (deep && splits == 1) {
-      deep = row_tiles <= resident_ctas(reinterpret_cast<const void*>(kernel), sm90_skinny_threads(kTok), smem);
-    } else if (deep) {
-      cudaLaunchConfig_t probe{};
-      cudaLaunchAttribute cluster[1];
-      cluster[0].id = cudaLaunchAttributeClusterDimension;
-      cluster[0].val.clusterDim.x = 2;
-      cluster[0].val.clusterDim.y = 1;
-      cluster[0].val.clusterDim.z = 1;
-      probe.gridDim = dim3(2u, unsigned(row_tiles), 1u);
-      probe.blockDim = dim3(sm90_skinny_threads(kTok));
-      probe.dynamicSmemBytes = size_t(smem);
-      probe.attrs = cluster;
-      probe.numAttrs = 1;
-      deep = row_tiles <= max_active_clusters(reinterpret_cast<const void*>(kernel), probe);
-    }
-    if (!deep) return launch_sm90_skinny<T, kTok, kGrouped, kWMn, kSwiGlu, false>(g, splits, stream, slots, num_sms);
-  }
   cudaLaunchConfig_t config{};
   config.gridDim = dim3(unsigned(splits), unsigned(row_tiles), unsigned(kGrouped ? slots : 1));
   if (kGrouped && splits == 1) {
@@ -116,14 +111,7 @@ cudaError_t launch_sm90_skinny(const GemmArgs& g, int splits, cudaStream_t strea
   config.dynamicSmemBytes = size_t(smem);
   config.stream = stream;
   cudaLaunchAttribute attr[1];
-  if (splits > 1) {  // the K split's CTAs form one cluster (their partial tiles meet in DSMEM)
-    attr[0].id = cudaLaunchAttributeClusterDimension;
-    attr[0].val.clusterDim.x = unsigned(splits);
-    attr[0].val.clusterDim.y = 1;
-    attr[0].val.clusterDim.z = 1;
-    config.attrs = attr;
-    config.numAttrs = 1;
-  }
+  if (splits > 1) set_cluster_x(config, attr[0], unsigned(splits));  // the K split's CTAs: one cluster (DSMEM sums)
   const int w_hint = env_is("CUTORCH_GEMM_L2_HINT", "off") ? 0 : 1;
   // Programmatic dependent launch (device/sm90_pdl_launch.cuh) for short launches on small grids: the K a CTA runs
   // through, items (a row tile's K split share) over CTAs (more than one each where persistent).
