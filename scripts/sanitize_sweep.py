@@ -356,14 +356,16 @@ def cases(quick: bool):
             ("sm90 skinny T32 splits 1 fp16 17x65x72", sk90("1"), mm(17, 65, 72, dtype=torch.float16)),
             ("sm90 skinny T64 splits 8 40x129x1000", sk90("8"), mm(40, 129, 1000)),
             ("sm90 skinny T128 splits 2 100x200x136", sk90("2"), mm(100, 200, 136, act="silu")),
-            # more K blocks per CTA than stages (the ring wraps; the short ring's partial tile then overwrites its
-            # first bytes, the deep ring's has its own), a partial last block
+            # more K blocks per CTA than stages (the ring wraps; the partial tile then overwrites the ring's first
+            # bytes, but the deep ring's, which has its own), a partial last block
             ("sm90 skinny T64 wrap deep splits 2 40x129x1608", sk90("2", "deep"), mm(40, 129, 1608, act="gelu")),
             ("sm90 skinny T64 wrap deep splits 1 fp16 33x65x904", sk90("1", "deep"),
              mm(33, 65, 904, dtype=torch.float16)),
             ("sm90 skinny T64 wrap short splits 2 40x129x1608", sk90("2", "short"), mm(40, 129, 1608, act="gelu")),
             ("sm90 skinny T64 wrap short splits 1 fp16 33x65x904", sk90("1", "short"),
-             mm(33, 65, 904, dtype=torch.float16))]
+             mm(33, 65, 904, dtype=torch.float16)),
+            ("sm90 skinny T32 wrap splits 1 fp16 29x65x904", sk90("1"), mm(29, 65, 904, dtype=torch.float16)),
+            ("sm90 skinny T16 wrap splits 1 9x130x1400", sk90("1"), mm(9, 130, 1400, act="silu"))]
     # sm90 stream-K: a capped grid cuts tiles into pieces (partials, flags, the owner's add); SPLIT_FILL keeps
     # the few tiles off split-K, which the binding decides first
     out += [("sm90 stream-K wide 640x512x320 grid 7",

@@ -260,7 +260,13 @@ def test_sm90_skinny_splits_keep_one_cta_per_sm():
     assert skinny90(n=1024, k=1984)["splits"] == 4          # 31: 8 splits would leave 3 per CTA
     assert skinny90(n=1536, k=8960)["splits"] == 4          # 24: 96 CTAs in clusters of 4
     assert skinny90(n=2048, k=8192)["splits"] == 4          # 32: 128 CTAs in clusters of 4, within the SMs
-    assert skinny90(n=2176, k=8192)["splits"] == 2          # 34: 136 CTAs > 132
+    assert skinny90(n=2176, k=8192)["splits"] == 4          # 34: 136 CTAs, past the SMs (two CTAs per SM)
+    assert skinny90(n=3328, k=8192)["splits"] == 4          # 52: 208 CTAs, within 13/8 of the SMs (214)
+    assert skinny90(n=3392, k=8192)["splits"] == 4          # 53: 212
+    assert skinny90(n=2048, k=8192, num_sms=79)["splits"] == 4  # 128 CTAs: the bound 13 * 79 / 8 = 128
+    assert skinny90(n=2048, k=8192, num_sms=78)["splits"] == 2  # 126
+    assert skinny90(n=3456, k=8192)["splits"] == 2          # 54: 216 > 214 (measured no faster than 2 splits)
+    assert skinny90(n=2560, k=256)["splits"] == 1           # 4 K blocks: no split keeps 4 per CTA
     assert skinny90(n=512, k=8192)["splits"] == 8           # 8 row tiles
     assert skinny90(n=1024, k=512)["splits"] == 2           # 8 K blocks: two splits of 4
     assert skinny90(n=64, k=64)["splits"] == 1

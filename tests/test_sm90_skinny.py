@@ -109,7 +109,7 @@ def test_sm90_skinny_epilogue(monkeypatch, dtype, activation, splits):
 
 @pytest.mark.parametrize("mnk", [(17, 4096, 4096), (32, 8192, 4096), (64, 4096, 14336), (24, 1024, 8192),
                                  (48, 1024, 256), (33, 512, 512), (1, 8192, 8192), (8, 14336, 4096),
-                                 (16, 8192, 4096)],
+                                 (16, 8192, 4096), (40, 2560, 8192), (24, 3072, 4160)],  # (clusters of 4 past the SMs)
                          ids=lambda s: "x".join(map(str, s)))
 def test_sm90_skinny_auto_rule_on_decode_shapes(mnk):
     m, n, k = mnk

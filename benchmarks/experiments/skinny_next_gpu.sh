@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Open questions the sixty-fourth session left on the Hopper skinny kernel (benchmarks/RESULTS.md, its sections 3-5),
-# one call on a GPU machine (~6 min):
+# one call on a GPU machine (~4 min; the sixty-fifth session's first call, its RESULTS.md sections 1-3):
 # 1. 33-36 rows ran the 64-token kernel ~12% slower than 39-64 at N 4096, K 8192 (same split, same ring: 33.1 / 32.0
 #    against 29.0-29.8 us). Not partial 8-row groups of x (39, 41, 44 are fast). Per-row timing, both rings, then
 #    Nsight Compute's DRAM throughput and duration at 33 and 40 rows.

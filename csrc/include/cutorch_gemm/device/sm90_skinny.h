@@ -73,16 +73,21 @@ inline std::string sm90_skinny_config_name(int tokens) {
   return "Sm90_Skinny_" + std::to_string(sm90_skinny_rows(tokens)) + "xT" + std::to_string(tokens);
 }
 
-// K split (the cluster's CTAs): the most splits, up to 8, that keep the CTAs within the SMs, each with at least 4 K
-// blocks; clusters of 8 up to 5/4 of the SMs (`dense` false: the grouped launch, whose rings carry the partial tile
-// too: half the SMs), and in the grouped launch clusters of 4 at most 3/4 of them. Why the bounds: a cluster's CTAs
-// share a GPC (16-18 SMs), and the GPCs hold fewer clusters of 4 or 8 than SMs / 4 or / 8 at one CTA per SM; the rest
-// then run as a second wave (H100, 128-row CTAs: 32 clusters of 4 ran slower than 32 of 2, 74.4 vs 64.9 us at
-// 64x4096x14336).
+// K split (the cluster's CTAs): the most splits, up to 8, each with at least 4 K blocks, whose CTAs stay within a
+// bound: the SMs for clusters of 2; in the dense launch 13/8 of them for clusters of 4 and 5/4 for clusters of 8
+// (`dense` false: the grouped launch, whose rings carry the partial tile too: 3/4 and 1/2). Why the bounds: a
+// cluster's CTAs share a GPC (16-18 SMs), and the GPCs hold fewer clusters of 4 or 8 than SMs / 4 or / 8 at one CTA
+// per SM; the rest then run as a second wave (H100, 128-row CTAs: 32 clusters of 4 ran slower than 32 of 2, 74.4 vs
+// 64.9 us at 64x4096x14336).
 // The dense launch's ~100 KB rings fit two CTAs per SM, so its clusters of 4 pack up to the SMs: H200, sixty-third
 // session, skinny_ab.py (do_bench, three interleaved rounds), us, 2 / 4 splits (the rule's choice now), cuBLAS:
 // 64x2048x8192 26.1 / 19.7, 19.6; 48x2048x8192 25.2 / 19.5, 19.5; 32x2048x8192 22.8 / 18.1, 19.4; 24x1600x8192
-// 22.4 / 15.4, 16.8; 17x2048x4096 14.5 / 13.2, 13.5; 40x1920x14336 (4 splits) 24.9, 27.0. (26th session, H100,
+// 22.4 / 15.4, 16.8; 17x2048x4096 14.5 / 13.2, 13.5; 40x1920x14336 (4 splits) 24.9, 27.0. Past the SMs too, where
+// the two CTAs per SM still hold them (H200, sixty-fifth session, skinny_ab.py, us, 2 / 4 splits, cuBLAS; 144 CTAs:
+// 24x2304x14336 34.1 / 26.5, 30.2; 160: 32x2560x8192 23.7 / 20.1, 21.8; 64x2560x8192 25.0 / 20.9, 22.5; 192:
+// 32x3072x8192 24.2 / 22.9, 25.1; 200: 32x3200x8192 23.8 / 22.9, 25.5; 208: 32x3328x8192 24.6 / 23.4, 25.9), and no
+// longer at 216-224 (32x3456x8192 24.3 / 24.5; 32x3584x8192 25.2 / 25.1; 24x3584x14336 36.6 / 36.5; 48x3584x8192 26.4
+// / 26.4; only 64x3456x8192 26.2 / 25.0): the bound is 13/8 of the SMs (214 on 132). (26th session, H100,
 // ratio to cuBLAS with 4 / 2 splits, 17-24 row tiles: 16x1536x8960 1.07 / 0.90, 32x1536x8960 1.09-1.10 / 0.86,
 // 24x1280x5120 0.99-1.03 / 0.79, 64x1280x8192 0.97-1.00 / 0.73, 20x1536x14336 1.12 / 0.85, 32x1088x4096 0.96-1.00 /
 // 0.78.) Clusters of 8 pack the same way (H200, sixty-fourth session, skinny_ab.py, us, 4 / 8 splits, cuBLAS; 12 row
@@ -103,7 +108,7 @@ inline int choose_sm90_skinny_splits(int64_t n, int64_t k, int tokens, int num_s
   // The most CTAs a launch in clusters of `size` may have (the bounds above).
   const auto max_ctas = [&](int size) -> int64_t {
     if (size == 8) return dense ? num_sms + num_sms / 4 : num_sms / 2;
-    if (size == 4 && !dense) return 3 * num_sms / 4;
+    if (size == 4) return dense ? 13 * num_sms / 8 : 3 * num_sms / 4;
     return num_sms;
   };
   int s = 1;

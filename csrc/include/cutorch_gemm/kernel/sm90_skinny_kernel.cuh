@@ -318,6 +318,10 @@ __global__ void __launch_bounds__(sm90_skinny_threads(kTok), 1)
       // partial tile, and (grouped) every consumer's epilogue reads of the last item's partial tile
       // are (named barrier 1: the consumer warps).
       asm volatile("bar.sync 1, %0;\n" ::"n"(kConsumerThreads) : "memory");
+      // Over the ring (no kOwnRed), the partial tile's generic stores land on bytes whose last accesses were the async
+      // proxy's (TMA's writes, wgmma's reads): a proxy fence orders them, as the tile kernels do where they reuse their
+      // stages (collective/sm90_ksplit_pair.cuh).
+      if constexpr (!Smem::kOwnRed) sm90::fence_proxy_async_shared();
       // Fragment -> [token][row]: register i of thread (warp w of the CTA, lane l) is W row
       // 16 w + l / 4 + 8 ((i / 2) % 2) (warpgroup c's warps 4c..4c+3 cover rows 64c..64c+63),
       // token 8 (i / 4) + 2 (l % 4) + i % 2.
