@@ -356,8 +356,8 @@ def cases(quick: bool):
             ("sm90 skinny T32 splits 1 fp16 17x65x72", sk90("1"), mm(17, 65, 72, dtype=torch.float16)),
             ("sm90 skinny T64 splits 8 40x129x1000", sk90("8"), mm(40, 129, 1000)),
             ("sm90 skinny T128 splits 2 100x200x136", sk90("2"), mm(100, 200, 136, act="silu")),
-            # more K blocks per CTA than stages (the ring wraps; the partial tile then overwrites the ring's first
-            # bytes, but the deep ring's, which has its own), a partial last block
+            # more K blocks per CTA than stages (the ring wraps; then the partial tile overwrites the ring's first
+            # bytes, except in the deep ring, where it has its own), a partial last block
             ("sm90 skinny T64 wrap deep splits 2 40x129x1608", sk90("2", "deep"), mm(40, 129, 1608, act="gelu")),
             ("sm90 skinny T64 wrap deep splits 1 fp16 33x65x904", sk90("1", "deep"),
              mm(33, 65, 904, dtype=torch.float16)),
