@@ -3,11 +3,17 @@
 # launches come from (benchmarks/RESULTS.md, sixty-fifth session, section 4). The flagged case alone, ten
 # sanitizer runs of 5 launches each per variant: as flagged (fp16), with the dependent launch off, in bf16, at 2 splits,
 # and the deep ring's one-split case (never flagged so far). A variant that never reports where the first does points
-# at the cause.
+# at the cause. PATCH=1 (a second call): the same after skinny_red_shared.patch, which writes and reads the one-split
+# partial tile with shared-space instructions (st.shared / ld.shared) in place of generic ones; the split launches,
+# never flagged, already read it with ld.shared::cluster.
 #
-#   bash benchmarks/experiments/skinny_race_next_gpu.sh
+#   bash benchmarks/experiments/skinny_race_next_gpu.sh && PATCH=1 bash benchmarks/experiments/skinny_race_next_gpu.sh
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+if [ "${PATCH:-0}" = 1 ]; then
+  P=benchmarks/experiments/skinny_red_shared.patch
+  git apply "$P" 2>/dev/null || patch -p1 < "$P" || exit 1
+fi
 bash scripts/gpu_build.sh || exit 1
 CASE=benchmarks/experiments/skinny_race_case.py
 run() {  # name, env..., then the case's arguments after "--"
