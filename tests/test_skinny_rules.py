@@ -247,8 +247,9 @@ def test_sm90_skinny_deep_ring_only_for_64_tokens_long_k_and_at_most_2_splits():
     assert skinny90(m=32, n=4096, k=14336, ring="deep")["stages"] == 8
 
 
-def test_sm90_skinny_splits_keep_one_cta_per_sm():
-    # 64-row CTAs times splits stay within the SMs, each split keeps >= 4 K blocks, at most 8.
+def test_sm90_skinny_splits_keep_the_ctas_within_their_bounds():
+    # 64-row CTAs times splits stay within the SMs (clusters of 2), 13/8 of them (clusters of 4) or 5/4 (clusters of
+    # 8); each split keeps >= 4 K blocks, at most 8.
     assert skinny90(n=4096, k=4096)["splits"] == 2          # 64 row tiles
     assert skinny90(n=8192, k=8192)["splits"] == 1          # 128
     assert skinny90(n=14336, k=4096)["splits"] == 1         # 224: more than the SMs already
