@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# The next GPU session's first call (~5 min): where the intermittent racecheck reports in one-split Hopper skinny
-# launches come from (benchmarks/RESULTS.md, sixty-fifth session, section 4). The flagged case alone, ten
-# sanitizer runs of 5 launches each per variant: as flagged (fp16), with the dependent launch off, in bf16, at 2 splits,
-# and the deep ring's one-split case (never flagged so far). A variant that never reports where the first does points
-# at the cause. PATCH=1 (a second call): the same after skinny_red_shared.patch, which writes and reads the one-split
-# partial tile with shared-space instructions (st.shared / ld.shared) in place of generic ones; the split launches,
-# never flagged, already read it with ld.shared::cluster.
+# The next GPU session's first call (~7-8 min: the build, then 60 sanitizer runs of ~5 s each): where the
+# intermittent racecheck reports in one-split Hopper skinny launches come from (benchmarks/RESULTS.md, sixty-fifth
+# session, section 4). The flagged case alone, ten sanitizer runs of 5 launches each per variant: as flagged (fp16),
+# with the dependent launch off, in bf16, at 2 splits, and the deep ring's one-split case (never flagged so far). A
+# variant that never reports where the first does points at the cause. PATCH=1 (a second call): the same after
+# skinny_red_shared.patch, which writes and reads the one-split partial tile with shared-space instructions
+# (st.shared / ld.shared) in place of generic ones; the split launches, never flagged, already read it with
+# ld.shared::cluster.
 #
 #   bash benchmarks/experiments/skinny_race_next_gpu.sh && PATCH=1 bash benchmarks/experiments/skinny_race_next_gpu.sh
 set -uo pipefail
