@@ -160,8 +160,13 @@ __global__ void __launch_bounds__(sm90_skinny_threads(kTok), 1)
   const int k_blocks = ceil_div(g.shape.k, kSm90SkinnyBlockK);
   const int kb_begin = int((long long)k_blocks * rank / splits);
   const int kb_end = int((long long)k_blocks * (rank + 1) / splits);
-  // Grouped without a K split: the consumers sync only among themselves, the producer runs ahead.
-  const bool run_ahead = kGrouped && splits == 1;
+  // Without a K split the consumers store the tile alone and sync only among themselves (named barrier 1): the
+  // producer runs ahead to the next item's loads (grouped) or leaves (dense). The dense launch once had the producer
+  // warp take a share of the epilogue after a __syncthreads(); compute-sanitizer's racecheck then reported RAW hazards
+  // between the consumers' partial-tile stores and the producer warp's reads in about half its runs, whatever the
+  // load/store instructions (benchmarks/RESULTS.md, sixty-sixth session). With 128 or 256 consumer threads the
+  // epilogue takes as many passes over a full tile as with the producer warp.
+  const bool run_ahead = splits == 1;
 
   // Programmatic dependent launch (arch/sm90_grid_dependency.cuh; sm90_launch_pdl): the next such launch may place
   // its CTAs as this grid's leave their SMs; this grid touches no global memory before its own wait (thread 0 after
@@ -268,7 +273,10 @@ __global__ void __launch_bounds__(sm90_skinny_threads(kTok), 1)
         }
       }
       __syncwarp();
-      if (run_ahead) continue;  // (the consumers store this item)
+      if (run_ahead) {  // (the consumers store this item)
+        if constexpr (kGrouped) continue;
+        else break;
+      }
     } else {
       // Consumer warpgroups (64 W rows each): 4 k16 steps per stage; a stage goes back to the producer once the
       // next stage's wgmma are issued (wait_group 1: the previous group has read its operands).
@@ -335,8 +343,7 @@ __global__ void __launch_bounds__(sm90_skinny_threads(kTok), 1)
     }
     // Every CTA's partial tile is written (release / acquire across the cluster).
     if (splits > 1) sm90::cluster_sync();
-    else if (run_ahead) asm volatile("bar.sync 1, %0;\n" ::"n"(kConsumerThreads) : "memory");
-    else __syncthreads();
+    else asm volatile("bar.sync 1, %0;\n" ::"n"(kConsumerThreads) : "memory");  // (run_ahead)
 
     // Epilogue: quads of 4 D columns; CTA `rank` takes the rank-th share of the rows x kItemCols / 4 quads.
     // Consecutive threads take consecutive quads of one D row (coalesced stores).
