@@ -1,7 +1,8 @@
 """One Hopper skinny launch for compute-sanitizer's racecheck (benchmarks/RESULTS.md, sixty-fifth session, section 4:
 one-split fp16 launches drew intermittent RAW reports between the partial tile's stores and the producer warp's
-epilogue reads, until the sixty-sixth session left the producer warp out of the one-split epilogue). Runs `cg.gemm(x, W^T, bias)` once per repeat, as scripts/sanitize_sweep.py's skinny cases do, and
-checks it against float64. The split count and ring come from the environment (CUTORCH_GEMM_SKINNY=sm90,
+epilogue reads, until the sixty-sixth session left the producer warp out of the one-split epilogue). Runs
+`cg.gemm(x, W^T, bias)` once per repeat, as scripts/sanitize_sweep.py's skinny cases do, and checks it against
+float64. The split count and ring come from the environment (CUTORCH_GEMM_SKINNY=sm90,
 CUTORCH_GEMM_SKINNY_SPLITS, CUTORCH_GEMM_SKINNY_RING); CUTORCH_GEMM_SM90_PDL=off turns off the dependent launch.
 
     compute-sanitizer --tool racecheck --racecheck-report all python3 benchmarks/experiments/skinny_race_case.py \
