@@ -16,7 +16,9 @@
 // cluster's partials in rank order through distributed shared memory (deterministic, one
 // launch, no workspace) and applies the epilogue.
 //
-// Threads: the consumer warpgroups first (wgmma), then the producer warp (TMA).
+// Threads: the consumer warpgroups first (wgmma), then the producer warp (TMA). With a K split
+// every thread takes a share of the epilogue; without one the consumers run it alone (the producer
+// warp leaves after its loads, or, grouped, runs ahead to the next item's).
 //
 // Grouped (kGrouped; grouped_mm 2D x 3D at decode sizes, device/sm90_skinny.h's grouped rule):
 // W is the group's (N x K) slice of a stacked weight (a 3-D tensor map, group on the outer axis;
