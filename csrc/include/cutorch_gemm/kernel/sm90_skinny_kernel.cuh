@@ -162,12 +162,10 @@ __global__ void __launch_bounds__(sm90_skinny_threads(kTok), 1)
   const int k_blocks = ceil_div(g.shape.k, kSm90SkinnyBlockK);
   const int kb_begin = int((long long)k_blocks * rank / splits);
   const int kb_end = int((long long)k_blocks * (rank + 1) / splits);
-  // Without a K split the consumers store the tile alone and sync only among themselves (named barrier 1): the
-  // producer runs ahead to the next item's loads (grouped) or leaves (dense). The dense launch once had the producer
-  // warp take a share of the epilogue after a __syncthreads(); compute-sanitizer's racecheck then reported RAW hazards
-  // between the consumers' partial-tile stores and the producer warp's reads in about half its runs, whatever the
-  // load/store instructions (benchmarks/RESULTS.md, sixty-sixth session). With 128 or 256 consumer threads the
-  // epilogue takes as many passes over a full tile as with the producer warp.
+  // Without a K split the consumers run the epilogue alone and sync only among themselves (named barrier 1): the
+  // producer runs ahead to the next item's loads (grouped) or leaves (dense). NOTE: a producer-warp share of the
+  // dense epilogue behind a __syncthreads() drew racecheck RAW reports in half the runs (RESULTS.md, sixty-sixth
+  // session); without it a full tile takes as many epilogue passes.
   const bool run_ahead = splits == 1;
 
   // Programmatic dependent launch (arch/sm90_grid_dependency.cuh; sm90_launch_pdl): the next such launch may place
