@@ -184,6 +184,32 @@ def test_gemm_beta0_does_not_read_c(device, dtype, poison):
     check(out, ref_gemm(a, b, bias, None, 1.0, 0.0, "gelu"), dtype)
 
 
+_BCAST_C = {  # c as a stride-0 view, as torch.addmm users broadcast it: (stride of M, stride of N)
+    "rows": lambda m, n, dt, dev: make((1, n), dt, dev).expand(m, n),     # (0, 1): one row for every row
+    "cols": lambda m, n, dt, dev: make((m, 1), dt, dev).expand(m, n),     # (1, 0): one value per row
+    "scalar": lambda m, n, dt, dev: make((1, 1), dt, dev).expand(m, n),   # (0, 0)
+}
+
+
+@dtypes
+@pytest.mark.parametrize("c_kind", list(_BCAST_C))
+@pytest.mark.parametrize("mnk", [(7, 65, 33), (129, 257, 65), (8, 4096, 1024), (40, 4096, 512), (384, 1024, 256)],
+                         ids=str)
+def test_gemm_broadcast_c(device, dtype, c_kind, mnk):
+    """An expanded (stride-0) c reads the same element for every broadcast row / column on each path the shape
+    takes. On an H200 (sixty-seventh session, bf16, `cg.explain`): sm80 tiles (K of 33 / 65: rows not 16-byte
+    aligned), the mma.sync skinny kernel (M = 8), the Hopper skinny kernel (M = 40, 2 K splits) and sm90 ping-pong
+    (384x1024x256; C read as column pairs or element-wise, never by the TMA C load, which needs a positive row
+    stride)."""
+    m, n, k = mnk
+    a = make((m, k), dtype, device)
+    b = make((k, n), dtype, device, "col")
+    bias = make((n,), dtype, device)
+    c = _BCAST_C[c_kind](m, n, dtype, device)
+    out = cg.gemm(a, b, bias=bias, c=c, alpha=0.5, beta=-1.25, activation="relu")
+    check(out, ref_gemm(a, b, bias, c, 0.5, -1.25, "relu"), dtype, what=f"gemm {mnk} c {c_kind}")
+
+
 # --------------------------------------------------------------------------------------
 # bmm
 # --------------------------------------------------------------------------------------
