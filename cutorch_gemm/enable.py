@@ -29,9 +29,12 @@ def _addmm(inp, a, b, *, beta=1, alpha=1, out=None):
     m, n = a.shape[0], b.shape[1]
     if inp.dim() == 1 and inp.shape[0] == n and beta == 1:
         return ops.gemm(a, b, bias=inp, alpha=float(alpha))
-    if inp.dim() == 2 and tuple(inp.shape) == (m, n):
-        return ops.gemm(a, b, c=inp, alpha=float(alpha), beta=float(beta))
-    return None
+    if inp.dim() > 2 or any(s not in (1, t) for s, t in zip(inp.shape[::-1], (n, m))):
+        return None  # not broadcastable to (M, N): PyTorch raises its own error
+    # A broadcast input ((N,) with beta != 1, (1, N), (M, 1), a scalar) is c as a stride-0 view: every kernel
+    # reads c through its strides (tests/test_ops.py::test_gemm_broadcast_c), and autograd sums c's gradient
+    # back over the broadcast dimensions through the expand.
+    return ops.gemm(a, b, c=inp.expand(m, n), alpha=float(alpha), beta=float(beta))
 
 
 class _Mode(TorchFunctionMode):

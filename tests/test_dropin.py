@@ -189,6 +189,49 @@ def test_enable_nested_and_decorator(route_cpu):
     assert out.shape == (3, 5)
 
 
+# torch.addmm's input broadcast to (M, N), with the beta it is scaled by: (N,) at beta 1 is our bias; every other
+# form is c as a stride-0 view; beta 0 ignores the input (NaN in it does not propagate); (3, 6) and (4, 6, 1) do
+# not broadcast (PyTorch's own error).
+ADDMM_INPUTS = [((6,), 1.0), ((6,), 0.5), ((1, 6), 1.0), ((4, 1), 2.0), ((), -1.0), ((1, 1), 0.0), ((4, 6), 0.25),
+                ((3, 6), 1.0), ((4, 6, 1), 1.0)]
+
+
+@pytest.mark.parametrize("device", [pytest.param("cpu", id="cpu-route_cpu")] + [
+    pytest.param("cuda", marks=d.marks, id="cuda") for d in DEVICES[1:]])
+@pytest.mark.parametrize("inp_shape,beta", ADDMM_INPUTS, ids=str)
+def test_enable_addmm_broadcast_input(monkeypatch, device, inp_shape, beta):
+    monkeypatch.setattr(dropin, "ROUTE_CPU", True)
+    calls = []
+    real = cg.ops.gemm
+    monkeypatch.setattr(cg.ops, "gemm", lambda *x, **k: calls.append(k) or real(*x, **k))
+    dt = torch.float64
+    a = torch.randn(4, 5, dtype=dt, device=device, requires_grad=True)
+    b = torch.randn(6, 5, dtype=dt, device=device).t().requires_grad_()
+    inp = torch.randn(inp_shape, dtype=dt, device=device)
+    if beta == 0:
+        inp[...] = float("nan")
+    inp.requires_grad_()
+    try:
+        ref = torch.addmm(inp, a, b, beta=beta, alpha=1.5)
+    except RuntimeError:
+        with cg.enable(), pytest.raises(RuntimeError):
+            torch.addmm(inp, a, b, beta=beta, alpha=1.5)
+        assert not calls, "a shape PyTorch refuses must not reach our ops"
+        return
+    with cg.enable():
+        out = torch.addmm(inp, a, b, beta=beta, alpha=1.5)
+    assert len(calls) == 1, "the broadcast input runs on gemm"
+    assert ("bias" in calls[0]) == (inp_shape == (6,) and beta == 1.0)
+    assert torch.isfinite(out).all()
+    torch.testing.assert_close(out, ref, rtol=1e-10, atol=1e-10)
+    g = torch.randn_like(ref)
+    ref_grads = torch.autograd.grad(ref, (inp, a, b), g)
+    grads = torch.autograd.grad(out, (inp, a, b), g)
+    for name, gr, gref in zip(("input", "a", "b"), grads, ref_grads):
+        assert gr.shape == gref.shape, name
+        torch.testing.assert_close(gr, gref, rtol=1e-10, atol=1e-10, msg=lambda m, n=name: f"grad of {n}: {m}")
+
+
 @pytest.mark.parametrize("case", ["cpu_int", "complex", "requires_grad", "noncontig_batch", "empty_batch"])
 def test_enable_matches_pytorch_on_edge_inputs(case):
     if case == "cpu_int":
