@@ -130,6 +130,8 @@ def _gated_fused(x: torch.Tensor, gate: torch.nn.Module, up: torch.nn.Module,
         return None
     if torch.compiler.is_compiling() or torch.is_autocast_enabled(x.device.type):
         return None  # (compiled: the block as written on our Linears; the compiler fuses silu * up)
+    if ops.transformed((x, gate.weight, up.weight, down.weight)):
+        return None  # torch.func / forward-mode AD: the block as written (_GatedMLPFunction has no jvp)
     if route_linear(x, gate.weight, gate.bias) != "gemm" or route_linear(x, down.weight, down.bias) != "gemm":
         return None
     if not _gate_up_packed(gate, up):
@@ -378,7 +380,9 @@ class GroupedExperts(torch.nn.Module):
         if not (torch.is_grad_enabled() and (x.requires_grad or self.w_gate_up.requires_grad)):
             act = grouped_mm(x.index_select(0, token_of), self.w_gate_up, offs, activation="swiglu")  # (T*k, F)
         else:
-            xs = _GatherRows.apply(x, token_of, inv, k) if x.requires_grad else x.index_select(0, token_of)
+            # (under torch.func transforms the plain gather: its backward is index_add's)
+            gather = x.requires_grad and not ops.transformed((x,))
+            xs = _GatherRows.apply(x, token_of, inv, k) if gather else x.index_select(0, token_of)
             h = grouped_mm(xs, self.w_gate_up, offs)  # (T*k, 2F)
             act = ops.swiglu(h)  # (T*k, F), one pass
         y = grouped_mm(act, self.w_down, offs)  # (T*k, H), expert order

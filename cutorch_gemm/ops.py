@@ -33,8 +33,34 @@ def _no_graph(*tensors) -> bool:
     return not any(isinstance(t, torch.Tensor) and t.requires_grad for t in tensors)
 
 
+_fw_ad = torch.autograd.forward_ad
+
+
+def has_tangent(tensors) -> bool:
+    """True when one of ``tensors`` carries a forward-mode AD tangent (``forward_ad.make_dual``,
+    ``torch.func.jvp``) at the current dual level."""
+    if _fw_ad._current_level < 0:  # outside every dual_level(): nothing to look up
+        return False
+    return any(isinstance(t, torch.Tensor) and _fw_ad.unpack_dual(t).tangent is not None for t in tensors)
+
+
+def transformed(tensors) -> bool:
+    """True when a call on ``tensors`` must go through the ops' autograd.Functions in Python
+    (``_autograd.py``): a torch.func transform (grad, vjp, jvp, jacrev, jacfwd, hessian, vmap) is
+    active, or an input carries a forward-mode tangent. The ops' Autograd kernels run inside the
+    dispatcher, where torch.func cannot reach an autograd.Function."""
+    return torch._C._are_functorch_transforms_active() or has_tangent(tensors)
+
+
+# Set by _autograd.py: function_call(op, args, kwargs) applies the op's autograd.Function.
+_FUNCTION_CALL = None
+
+
 def _call(op, tensors, *args, **kwargs):
-    """``op(*args, **kwargs)``, below the autograd key when ``tensors`` cannot record a graph."""
+    """``op(*args, **kwargs)``, below the autograd key when ``tensors`` cannot record a graph;
+    through the op's autograd.Function under torch.func transforms and forward-mode AD."""
+    if not torch.compiler.is_compiling() and transformed(tensors):
+        return _FUNCTION_CALL(op, args, kwargs)
     if _no_graph(*tensors):
         with _below_autograd():
             return op.default(*args, **kwargs)
