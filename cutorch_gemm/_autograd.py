@@ -124,7 +124,7 @@ class _Mm(torch.autograd.Function):
     @staticmethod
     def forward(a, b, out_dtype):
         with _below():
-            return _ops.mm(a, b, out_dtype=out_dtype)
+            return _ops.mm.default(a, b, out_dtype=out_dtype)
 
     @staticmethod
     def setup_context(ctx, inputs, output):
@@ -172,7 +172,7 @@ class _Gemm(torch.autograd.Function):
     @staticmethod
     def forward(a, b, bias, c, alpha, beta, activation, out_dtype):
         with _below():
-            return _ops.gemm(a, b, bias, c, alpha=alpha, beta=beta, activation=activation, out_dtype=out_dtype)
+            return _ops.gemm.default(a, b, bias, c, alpha=alpha, beta=beta, activation=activation, out_dtype=out_dtype)
 
     @staticmethod
     def setup_context(ctx, inputs, output):
@@ -247,7 +247,7 @@ class _Bmm(torch.autograd.Function):
     @staticmethod
     def forward(a, b, out_dtype):
         with _below():
-            return _ops.bmm(a, b, out_dtype=out_dtype)
+            return _ops.bmm.default(a, b, out_dtype=out_dtype)
 
     setup_context = _Mm.setup_context
 
@@ -314,7 +314,7 @@ class _GroupedMm(torch.autograd.Function):
     @staticmethod
     def forward(a, b, offs, bias, activation, out_dtype):
         with _below():
-            return _ops.grouped_mm(a, b, offs, bias, activation=activation, out_dtype=out_dtype)
+            return _ops.grouped_mm.default(a, b, offs, bias, activation=activation, out_dtype=out_dtype)
 
     @staticmethod
     def setup_context(ctx, inputs, output):
@@ -399,7 +399,7 @@ class _ScaledMm(torch.autograd.Function):
     @staticmethod
     def forward(a, b, scale_a, scale_b, bias, out_dtype, use_fast_accum):
         with _below():
-            return _ops.scaled_mm(a, b, scale_a, scale_b, bias, out_dtype=out_dtype, use_fast_accum=use_fast_accum)
+            return _ops.scaled_mm.default(a, b, scale_a, scale_b, bias, out_dtype=out_dtype, use_fast_accum=use_fast_accum)
 
     @staticmethod
     def setup_context(ctx, inputs, output):
@@ -478,7 +478,7 @@ class _Swiglu(torch.autograd.Function):
     @staticmethod
     def forward(gate_up):
         with _below():
-            return _ops.swiglu(gate_up)
+            return _ops.swiglu.default(gate_up)
 
     @staticmethod
     def setup_context(ctx, inputs, output):
@@ -534,7 +534,7 @@ class _MoeCombine(torch.autograd.Function):
     @staticmethod
     def forward(y, inv, weights, k):
         with _below():
-            return _ops.moe_combine(y, inv, weights, k)
+            return _ops.moe_combine.default(y, inv, weights, k)
 
     @staticmethod
     def setup_context(ctx, inputs, output):
@@ -590,7 +590,7 @@ class _GroupedGemm(torch.autograd.Function):
     def forward(n, has_bias, activation, out_dtype, *tensors):
         a, b, bias = _split(n, has_bias, tensors)
         with _below():
-            return tuple(_ops.grouped_gemm(a, b, bias, activation=activation, out_dtype=out_dtype))
+            return tuple(_ops.grouped_gemm.default(a, b, bias, activation=activation, out_dtype=out_dtype))
 
     @staticmethod
     def setup_context(ctx, inputs, output):
@@ -716,7 +716,7 @@ def _grouped_gemm_kernel(keyset, a, b, bias=None, *, activation="none", out_dtyp
     # H200 host: ~360 us of a ~1.2 ms call whose kernel takes ~0.3 ms).
     if not _needs_function(flat[4:]):
         with _below():
-            return _ops.grouped_gemm(a, b, bias, activation=activation, out_dtype=out_dtype)
+            return _ops.grouped_gemm.default(a, b, bias, activation=activation, out_dtype=out_dtype)
     return _apply("grouped_gemm", _GroupedGemmKernel, flat)
 
 

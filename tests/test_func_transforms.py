@@ -275,7 +275,11 @@ def test_scaled_mm_tangents(device):
     sa = torch.rand(5, 1, device=device) + 0.5
     sb = torch.rand(1, 8, device=device) + 0.5
     bias = torch.randn(8, device=device)
-    prod = a.to(F64) @ b.to(F64)
+    # a @ b as the op computes it (Hopper's 8-bit wgmma adds products with fewer bits than fp32,
+    # test_scaled_mm.py's TC8_ACCUM; the scales are applied after): the tangents are checked
+    # against the op's own product, the product against float64 in test_scaled_mm.py.
+    one = torch.ones((), device=device)
+    prod = cg.scaled_mm(a, b, one, one, out_dtype=torch.float32).to(F64)
 
     def ref(s_a, s_b, bb):
         return s_a.to(F64) * s_b.to(F64) * prod + bb.to(F64)
@@ -284,6 +288,7 @@ def test_scaled_mm_tangents(device):
     tangents = (torch.randn_like(sa), torch.randn_like(sb), torch.randn_like(bias))
     out, tan = torch.func.jvp(ours, (sa, sb, bias), tangents)
     _, r_tan = torch.func.jvp(ref, (sa, sb, bias), tangents)
+    torch.testing.assert_close(out.to(F64), ref(sa, sb, bias), rtol=1e-5, atol=1e-4)
     torch.testing.assert_close(tan.to(F64), r_tan, rtol=1e-5, atol=1e-4)
     g = torch.func.grad(lambda *p: ours(*p).sum(), argnums=(0, 1, 2))(sa, sb, bias)
     rg = torch.func.grad(lambda *p: ref(*p).sum(), argnums=(0, 1, 2))(sa, sb, bias)
