@@ -10,6 +10,7 @@ import torch  # noqa: F401  (the native module links against torch's libraries)
 from . import _C  # noqa: F401  registers torch.ops.gemm.*
 from . import _fake  # noqa: F401  register_fake for every op
 from . import _autograd  # noqa: F401  autograd (Functions + Autograd kernels) for every op
+from . import _flops  # noqa: F401  FLOP formulas for torch.utils.flop_counter
 from . import nn  # noqa: F401  Linear, replace_linear
 from .dropin import linear, matmul
 from .enable import enable
