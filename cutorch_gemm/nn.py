@@ -9,7 +9,7 @@ from typing import Callable, Iterable, Optional, Union
 import torch
 
 from . import ops
-from ._autograd import _acc
+from ._autograd_util import _acc
 from .dropin import _ACT_FN, linear, route_linear
 
 _FUSABLE = {torch.nn.ReLU: "relu", torch.nn.SiLU: "silu"}
