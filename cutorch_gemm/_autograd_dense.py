@@ -12,6 +12,27 @@ _ops = torch.ops.gemm
 
 # ---- mm -------------------------------------------------------------------------------------
 
+def _product_backward(ctx, grad, grads):
+    """backward of D = A @ B (mm, bmm): `grads(a, g, b, need_a, need_b)` gives (dA, dB), each
+    None where not needed."""
+    if grad is None:  # (set_materialize_grads(False): no gradient reached the output)
+        return None, None, None
+    a, b = ctx.saved_tensors
+    g = grad.to(a.dtype)
+    need = ctx.needs_input_grad
+    ga, gb = grads(a, g, b, need[0], need[1])
+    return ga, gb, None
+
+
+def _product_jvp(ctx, ta, tb, op):
+    """jvp of D = A @ B: dA @ B + A @ dB (a term per present tangent), in D's dtype."""
+    a, b = ctx.saved_tensors
+    od = ctx.out_dtype
+    t = _add(op(ta, b, out_dtype=od) if ta is not None else None,
+             op(a, tb, out_dtype=od) if tb is not None else None)
+    return _tangent_out(t, *ctx.out_meta, a)
+
+
 class _Mm(torch.autograd.Function):
     @staticmethod
     def forward(a, b, out_dtype):
@@ -29,21 +50,12 @@ class _Mm(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad):
-        if grad is None:  # (set_materialize_grads(False): no gradient reached the output)
-            return (None,) * 3
-        a, b = ctx.saved_tensors
-        g = grad.to(a.dtype)
-        ga = _w.mm(g, b.t()) if ctx.needs_input_grad[0] else None
-        gb = _grad_b(a, g, b, _w.mm) if ctx.needs_input_grad[1] else None
-        return ga, gb, None
+        return _product_backward(ctx, grad, lambda a, g, b, need_a, need_b: (
+            _w.mm(g, b.t()) if need_a else None, _grad_b(a, g, b, _w.mm) if need_b else None))
 
     @staticmethod
     def jvp(ctx, ta, tb, _):
-        a, b = ctx.saved_tensors
-        od = ctx.out_dtype
-        t = _add(_w.mm(ta, b, out_dtype=od) if ta is not None else None,
-                 _w.mm(a, tb, out_dtype=od) if tb is not None else None)
-        return _tangent_out(t, *ctx.out_meta, a)
+        return _product_jvp(ctx, ta, tb, _w.mm)
 
     @staticmethod
     def vmap(info, in_dims, a, b, out_dtype):
@@ -145,21 +157,12 @@ class _Bmm(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad):
-        if grad is None:  # (set_materialize_grads(False): no gradient reached the output)
-            return (None,) * 3
-        a, b = ctx.saved_tensors
-        g = grad.to(a.dtype)
-        ga = _w.bmm(g, b.transpose(1, 2)) if ctx.needs_input_grad[0] else None
-        gb = _w.bmm(a.transpose(1, 2), g) if ctx.needs_input_grad[1] else None
-        return ga, gb, None
+        return _product_backward(ctx, grad, lambda a, g, b, need_a, need_b: (
+            _w.bmm(g, b.transpose(1, 2)) if need_a else None, _w.bmm(a.transpose(1, 2), g) if need_b else None))
 
     @staticmethod
     def jvp(ctx, ta, tb, _):
-        a, b = ctx.saved_tensors
-        od = ctx.out_dtype
-        t = _add(_w.bmm(ta, b, out_dtype=od) if ta is not None else None,
-                 _w.bmm(a, tb, out_dtype=od) if tb is not None else None)
-        return _tangent_out(t, *ctx.out_meta, a)
+        return _product_jvp(ctx, ta, tb, _w.bmm)
 
     @staticmethod
     def vmap(info, in_dims, a, b, out_dtype):
