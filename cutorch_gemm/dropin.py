@@ -27,11 +27,20 @@ _ACT_FN = {
 }
 
 
+def _tracing_tensor(t: torch.Tensor) -> bool:
+    """A FakeTensor or FunctionalTensor: the stand-ins torch.export and AOTAutograd trace a model
+    with, not a user's subclass (torch.export saw every layer fall back to aten.linear)."""
+    from torch._subclasses.fake_tensor import FakeTensor
+    from torch._subclasses.functional_tensor import FunctionalTensor
+    return isinstance(t, (FakeTensor, FunctionalTensor))
+
+
 def _why_not(*tensors: torch.Tensor) -> Optional[str]:
     """None when our ops take these operands, else the reason for the fallback."""
     t0 = tensors[0]
     for t in tensors:
-        if not isinstance(t, torch.Tensor) or type(t) is not torch.Tensor and not isinstance(t, torch.nn.Parameter):
+        if not isinstance(t, torch.Tensor) or (type(t) is not torch.Tensor and not isinstance(t, torch.nn.Parameter)
+                                               and not _tracing_tensor(t)):
             return "tensor subclass"
         if t.dtype not in _OUR_DTYPES:
             return f"dtype {t.dtype}"

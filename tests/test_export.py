@@ -1,0 +1,61 @@
+"""torch.export of models on our layers: the exported graph calls torch.ops.gemm.* (the drop-in
+layers used to see export's FakeTensors as a "tensor subclass" and fall back to aten.linear),
+with a dynamic batch dimension, and survives torch.export.save / load."""
+from __future__ import annotations
+
+import io
+
+import pytest
+import torch
+
+import cutorch_gemm as cg
+from cutorch_gemm import dropin
+from conftest import DEVICES
+
+pytestmark = pytest.mark.parametrize("device", DEVICES)
+
+
+class _Net(torch.nn.Module):
+    def __init__(self, device):
+        super().__init__()
+        self.l1 = cg.nn.Linear(8, 16, activation="gelu", device=device)
+        self.mlp = cg.nn.GatedMLP(16, 24, device=device)
+        self.l2 = torch.nn.Linear(16, 4, device=device)  # converted by replace_linear below
+
+    def forward(self, x):
+        return cg.matmul(self.l2(self.mlp(self.l1(x))), torch.ones(4, 3, device=x.device))
+
+
+def _targets(ep):
+    return [str(n.target) for n in ep.graph.nodes if n.op == "call_function"]
+
+
+def test_export_uses_the_ops(device, monkeypatch):
+    monkeypatch.setattr(dropin, "ROUTE_CPU", True)
+    net = _Net(device)
+    cg.nn.replace_linear(net)
+    x = torch.randn(5, 8, device=device)
+    with torch.no_grad():
+        ep = torch.export.export(net, (x,), dynamic_shapes=({0: torch.export.Dim("batch")},))
+    targets = _targets(ep)
+    assert "aten.linear.default" not in targets and "aten.mm.default" not in targets, targets
+    assert targets.count("gemm.gemm.default") >= 4 and "gemm.mm.default" in targets, targets
+    assert "aten.gelu.default" not in targets, targets  # l1's GELU stays in the GEMM epilogue (no grad)
+    buf = io.BytesIO()
+    torch.export.save(ep, buf)
+    buf.seek(0)
+    loaded = torch.export.load(buf)
+    x2 = torch.randn(11, 8, device=device)  # another batch size than the traced one
+    with torch.no_grad():
+        torch.testing.assert_close(loaded.module()(x2), net(x2), rtol=1e-5, atol=1e-5)
+
+
+def test_subclasses_still_fall_back(device, monkeypatch):
+    """A user's tensor subclass still goes to PyTorch (only export's stand-ins are let through)."""
+    monkeypatch.setattr(dropin, "ROUTE_CPU", True)
+
+    class Tagged(torch.Tensor):
+        pass
+
+    x = torch.randn(3, 8, device=device).as_subclass(Tagged)
+    assert dropin.route_linear(x, torch.randn(4, 8, device=device)) == "torch: tensor subclass"
