@@ -70,10 +70,33 @@ def _call(op, tensors, *args, **kwargs):
     through the op's autograd.Function under torch.func transforms and forward-mode AD."""
     if not torch.compiler.is_compiling() and transformed(tensors):
         return _FUNCTION_CALL(op, args, kwargs)
-    if _no_graph(*tensors):
-        with _below_autograd():
-            return op.default(*args, **kwargs)
-    return op(*args, **kwargs)
+    try:
+        if _no_graph(*tensors):
+            with _below_autograd():
+                return op.default(*args, **kwargs)
+        return op(*args, **kwargs)
+    except NotImplementedError:
+        _raise_if_not_dense(op, tensors)
+        raise
+
+
+def _raise_if_not_dense(op, tensors) -> None:
+    """A clear TypeError where the dispatcher found no kernel because an operand is sparse or
+    nested (the ops take dense, strided tensors; cutorch_gemm.matmul / linear fall back to PyTorch)."""
+    name = op._qualified_op_name.split("::")[-1]
+    names = _TENSOR_ARGS.get(name, ())
+    for i, t in enumerate(tensors):
+        if isinstance(t, torch.Tensor) and (t.layout != torch.strided or t.is_nested):
+            what = "a nested tensor" if t.is_nested else f"a {t.layout} tensor"
+            arg = names[i] if i < len(names) else f"tensor argument {i}"
+            raise TypeError(f"gemm.{name}: {arg} is {what}; the ops take dense (strided) tensors "
+                            f"(cutorch_gemm.matmul / linear hand such operands to PyTorch)") from None
+
+
+# The tensors each wrapper passes to _call, by name (grouped_gemm: its lists, flattened).
+_TENSOR_ARGS = {"mm": ("a", "b"), "bmm": ("a", "b"), "gemm": ("a", "b", "bias", "c"), "grouped_mm": ("a", "b", "bias"),
+                "scaled_mm": ("a", "b", "scale_a", "scale_b", "bias"), "swiglu": ("gate_up",),
+                "moe_combine": ("y", "weights")}
 
 
 def _act(activation: Optional[str]) -> str:

@@ -403,3 +403,26 @@ def test_enable_and_autocast_cuda():
     with torch.autocast("cuda", dtype=torch.bfloat16):
         got = model(x)
     assert ((got.float() - expect.float()).norm() / expect.float().norm()) < 2e-2
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("layout", ["coo", "csr"])
+def test_sparse_operands_fall_back_and_raw_ops_say_why(monkeypatch, device, layout):
+    """Sparse operands: matmul / linear / enable() give PyTorch's result (they failed in our ops'
+    dispatcher before), and the raw ops raise a TypeError naming the argument."""
+    monkeypatch.setattr(dropin, "ROUTE_CPU", True)
+    to_sparse = (lambda t: t.to_sparse()) if layout == "coo" else (lambda t: t.to_sparse_csr())
+    a = torch.randn(4, 5, device=device)
+    b = torch.randn(5, 3, device=device)
+    sa = to_sparse(a)
+    assert dropin.route_matmul(sa, b).startswith("torch:")
+    torch.testing.assert_close(cg.matmul(sa, b), torch.matmul(sa, b))
+    w = to_sparse(torch.randn(3, 5, device=device))
+    torch.testing.assert_close(cg.linear(a, w), F.linear(a, w))
+    with cg.enable():
+        got = torch.matmul(sa, b)
+    torch.testing.assert_close(got, a @ b)
+    with pytest.raises(TypeError, match=r"gemm\.mm: a is a torch\.sparse_(coo|csr) tensor"):
+        cg.mm(sa, b)
+    with pytest.raises(TypeError, match=r"gemm\.gemm: b is a torch\.sparse"):
+        cg.gemm(a, to_sparse(b))
