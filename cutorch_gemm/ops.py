@@ -74,7 +74,7 @@ def _call(op, tensors, *args, **kwargs):
         if _no_graph(*tensors):
             with _below_autograd():
                 return op.default(*args, **kwargs)
-        return op(*args, **kwargs)
+        return op.default(*args, **kwargs)  # (the same Python frame as above: jit.trace's check compares them)
     except NotImplementedError:
         _raise_if_not_dense(op, tensors)
         raise

@@ -1,4 +1,4 @@
-"""torch.export of models on our layers: the exported graph calls torch.ops.gemm.* (the drop-in
+"""torch.export (and torch.jit.trace) of models on our layers: the exported graph calls torch.ops.gemm.* (the drop-in
 layers used to see export's FakeTensors as a "tensor subclass" and fall back to aten.linear),
 with a dynamic batch dimension, and survives torch.export.save / load."""
 from __future__ import annotations
@@ -59,3 +59,26 @@ def test_subclasses_still_fall_back(device, monkeypatch):
 
     x = torch.randn(3, 8, device=device).as_subclass(Tagged)
     assert dropin.route_linear(x, torch.randn(4, 8, device=device)) == "torch: tensor subclass"
+
+
+def test_jit_trace(device, monkeypatch):
+    """torch.jit.trace of our layers passes its own check run (the fused activation does not
+    depend on the grad mode while tracing) and the traced module computes and trains the same."""
+    import warnings
+    monkeypatch.setattr(dropin, "ROUTE_CPU", True)
+    net = torch.nn.Sequential(cg.nn.Linear(8, 16, activation="gelu", device=device), cg.nn.Linear(16, 4, device=device))
+    x = torch.randn(5, 8, device=device)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # (torch.jit is deprecated)
+        traced = torch.jit.trace(net, x)
+    assert "gemm::gemm" in str(traced.inlined_graph)
+    x2 = torch.randn(5, 8, device=device)
+    torch.testing.assert_close(traced(x2), net(x2), rtol=1e-5, atol=1e-5)
+    traced(x2).square().sum().backward()
+    grads = [p.grad.clone() for p in net.parameters()]
+    net.zero_grad()
+    ref = torch.nn.functional.linear(torch.nn.functional.gelu(torch.nn.functional.linear(x2, net[0].weight, net[0].bias)),
+                                     net[1].weight, net[1].bias)
+    ref.square().sum().backward()
+    for g, p in zip(grads, net.parameters()):
+        torch.testing.assert_close(g, p.grad, rtol=1e-4, atol=1e-5)
