@@ -2,6 +2,10 @@
 cutorch_gemm/_flops.py): 2 * M * N * K per product, forward and backward, as it counts aten.mm."""
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import pytest
 import torch
 from torch.utils.flop_counter import FlopCounterMode
@@ -10,7 +14,6 @@ import cutorch_gemm as cg
 from cutorch_gemm import dropin
 from conftest import DEVICES, offs_from_sizes
 
-pytestmark = pytest.mark.parametrize("device", DEVICES)
 
 
 def _count(fn) -> int:
@@ -19,6 +22,7 @@ def _count(fn) -> int:
     return mode.get_total_flops()
 
 
+@pytest.mark.parametrize("device", DEVICES)
 def test_each_op(device):
     f32 = dict(dtype=torch.float32, device=device)
     a, b = torch.randn(7, 11, **f32), torch.randn(11, 5, **f32)
@@ -37,6 +41,7 @@ def test_each_op(device):
     assert _count(lambda: cg.scaled_mm(a8, b8, one, one)) == 2 * 7 * 16 * 5
 
 
+@pytest.mark.parametrize("device", DEVICES)
 def test_training_step_counts_like_torch(device, monkeypatch):
     """A Linear's forward and backward (three GEMMs) and a gated MLP's: the same count as the
     same modules on torch ops."""
@@ -48,3 +53,35 @@ def test_training_step_counts_like_torch(device, monkeypatch):
     mlp = cg.nn.GatedMLP(16, 32, device=device)
     ours = _count(lambda: mlp(x).sum().backward())
     assert ours == 3 * 3 * 2 * 6 * 16 * 32  # gate, up and down: forward, dx and dW each
+
+
+@pytest.mark.parametrize("flop_counter_first", [True, False])
+def test_registered_in_either_import_order(flop_counter_first):
+    """The formulas are registered when torch.utils.flop_counter is imported, before or after
+    cutorch_gemm (importing it eagerly cost `import cutorch_gemm` 70 ms)."""
+    imports = ["import torch.utils.flop_counter", "import cutorch_gemm as cg"]
+    lines = (imports if flop_counter_first else imports[::-1]) + [
+        "import torch",
+        "from torch.utils.flop_counter import FlopCounterMode",
+        "with FlopCounterMode(display=False) as m:",
+        "    cg.mm(torch.randn(3, 4), torch.randn(4, 5))",
+        "print(m.get_total_flops())",
+    ]
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    out = subprocess.run([sys.executable, "-c", "\n".join(lines)], capture_output=True, text=True, env=env, cwd=root,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split()[-1] == str(2 * 3 * 4 * 5)
+
+
+def test_import_does_not_load_flop_counter():
+    """`import cutorch_gemm` leaves torch.utils.flop_counter unimported (unless torch imported it)."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    code = ("import sys, torch; before = 'torch.utils.flop_counter' in sys.modules; import cutorch_gemm; "
+            "print(before, 'torch.utils.flop_counter' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=root, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    before, after = out.stdout.split()[-2:]
+    assert after == before, "import cutorch_gemm imported torch.utils.flop_counter"
