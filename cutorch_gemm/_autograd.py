@@ -24,7 +24,8 @@ import torch
 
 from . import ops as _w
 from ._autograd_dense import _Bmm, _Gemm, _Mm, _ScaledMm, _pack_gemm, _pack_mm, _pack_scaled_mm
-from ._autograd_grouped import _GroupedGemm, _GroupedMm, _grouped_gemm_flat, _pack_grouped_mm
+from ._autograd_grouped import (_GroupedGemm, _GroupedMm, _grouped_gemm_flat, _nothing_to_differentiate,
+                                _pack_grouped_mm)
 from ._autograd_pointwise import _MoeCombine, _Swiglu, _pack_moe_combine, _pack_swiglu
 from ._autograd_util import _below
 
@@ -90,8 +91,8 @@ def _make_kernel(name, fn, pack):
 
 
 def _grouped_gemm_kernel(keyset, a, b, bias=None, *, activation="none", out_dtype=None):
-    if len(a) == 0 or len(a) != len(b) or (bias is not None and len(bias) != len(a)):
-        with _below():  # nothing to differentiate, or the op raises
+    if _nothing_to_differentiate(a, b, bias):
+        with _below():  # (or the op raises)
             return _ops.grouped_gemm(a, b, bias, activation=activation, out_dtype=out_dtype)
     flat = _grouped_gemm_flat(a, b, bias, activation=activation, out_dtype=out_dtype)
     # Nothing to record (inference, or no input requires grad): the op below autograd directly.
@@ -109,12 +110,10 @@ _GroupedGemmKernel = _old_style(_GroupedGemm)
 def function_call(op, args, kwargs):
     """``op(*args, **kwargs)`` through its autograd.Function, applied from Python (ops._call under
     torch.func transforms and forward-mode AD)."""
-    name = op._qualified_op_name.split("::")[-1] if hasattr(op, "_qualified_op_name") else op.__name__
+    name = op._qualified_op_name.split("::")[-1]
     if name == "grouped_gemm":
-        a, b = args[0], args[1]
-        bias = kwargs.get("bias", args[2] if len(args) > 2 else None)
-        if len(a) == 0 or len(a) != len(b) or (bias is not None and len(bias) != len(a)):
-            return op(*args, **kwargs)  # (the op raises, or there is nothing to differentiate)
+        if _nothing_to_differentiate(args[0], args[1], kwargs.get("bias")):  # (the wrapper passes bias by keyword)
+            return op(*args, **kwargs)  # (or the op raises)
         return list(_GroupedGemm.apply(*_grouped_gemm_flat(*args, **kwargs)))
     fn, pack = _FUNCTIONS[name]
     return fn.apply(*pack(*args, **kwargs))

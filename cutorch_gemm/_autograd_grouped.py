@@ -175,5 +175,10 @@ def _in_legacy_vmap() -> bool:
     return "VmapMode" in str(torch._C._dispatch_tls_local_include_set())
 
 
+def _nothing_to_differentiate(a, b, bias) -> bool:
+    """An empty problem list, or lists of different lengths (the op raises its own error)."""
+    return len(a) == 0 or len(a) != len(b) or (bias is not None and len(bias) != len(a))
+
+
 def _grouped_gemm_flat(a, b, bias=None, *, activation="none", out_dtype=None):
     return (len(a), bias is not None, activation, out_dtype, *a, *b, *(bias if bias is not None else []))

@@ -68,7 +68,7 @@ def _tangent_out(t, shape, dtype, like: torch.Tensor) -> torch.Tensor:
     shape and cast to its dtype."""
     if t is None:
         return torch.zeros(shape, dtype=dtype, device=like.device)
-    return t.expand(shape).to(dtype) if tuple(t.shape) != tuple(shape) else t.to(dtype)
+    return t.expand(shape).to(dtype)
 
 
 def _batched(t, d, size):

@@ -42,10 +42,9 @@ def _why_not(*tensors: torch.Tensor) -> Optional[str]:
         if not isinstance(t, torch.Tensor) or (type(t) is not torch.Tensor and not isinstance(t, torch.nn.Parameter)
                                                and not _tracing_tensor(t)):
             return "tensor subclass"
-        if t.layout != torch.strided:
-            return f"{t.layout} operand (the ops take dense tensors)"
-        if t.is_nested:
-            return "nested tensor"
+        not_dense = ops.not_dense(t)
+        if not_dense is not None:
+            return f"{not_dense} (the ops take dense tensors)"
         if t.dtype not in _OUR_DTYPES:
             return f"dtype {t.dtype}"
         if t.dtype != t0.dtype:

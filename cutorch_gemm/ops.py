@@ -80,14 +80,22 @@ def _call(op, tensors, *args, **kwargs):
         raise
 
 
+def not_dense(t: torch.Tensor) -> Optional[str]:
+    """What keeps `t` from the ops ("a torch.sparse_coo tensor", "a nested tensor"), or None for a
+    dense (strided) tensor."""
+    if t.is_nested:
+        return "a nested tensor"
+    return None if t.layout == torch.strided else f"a {t.layout} tensor"
+
+
 def _raise_if_not_dense(op, tensors) -> None:
     """A clear TypeError where the dispatcher found no kernel because an operand is sparse or
     nested (the ops take dense, strided tensors; cutorch_gemm.matmul / linear fall back to PyTorch)."""
     name = op._qualified_op_name.split("::")[-1]
     names = _TENSOR_ARGS.get(name, ())
     for i, t in enumerate(tensors):
-        if isinstance(t, torch.Tensor) and (t.layout != torch.strided or t.is_nested):
-            what = "a nested tensor" if t.is_nested else f"a {t.layout} tensor"
+        what = not_dense(t) if isinstance(t, torch.Tensor) else None
+        if what is not None:
             arg = names[i] if i < len(names) else f"tensor argument {i}"
             raise TypeError(f"gemm.{name}: {arg} is {what}; the ops take dense (strided) tensors "
                             f"(cutorch_gemm.matmul / linear hand such operands to PyTorch)") from None
