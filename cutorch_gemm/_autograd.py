@@ -76,9 +76,14 @@ def _old_style(fn):
         "forward": staticmethod(forward), "backward": staticmethod(fn.backward), "jvp": staticmethod(fn.jvp)})
 
 
+# op packet -> (the old-style Function its Autograd kernel applies, its argument packer)
+_KERNEL_FUNCTIONS = {}
+
+
 def _make_kernel(name, fn, pack):
     op = getattr(_ops, name).default
     fn = _old_style(fn)
+    _KERNEL_FUNCTIONS[getattr(_ops, name)] = (fn, pack)
 
     def kernel(keyset, *args, **kwargs):
         flat = pack(*args, **kwargs)
@@ -119,8 +124,20 @@ def function_call(op, args, kwargs):
     return fn.apply(*pack(*args, **kwargs))
 
 
+def kernel_call(op, args, kwargs):
+    """What ``op``'s Autograd kernel does when it records a graph, from Python (ops._call, for plain
+    tensors that record one): the old-style Function applied directly. NotImplemented for
+    grouped_gemm (its kernel sorts out its lists first)."""
+    entry = _KERNEL_FUNCTIONS.get(op)
+    if entry is None:
+        return NotImplemented
+    fn, pack = entry
+    return fn.apply(*pack(*args, **kwargs))
+
+
 _lib = torch.library.Library("gemm", "IMPL")
 for _name, (_fn, _pack) in _FUNCTIONS.items():
     _lib.impl(_name, _make_kernel(_name, _fn, _pack), "Autograd", with_keyset=True)
 _lib.impl("grouped_gemm", _grouped_gemm_kernel, "Autograd", with_keyset=True)
 _w._FUNCTION_CALL = function_call
+_w._KERNEL_CALL = kernel_call

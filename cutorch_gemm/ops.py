@@ -19,18 +19,23 @@ ACTIVATIONS = ("none", "relu", "gelu", "gelu_tanh", "silu")
 _below_autograd = torch._C._AutoDispatchBelowAutograd
 
 
-def _no_graph(*tensors) -> bool:
-    """True when this call cannot record an autograd graph: grad mode is off or no input
-    requires grad, and torch.compile is not tracing (it must see the op itself). The wrappers
-    then call the op below the autograd key, which is what the registered (Python) autograd
-    kernel does in that case anyway, minus one Python round trip through the dispatcher:
-    microseconds of host time per call, all of a small GEMM's budget."""
-    if torch.compiler.is_compiling():
-        return False
-    if not torch.is_grad_enabled():
-        return True
+def _any_requires_grad(tensors) -> bool:
     # (isinstance: a list argument may hold a non-tensor; the op then raises its own error)
-    return not any(isinstance(t, torch.Tensor) and t.requires_grad for t in tensors)
+    for t in tensors:
+        if isinstance(t, torch.Tensor) and t.requires_grad:
+            return True
+    return False
+
+
+def _plain(tensors) -> bool:
+    """Every tensor a plain torch.Tensor or nn.Parameter (no subclass with its own dispatch: a
+    FakeTensor, a FunctionalTensor, a user's), and no torch function mode or jit tracer watching
+    the call: then an autograd.Function applied from Python does exactly what the op's Autograd
+    kernel would do."""
+    for t in tensors:
+        if t is not None and type(t) is not torch.Tensor and type(t) is not torch.nn.Parameter:
+            return False
+    return not (torch._C._is_torch_function_mode_enabled() or torch.jit.is_tracing())
 
 
 _fw_ad = torch.autograd.forward_ad
@@ -61,19 +66,31 @@ def transformed(tensors) -> bool:
     return torch._C._are_functorch_transforms_active() or has_tangent(tensors)
 
 
-# Set by _autograd.py: function_call(op, args, kwargs) applies the op's autograd.Function.
+# Set by _autograd.py: function_call(op, args, kwargs) applies the op's autograd.Function (the
+# new-style one torch.func needs); kernel_call(op, args, kwargs) applies what the op's Autograd
+# kernel applies (the old-style one, cheaper), or returns NotImplemented for ops without one.
 _FUNCTION_CALL = None
+_KERNEL_CALL = None
 
 
 def _call(op, tensors, *args, **kwargs):
-    """``op(*args, **kwargs)``, below the autograd key when ``tensors`` cannot record a graph;
-    through the op's autograd.Function under torch.func transforms and forward-mode AD."""
-    if not torch.compiler.is_compiling() and transformed(tensors):
-        return _FUNCTION_CALL(op, args, kwargs)
+    """``op(*args, **kwargs)``: below the autograd key when ``tensors`` cannot record a graph;
+    through the op's autograd.Function under torch.func transforms and forward-mode AD; and when
+    a graph is recorded on plain tensors, through the Function the op's Autograd kernel applies,
+    applied here (one dispatcher round trip into Python fewer: host microseconds per call of a
+    training step). torch.compile, export and jit.trace see the op itself (``op.default``)."""
     try:
-        if _no_graph(*tensors):
-            with _below_autograd():
-                return op.default(*args, **kwargs)
+        if not torch.compiler.is_compiling():
+            if transformed(tensors):
+                return _FUNCTION_CALL(op, args, kwargs)
+            if not (torch.is_grad_enabled() and _any_requires_grad(tensors)):
+                # Nothing to record: what the Autograd kernel would do, minus its Python round trip.
+                with _below_autograd():
+                    return op.default(*args, **kwargs)
+            if _plain(tensors):
+                out = _KERNEL_CALL(op, args, kwargs)
+                if out is not NotImplemented:
+                    return out
         return op.default(*args, **kwargs)  # (the same Python frame as above: jit.trace's check compares them)
     except NotImplementedError:
         _raise_if_not_dense(op, tensors)

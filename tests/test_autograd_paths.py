@@ -1,0 +1,180 @@
+"""The two ways a recorded call reaches an op's autograd.Function, and the autograd features
+around them.
+
+A wrapper (`cg.gemm`, ...) given plain tensors that record a graph applies the Function itself
+(ops._call: one dispatcher round trip fewer); a raw `torch.ops.gemm.*` call, a tensor subclass, a
+torch function mode or jit.trace go through the op's Autograd kernel in the dispatcher. Both must
+give the same values, the same gradients (first and second order) and the same graph node; and
+activation checkpointing (reentrant, non-reentrant, selective), saved-tensor hooks (offload to the
+CPU), anomaly mode must work through either. Float64 references throughout.
+"""
+from __future__ import annotations
+
+import functools
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch.overrides import TorchFunctionMode
+from torch.utils.checkpoint import CheckpointPolicy, checkpoint, create_selective_checkpoint_contexts
+
+import cutorch_gemm as cg
+from conftest import DEVICES
+
+pytestmark = pytest.mark.parametrize("device", DEVICES)
+
+ACT_REF = {"none": lambda z: z, "relu": F.relu, "gelu": F.gelu, "silu": F.silu,
+           "gelu_tanh": lambda z: F.gelu(z, approximate="tanh")}
+
+
+def _leaves(device, m=7, k=13, n=5):
+    """x (m, k), w (n, k) as an nn.Parameter (nn.Linear's layout), bias (n,): float64, fresh."""
+    x = torch.randn(m, k, device=device, dtype=torch.float64, requires_grad=True)
+    w = torch.nn.Parameter(torch.randn(n, k, device=device, dtype=torch.float64))
+    b = torch.randn(n, device=device, dtype=torch.float64, requires_grad=True)
+    return x, w, b
+
+
+def _loss(y):
+    # Not linear in y: the upstream gradient differs per element, and a second derivative exists.
+    return (y.sum(0) ** 2).sum() + (y * y.flip(0)).sum()
+
+
+def _wrapper(x, w, b, act="gelu"):
+    return _loss(cg.gemm(x, w.t(), bias=b, activation=act))
+
+
+def _raw(x, w, b, act="gelu"):
+    return _loss(torch.ops.gemm.gemm(x, w.t(), b, activation=act))
+
+
+def _reference(x, w, b, act="gelu"):
+    return _loss(ACT_REF[act](x @ w.t() + b))
+
+
+def _grads(fn, leaves, **kw):
+    return torch.autograd.grad(fn(*leaves, **kw), leaves)
+
+
+def _assert_close(got, want, what):
+    for i, (g, r) in enumerate(zip(got, want)):
+        torch.testing.assert_close(g, r, rtol=1e-10, atol=1e-10, msg=lambda m: f"{what}, grad[{i}]: {m}")
+
+
+@pytest.mark.parametrize("act", ["none", "relu", "gelu", "gelu_tanh", "silu"])
+def test_wrapper_and_raw_op_agree(device, act):
+    leaves = _leaves(device)
+    want = _grads(_reference, leaves, act=act)
+    _assert_close(_grads(_wrapper, leaves, act=act), want, f"cg.gemm ({act})")
+    _assert_close(_grads(_raw, leaves, act=act), want, f"torch.ops.gemm.gemm ({act})")
+
+
+def test_same_graph_node(device):
+    x, w, b = _leaves(device)
+    for y_wrap, y_raw in [(cg.gemm(x, w.t(), bias=b), torch.ops.gemm.gemm(x, w.t(), b)),
+                          (cg.mm(x, w.t()), torch.ops.gemm.mm(x, w.t())),
+                          (cg.bmm(x[None], w.t()[None]), torch.ops.gemm.bmm(x[None], w.t()[None]))]:
+        assert type(y_wrap.grad_fn) is type(y_raw.grad_fn), (y_wrap.grad_fn, y_raw.grad_fn)
+        torch.testing.assert_close(y_wrap, y_raw, rtol=0, atol=0)
+
+
+def test_double_backward(device):
+    """Second derivatives through the directly applied Function: d/dx of (dL/dw . v)."""
+    x, w, b = _leaves(device)
+    v = torch.randn_like(w)
+
+    def hvp(fn):
+        gw = torch.autograd.grad(fn(x, w, b, act="silu"), w, create_graph=True)[0]
+        return torch.autograd.grad((gw * v).sum(), (x, w, b))
+
+    _assert_close(hvp(_wrapper), hvp(_reference), "double backward")
+
+
+@pytest.mark.parametrize("mode", ["non-reentrant", "reentrant", "selective"])
+def test_activation_checkpointing(device, mode):
+    leaves = _leaves(device)
+    want = _grads(_reference, leaves)
+    if mode == "selective":  # keep our GEMM's output, recompute the rest
+        def policy(ctx, op, *args, **kwargs):
+            return CheckpointPolicy.MUST_SAVE if op == torch.ops.gemm.gemm.default else CheckpointPolicy.PREFER_RECOMPUTE
+        ctx_fn = functools.partial(create_selective_checkpoint_contexts, policy)
+        loss = checkpoint(_wrapper, *leaves, use_reentrant=False, context_fn=ctx_fn)
+    else:
+        loss = checkpoint(_wrapper, *leaves, use_reentrant=(mode == "reentrant"))
+    loss.backward()  # (reentrant checkpointing supports .backward(), not .grad())
+    _assert_close([t.grad for t in leaves], want, f"checkpoint ({mode})")
+
+
+@pytest.mark.parametrize("how", ["clone hooks", "save_on_cpu"])
+def test_saved_tensor_hooks(device, how):
+    leaves = _leaves(device)
+    packed = []
+
+    def pack(t):
+        packed.append(t.shape)
+        return t.clone()
+
+    ctx = (torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t) if how == "clone hooks"
+           else torch.autograd.graph.save_on_cpu())
+    with ctx:
+        loss = _wrapper(*leaves)
+    _assert_close(torch.autograd.grad(loss, leaves), _grads(_reference, leaves), how)
+    if how == "clone hooks":
+        assert packed, "the Function's saved tensors did not pass through the pack hook"
+
+
+def test_anomaly_mode(device):
+    leaves = _leaves(device)
+    with torch.autograd.detect_anomaly(check_nan=True):
+        got = _grads(_wrapper, leaves)
+    _assert_close(got, _grads(_reference, leaves), "detect_anomaly")
+
+
+class _Doubling(TorchFunctionMode):
+    """A mode that changes what gemm.gemm computes (2x its result), as a user's mode may."""
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        return 2 * out if func == torch.ops.gemm.gemm.default else out
+
+
+class _Sub(torch.Tensor):
+    pass
+
+
+def test_torch_function_mode_sees_the_op(device):
+    """Under a torch function mode the wrapper calls the op itself, where the mode sees it with
+    autograd on, so gradients follow what the mode made of it (applying the Function directly, the
+    mode would meet the op inside its forward and the gradients would be those of the plain op)."""
+    leaves = _leaves(device)
+    with _Doubling():
+        got = _grads(_wrapper, leaves)
+    _assert_close(got, _grads(lambda x, w, b: _loss(2 * F.gelu(x @ w.t() + b)), leaves), "torch function mode")
+
+
+def test_tensor_subclass(device):
+    x, w, b = _leaves(device)
+    xs = x.detach().as_subclass(_Sub).requires_grad_(True)
+    _assert_close(_grads(_wrapper, (xs, w, b)), _grads(_reference, (x, w, b)), "tensor subclass")
+
+
+def test_no_graph_when_nothing_requires_grad(device):
+    x, w, b = (t.detach() for t in _leaves(device))
+    assert cg.gemm(x, w.t(), bias=b).grad_fn is None
+    x.requires_grad_(True)
+    with torch.no_grad():
+        assert cg.gemm(x, w.t(), bias=b).grad_fn is None
+    with torch.inference_mode():
+        y = cg.gemm(x, w.t(), bias=b)
+        assert y.grad_fn is None and y.is_inference()
+
+
+def test_bad_input_still_named(device):
+    """The direct path's errors are the op's own (argument named), not autograd's."""
+    x, w, b = _leaves(device)
+    with pytest.raises(ValueError, match="bias"):
+        cg.gemm(x, w.t(), bias=b[:-1])
+    with pytest.raises(TypeError, match="dtype"):
+        cg.mm(x, w.t().float())
+    with pytest.raises(TypeError, match="sparse"):
+        cg.mm(x, w.t().detach().to_sparse().requires_grad_(True))
