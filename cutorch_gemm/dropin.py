@@ -159,7 +159,10 @@ def linear(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor] =
     recorded = (torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in (x, weight, bias))
                 and not torch.jit.is_tracing())
     fused = activation if activation not in (None, "none") and not recorded else "none"
-    out = ops.gemm(x2, weight.t(), bias=bias, activation=fused)
+    if bias is None and fused == "none":  # (`mm`: the same kernels as gemm's, fewer arguments to pass in)
+        out = ops.mm(x2, weight.t())
+    else:
+        out = ops.gemm(x2, weight.t(), bias=bias, activation=fused)
     if fused == "none" and activation not in (None, "none"):
         out = _ACT_FN[activation](out)
     return out.reshape(*x.shape[:-1], weight.shape[0]) if x.dim() != 2 else out

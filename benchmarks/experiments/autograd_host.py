@@ -15,6 +15,8 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, os.getcwd())
+if os.environ.get("CG_PKG_DIR"):  # an older copy of the Python package (same built _C) to compare with
+    sys.path.insert(0, os.environ["CG_PKG_DIR"])
 import cutorch_gemm as cg  # noqa: E402
 from benchmarks.experiments.list_overhead import host_min_us, wall_us  # noqa: E402
 
@@ -32,7 +34,15 @@ def fwd_bwd(lin):
     return run
 
 
+def no_grad(lin):
+    def run():
+        with torch.no_grad():
+            return lin(x, w, b)
+    return run
+
+
 cases = {
+    "forward, no graph (no_grad)": (no_grad(cg.linear), no_grad(F.linear)),
     "forward, recording a graph": (lambda: cg.linear(x, w, b), lambda: F.linear(x, w, b)),
     "forward + backward": (fwd_bwd(cg.linear), fwd_bwd(F.linear)),
     "torch.func.jvp": (lambda: torch.func.jvp(lambda t: cg.linear(t, wd, bd), (xd,), (xd,)),
@@ -40,6 +50,7 @@ cases = {
     "torch.func.grad": (lambda: torch.func.grad(lambda t: cg.linear(t, wd, bd).float().sum())(xd),
                         lambda: torch.func.grad(lambda t: F.linear(t, wd, bd).float().sum())(xd)),
 }
+print(f"cutorch_gemm from {os.path.dirname(cg.__file__)}")
 print(f"{'case':32s} {'ours us':>9s} {'torch us':>9s}")
 for name, (ours, ref) in cases.items():
     print(f"{name:32s} {host_min_us(ours, reps=8, calls=30):9.1f} {host_min_us(ref, reps=8, calls=30):9.1f}")
