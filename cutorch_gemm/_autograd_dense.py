@@ -4,7 +4,7 @@ from __future__ import annotations
 import torch
 
 from . import ops as _w
-from ._autograd_util import (_acc, _acc_out, _add, _batched, _below, _grad_b, _pre_activation_grad, _tangent_out,
+from ._autograd_util import (_acc, _acc_out, _add, _batched, _below, _grad_b, _pre_activation_grad, _sum_rows, _tangent_out,
                              _vmap_loop, act_grad)
 
 _ops = torch.ops.gemm
@@ -102,7 +102,7 @@ class _Gemm(torch.autograd.Function):
         prod = _w.mm if alpha == 1.0 else (lambda x, y: _w.gemm(x, y, alpha=alpha))
         ga = prod(g, b.t()) if need[0] else None
         gb = _grad_b(a, g, b, prod) if need[1] else None
-        gbias = dz.sum(0, dtype=_acc(a.dtype)).to(bias.dtype) if bias is not None and need[2] else None
+        gbias = _sum_rows(dz, bias.dtype) if bias is not None and need[2] else None
         gc = None
         if c is not None and need[3]:
             gc = (dz * beta).to(c.dtype) if beta != 0.0 else torch.zeros_like(c)

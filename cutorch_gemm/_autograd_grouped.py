@@ -4,7 +4,7 @@ from __future__ import annotations
 import torch
 
 from . import ops as _w
-from ._autograd_util import (_acc, _acc_out, _add, _below, _pre_activation_grad, _swiglu_grad, _swiglu_tangent,
+from ._autograd_util import (_acc, _acc_out, _add, _below, _pre_activation_grad, _sum_rows, _swiglu_grad, _swiglu_tangent,
                              _tangent_out, _vmap_loop, act_grad)
 
 _ops = torch.ops.gemm
@@ -137,7 +137,7 @@ class _GroupedGemm(torch.autograd.Function):
             lambda xs, ys: [_w.mm(x, y) for x, y in zip(xs, ys)])
         ga = gg(g, [bi.t() for bi in b]) if any(need[:n]) else [None] * n
         gb = gg([ai.t() for ai in a], g) if any(need[n:2 * n]) else [None] * n
-        gbias = [d.sum(0, dtype=_acc(dtype)).to(bi.dtype) for d, bi in zip(dz, bias)] if bias is not None else []
+        gbias = [_sum_rows(d, bi.dtype) for d, bi in zip(dz, bias)] if bias is not None else []
         return (None, None, None, None, *ga, *gb, *gbias)
 
     @staticmethod

@@ -36,6 +36,15 @@ def _acc_out(dtype: torch.dtype):
     return None if dtype in (torch.float32, torch.float64) else torch.float32
 
 
+def _sum_rows(dz: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """dz summed over its rows (a bias gradient) into `dtype`, the sum in fp32 (fp64 for fp64).
+    One launch when dz already has `dtype`: torch's sum of a 16-bit tensor accumulates in fp32 and
+    rounds once, as summing in fp32 and converting does with a second kernel."""
+    if dz.dtype == dtype:
+        return dz.sum(0)
+    return dz.sum(0, dtype=_acc(dz.dtype)).to(dtype)
+
+
 def _pre_activation_grad(grad: torch.Tensor, act: str, dtype: torch.dtype, recompute) -> torch.Tensor:
     """dL/dZ for D = act(Z): grad in the accumulator dtype times act'(Z), with Z recomputed by
     `recompute(out_dtype)` (the same op without its activation). Without an activation, grad

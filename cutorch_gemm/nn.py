@@ -9,7 +9,7 @@ from typing import Callable, Iterable, Optional, Union
 import torch
 
 from . import ops
-from ._autograd_util import _acc
+from ._autograd_util import _sum_rows
 from .dropin import _ACT_FN, linear, route_linear
 
 _FUSABLE = {torch.nn.ReLU: "relu", torch.nn.SiLU: "silu"}
@@ -110,10 +110,10 @@ class _GatedMLPFunction(torch.autograd.Function):
         dwd = ops.mm(dy.t(), h) if need[3] else None
         dbg = dbu = dbd = None
         if ctx.biases[0] and (need[4] or need[5]):
-            db = dgu.sum(0, dtype=_acc(dgu.dtype)).to(dgu.dtype)  # (fp64 sums in fp64, like the ops')
+            db = _sum_rows(dgu, dgu.dtype)
             dbg, dbu = db[:f], db[f:]
         if ctx.biases[1] and need[6]:
-            dbd = dy.sum(0, dtype=_acc(dy.dtype)).to(dy.dtype)
+            dbd = _sum_rows(dy, dy.dtype)
         return dx, dwg, dwu, dwd, dbg, dbu, dbd
 
 
