@@ -323,7 +323,8 @@ class GroupedExperts(torch.nn.Module):
         w_gate_up: (E, H, 2F), laid out [gate | up] along the last dimension.
         w_down:    (E, F, H).
 
-    forward(x (T, H), expert_idx (T, k) integer, expert_weights (T, k)) -> (T, H):
+    forward(x (T, H), expert_idx (T, k) integer, expert_weights (T, k) or None) -> (T, H)
+        (None: each token's k expert outputs summed unweighted):
         the T*k (token, expert) pairs are sorted by expert on the device (a stable sort and a
         scatter-add of counts: no host synchronisation), gathered, run through the two grouped
         GEMMs with SwiGLU between them, weighted and summed back per token in one pass
@@ -359,7 +360,8 @@ class GroupedExperts(torch.nn.Module):
         torch.nn.init.uniform_(self.w_gate_up, -self.hidden_size ** -0.5, self.hidden_size ** -0.5)
         torch.nn.init.uniform_(self.w_down, -self.intermediate_size ** -0.5, self.intermediate_size ** -0.5)
 
-    def forward(self, x: torch.Tensor, expert_idx: torch.Tensor, expert_weights: torch.Tensor) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, expert_idx: torch.Tensor,
+                expert_weights: Optional[torch.Tensor]) -> torch.Tensor:
         from .ops import grouped_mm
 
         E, H = self.num_experts, self.hidden_size
@@ -368,7 +370,7 @@ class GroupedExperts(torch.nn.Module):
         if expert_idx.dim() != 2 or expert_idx.shape[0] != x.shape[0] or expert_idx.dtype.is_floating_point:
             raise ValueError(f"GroupedExperts: expert_idx must be an integer (T={x.shape[0]}, k) tensor, "
                              f"got {tuple(expert_idx.shape)} {expert_idx.dtype}")
-        if tuple(expert_weights.shape) != tuple(expert_idx.shape):
+        if expert_weights is not None and tuple(expert_weights.shape) != tuple(expert_idx.shape):
             raise ValueError(f"GroupedExperts: expert_weights must have shape {tuple(expert_idx.shape)}, "
                              f"got {tuple(expert_weights.shape)}")
         if self.validate and expert_idx.numel() and not (0 <= int(expert_idx.min()) and int(expert_idx.max()) < E):

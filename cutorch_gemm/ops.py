@@ -221,6 +221,8 @@ def grouped_gemm(a: Sequence[torch.Tensor], b: Sequence[torch.Tensor], *,
     """
     a_list, b_list = list(a), list(b)
     bias_list = None if bias is None else list(bias)
+    if not a_list and not b_list and not bias_list:  # no problems (the op needs a tensor to dispatch on)
+        return []
     tensors = a_list + b_list + (bias_list or [])
     return list(_call(torch.ops.gemm.grouped_gemm, tensors, a_list, b_list, bias=bias_list,
                       activation=_act(activation), out_dtype=out_dtype))

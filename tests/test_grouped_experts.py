@@ -64,6 +64,20 @@ def test_backward_matches_reference(device):
     torch.testing.assert_close(layer.w_gate_up.grad.double(), wg_ref, rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.parametrize("device", DEVICES)
+def test_no_weights_sums_the_experts(device):
+    """expert_weights=None: each token's k expert outputs summed unweighted (forward and x's grad)."""
+    layer, x, idx, _ = make(device)
+    ones = torch.ones(idx.shape, device=device, dtype=x.dtype)
+    x.requires_grad_()
+    out = layer(x, idx, None)
+    torch.testing.assert_close(out.double(), reference(layer, x.detach(), idx, ones), rtol=1e-4, atol=1e-5)
+    gx = torch.autograd.grad(out.square().sum(), x)[0]
+    x2 = x.detach().clone().requires_grad_()
+    gx_ref = torch.autograd.grad(layer(x2, idx, ones).square().sum(), x2)[0]
+    torch.testing.assert_close(gx, gx_ref, rtol=1e-5, atol=1e-6)
+
+
 def test_bad_input():
     layer, x, idx, w = make("cpu")
     with pytest.raises(ValueError, match="expert_idx"):

@@ -433,6 +433,14 @@ def test_grouped_gemm_single_problem(device):
     check(out, ref_mm(a, b), torch.float64)
 
 
+def test_grouped_gemm_no_problems(device):
+    """Empty lists: no problems, an empty list back (the raw op cannot dispatch without a tensor)."""
+    assert cg.grouped_gemm([], []) == []
+    assert cg.grouped_gemm((), (), bias=[]) == []
+    with pytest.raises(ValueError, match="same length"):
+        cg.grouped_gemm([], [make((3, 2), torch.float32, device)])
+
+
 # --------------------------------------------------------------------------------------
 # inputs are not modified; the result is a new tensor
 # --------------------------------------------------------------------------------------
