@@ -29,13 +29,15 @@ def _any_requires_grad(tensors) -> bool:
 
 def _plain(tensors) -> bool:
     """Every tensor a plain torch.Tensor or nn.Parameter (no subclass with its own dispatch: a
-    FakeTensor, a FunctionalTensor, a user's), and no torch function mode or jit tracer watching
-    the call: then an autograd.Function applied from Python does exactly what the op's Autograd
-    kernel would do."""
+    FakeTensor, a FunctionalTensor, a user's), and no torch function mode, jit tracer or autocast
+    around the call: then an autograd.Function applied from Python does exactly what the op's
+    Autograd kernel would do. (Autocast casts the operands in its dispatch key, above Autograd: a
+    Function applied around the op would save the fp32 operands and run its backward GEMMs in fp32.)"""
     for t in tensors:
         if t is not None and type(t) is not torch.Tensor and type(t) is not torch.nn.Parameter:
             return False
-    return not (torch._C._is_torch_function_mode_enabled() or torch.jit.is_tracing())
+    return not (torch._C._is_torch_function_mode_enabled() or torch.jit.is_tracing()
+                or torch._C._is_any_autocast_enabled())
 
 
 _fw_ad = torch.autograd.forward_ad

@@ -178,3 +178,32 @@ def test_bad_input_still_named(device):
         cg.mm(x, w.t().float())
     with pytest.raises(TypeError, match="sparse"):
         cg.mm(x, w.t().detach().to_sparse().requires_grad_(True))
+
+
+@pytest.mark.parametrize("op", ["mm", "gemm", "linear"])
+def test_autocast_backward_in_the_autocast_dtype(device, op, monkeypatch):
+    """Under torch.autocast the operands are cast before autograd records the op (the Autocast key
+    sits above Autograd), so the graph saves the 16-bit operands and the backward GEMMs run in
+    16 bits, as torch.matmul's. A Function applied around the op would see the fp32 operands and
+    run its backward GEMMs in fp32 (tf32 or CUDA cores on a GPU), saving twice the bytes."""
+    if device == "cuda" and not torch.cuda.is_bf16_supported():
+        pytest.skip("no bf16")
+    monkeypatch.setattr(cg.dropin, "ROUTE_CPU", True)  # (linear on CPU tensors: through our ops too)
+    x = torch.randn(33, 40, device=device, requires_grad=True)
+    w = torch.nn.Parameter(torch.randn(24, 40, device=device))
+    b = torch.nn.Parameter(torch.randn(24, device=device))
+    calls = {"mm": (lambda: cg.mm(x, w.t()), lambda: torch.ops.gemm.mm(x, w.t())),
+             "gemm": (lambda: cg.gemm(x, w.t(), bias=b), lambda: torch.ops.gemm.gemm(x, w.t(), b)),
+             "linear": (lambda: cg.linear(x, w, b), lambda: torch.ops.gemm.gemm(x, w.t(), b))}[op]
+    dy = torch.randn(33, 24, device=device, dtype=torch.bfloat16)
+    results = []
+    for call in calls:
+        saved = []
+        with torch.autograd.graph.saved_tensors_hooks(lambda t: (saved.append(t.dtype), t)[1], lambda t: t):
+            with torch.autocast(device, dtype=torch.bfloat16):
+                y = call()
+        assert y.dtype == torch.bfloat16
+        assert torch.float32 not in saved, f"{op}: saved {saved}: the fp32 operands, not the autocast casts"
+        results.append(torch.autograd.grad(y, (x, w, b) if op != "mm" else (x, w), dy))
+    for g_wrap, g_raw in zip(*results):
+        torch.testing.assert_close(g_wrap, g_raw, rtol=0, atol=0)
