@@ -10,7 +10,9 @@ in `_autograd_util.py`. This file registers them. Two ways in:
   tangent): applies the Function when an input requires grad or carries a tangent;
 - the Python wrappers (ops._call): under a torch.func transform they apply the Function
   themselves, from Python, because torch.func cannot reach an autograd.Function applied inside
-  the dispatcher (raw `torch.ops.gemm.*` calls then raise, saying so).
+  the dispatcher (raw `torch.ops.gemm.*` calls then raise, saying so); on plain tensors they apply
+  the old-style Function directly (kernel_call), except mm / bmm / gemm without an activation,
+  which record C++ autograd Functions with the same backward formulas (csrc/torch/fast_calls.cpp).
 
 Backward is built from the same ops: dA = dZ @ B^T and dB = A^T @ dZ are `mm` / `gemm` on
 transposed views (no copies); the grouped weight gradient is the 2D x 2D form of `grouped_mm`.

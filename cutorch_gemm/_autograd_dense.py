@@ -1,4 +1,8 @@
-"""autograd.Functions of the dense ops: mm, gemm, bmm, scaled_mm (`_autograd.py` registers them)."""
+"""autograd.Functions of the dense ops: mm, gemm, bmm, scaled_mm (`_autograd.py` registers them).
+
+NOTE: the wrappers' common recorded calls (mm, bmm, gemm without an activation, on plain tensors) use
+C++ Functions with the same backward formulas (csrc/torch/fast_calls.cpp): a change to the mm / bmm /
+gemm backward here belongs there too (tests/test_autograd_paths.py compares the two)."""
 from __future__ import annotations
 
 import torch

@@ -14,6 +14,8 @@ from typing import Optional, Sequence
 
 import torch
 
+from . import _C
+
 ACTIVATIONS = ("none", "relu", "gelu", "gelu_tanh", "silu")
 
 _below_autograd = torch._C._AutoDispatchBelowAutograd
@@ -75,24 +77,36 @@ _FUNCTION_CALL = None
 _KERNEL_CALL = None
 
 
+# mm, bmm and gemm called from C++ (csrc/torch/fast_calls.cpp): the op through the dispatcher without
+# torch.ops' Python argument parsing, and a recorded call through a C++ autograd Function (gemm: without
+# an activation). Host microseconds per call: most of a small GEMM's, all of a host-bound step's.
+_FAST = {torch.ops.gemm.mm: _C.fast_mm, torch.ops.gemm.bmm: _C.fast_bmm, torch.ops.gemm.gemm: _C.fast_gemm}
+
+
 def _call(op, tensors, *args, **kwargs):
-    """``op(*args, **kwargs)``: below the autograd key when ``tensors`` cannot record a graph;
-    through the op's autograd.Function under torch.func transforms and forward-mode AD; and when
-    a graph is recorded on plain tensors, through the Function the op's Autograd kernel applies,
-    applied here (one dispatcher round trip into Python fewer: host microseconds per call of a
-    training step). torch.compile, export and jit.trace see the op itself (``op.default``)."""
+    """``op(*args, **kwargs)``, by the cheapest route that does what calling the op would:
+    - under torch.func transforms and forward-mode AD: through the op's autograd.Function;
+    - on plain tensors (``_plain``): mm / bmm / gemm from C++ (``_FAST``); the other ops below the
+      autograd key when nothing records a graph, else through the Function their Autograd kernel
+      applies, applied here (one dispatcher round trip into Python fewer);
+    - otherwise, and under torch.compile, export and jit.trace, the op itself (``op.default``)."""
     try:
         if not torch.compiler.is_compiling():
             if transformed(tensors):
                 return _FUNCTION_CALL(op, args, kwargs)
-            if not (torch.is_grad_enabled() and _any_requires_grad(tensors)):
+            record = torch.is_grad_enabled() and _any_requires_grad(tensors)
+            if _plain(tensors):
+                fast = _FAST.get(op)
+                if fast is not None and not (record and kwargs.get("activation", "none") != "none"):
+                    return fast(*args, **kwargs)
+                if record:
+                    out = _KERNEL_CALL(op, args, kwargs)
+                    if out is not NotImplemented:
+                        return out
+            if not record:
                 # Nothing to record: what the Autograd kernel would do, minus its Python round trip.
                 with _below_autograd():
                     return op.default(*args, **kwargs)
-            if _plain(tensors):
-                out = _KERNEL_CALL(op, args, kwargs)
-                if out is not NotImplemented:
-                    return out
         return op.default(*args, **kwargs)  # (the same Python frame as above: jit.trace's check compares them)
     except NotImplementedError:
         _raise_if_not_dense(op, tensors)

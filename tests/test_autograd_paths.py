@@ -69,25 +69,78 @@ def test_wrapper_and_raw_op_agree(device, act):
     _assert_close(_grads(_raw, leaves, act=act), want, f"torch.ops.gemm.gemm ({act})")
 
 
-def test_same_graph_node(device):
+def test_graph_nodes(device):
+    """mm / bmm / gemm without an activation record the C++ Functions (csrc/torch/fast_calls.cpp), with
+    an activation the Python one; the raw ops the Python ones (their Autograd kernels). Same values."""
     x, w, b = _leaves(device)
-    for y_wrap, y_raw in [(cg.gemm(x, w.t(), bias=b), torch.ops.gemm.gemm(x, w.t(), b)),
-                          (cg.mm(x, w.t()), torch.ops.gemm.mm(x, w.t())),
-                          (cg.bmm(x[None], w.t()[None]), torch.ops.gemm.bmm(x[None], w.t()[None]))]:
-        assert type(y_wrap.grad_fn) is type(y_raw.grad_fn), (y_wrap.grad_fn, y_raw.grad_fn)
+    cases = [(lambda: cg.gemm(x, w.t(), bias=b), lambda: torch.ops.gemm.gemm(x, w.t(), b), "GemmFunction"),
+             (lambda: cg.mm(x, w.t()), lambda: torch.ops.gemm.mm(x, w.t()), "MmFunction"),
+             (lambda: cg.bmm(x[None], w.t()[None]), lambda: torch.ops.gemm.bmm(x[None], w.t()[None]), "BmmFunction"),
+             (lambda: cg.gemm(x, w.t(), activation="silu"), lambda: torch.ops.gemm.gemm(x, w.t(), activation="silu"),
+              "_GemmKernelBackward")]
+    for wrapped, raw, node in cases:
+        y_wrap, y_raw = wrapped(), raw()
+        assert node in y_wrap.grad_fn.name(), (node, y_wrap.grad_fn.name())
+        assert "Kernel" in y_raw.grad_fn.name(), y_raw.grad_fn.name()
         torch.testing.assert_close(y_wrap, y_raw, rtol=0, atol=0)
 
 
-def test_double_backward(device):
-    """Second derivatives through the directly applied Function: d/dx of (dL/dw . v)."""
+@pytest.mark.parametrize("op", ["mm", "bmm", "gemm", "gemm alpha beta c", "gemm fp32 out"])
+def test_cpp_functions_match_the_python_ones(device, op):
+    """Every gradient the C++ Functions give, against the Python Functions' (the raw ops), with frozen
+    inputs (needs_input_grad), alpha / beta / c, a bias and out_dtype=float32 from 16-bit inputs."""
+    dt = torch.bfloat16 if op == "gemm fp32 out" else torch.float64
+    x = torch.randn(9, 11, device=device, dtype=dt)
+    w = torch.randn(6, 11, device=device, dtype=dt)
+    b = torch.randn(6, device=device, dtype=dt)
+    c = torch.randn(9, 6, device=device, dtype=dt)
+    calls = {
+        "mm": (lambda x, w: cg.mm(x, w.t()), lambda x, w: torch.ops.gemm.mm(x, w.t()), (x, w)),
+        "bmm": (lambda x, w: cg.bmm(x.reshape(3, 3, 11), w.t().expand(3, 11, 6)),
+                lambda x, w: torch.ops.gemm.bmm(x.reshape(3, 3, 11), w.t().expand(3, 11, 6)), (x, w)),
+        "gemm": (lambda x, w, b: cg.gemm(x, w.t(), bias=b), lambda x, w, b: torch.ops.gemm.gemm(x, w.t(), b),
+                 (x, w, b)),
+        "gemm alpha beta c": (lambda x, w, b, c: cg.gemm(x, w, bias=b, c=c, alpha=0.5, beta=-2.0),
+                              lambda x, w, b, c: torch.ops.gemm.gemm(x, w, b, c, alpha=0.5, beta=-2.0),
+                              (x, w.t().contiguous(), b, c)),
+        "gemm fp32 out": (lambda x, w, b: cg.gemm(x, w.t(), bias=b, out_dtype=torch.float32),
+                          lambda x, w, b: torch.ops.gemm.gemm(x, w.t(), b, out_dtype=torch.float32), (x, w, b)),
+    }
+    ours, ref, leaves = calls[op]
+    for frozen in [None] + list(range(len(leaves))):  # every input requiring grad, then each one frozen
+        ls = [t.detach().clone().requires_grad_(i != frozen) for i, t in enumerate(leaves)]
+        y_ours, y_ref = ours(*ls), ref(*ls)
+        torch.testing.assert_close(y_ours, y_ref, rtol=0, atol=0)
+        dy = torch.randn_like(y_ours)
+        want = [t for t in ls if t.requires_grad]
+        for g1, g2 in zip(torch.autograd.grad(y_ours, want, dy), torch.autograd.grad(y_ref, want, dy)):
+            assert g1.dtype == g2.dtype and g1.shape == g2.shape
+            torch.testing.assert_close(g1, g2, rtol=0, atol=0)
+
+
+def test_cpp_function_beta_zero_c_grad(device):
+    """beta 0: c is not read, its gradient is zeros (not NaN from a NaN c)."""
+    x = torch.randn(4, 5, device=device, dtype=torch.float64, requires_grad=True)
+    w = torch.randn(5, 3, device=device, dtype=torch.float64)
+    c = torch.full((4, 3), float("nan"), device=device, dtype=torch.float64, requires_grad=True)
+    y = cg.gemm(x, w, c=c, beta=0.0)
+    assert "GemmFunction" in y.grad_fn.name() and not y.isnan().any()
+    gx, gc = torch.autograd.grad(y.sum(), (x, c))
+    assert torch.equal(gc, torch.zeros_like(c)) and not gx.isnan().any()
+
+
+@pytest.mark.parametrize("act", ["none", "silu"])
+def test_double_backward(device, act):
+    """Second derivatives through the C++ Function (no activation) and the directly applied Python one
+    (silu): d/d(x, w, b) of (dL/dw . v), the backward's own GEMMs recorded (create_graph)."""
     x, w, b = _leaves(device)
     v = torch.randn_like(w)
 
     def hvp(fn):
-        gw = torch.autograd.grad(fn(x, w, b, act="silu"), w, create_graph=True)[0]
+        gw = torch.autograd.grad(fn(x, w, b, act=act), w, create_graph=True)[0]
         return torch.autograd.grad((gw * v).sum(), (x, w, b))
 
-    _assert_close(hvp(_wrapper), hvp(_reference), "double backward")
+    _assert_close(hvp(_wrapper), hvp(_reference), f"double backward ({act})")
 
 
 @pytest.mark.parametrize("mode", ["non-reentrant", "reentrant", "selective"])
@@ -207,3 +260,4 @@ def test_autocast_backward_in_the_autocast_dtype(device, op, monkeypatch):
         results.append(torch.autograd.grad(y, (x, w, b) if op != "mm" else (x, w), dy))
     for g_wrap, g_raw in zip(*results):
         torch.testing.assert_close(g_wrap, g_raw, rtol=0, atol=0)
+

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "checks.h"
+#include "fast_calls.h"
 #include "cutorch_gemm/device/simt_heuristic.h"
 #include "cutorch_gemm/device/family.h"
 #include "cutorch_gemm/device/sm80_configs.h"
@@ -62,6 +63,7 @@ std::vector<std::string> compiled_archs() {
 
 PYBIND11_MODULE(_C, m) {
   m.doc() = "cutorch_gemm native module: registers torch.ops.gemm.* and exposes host-device helpers";
+  cutorch_gemm::fast::register_fast_calls(m);
   m.def("cuda_built", [] {
 #ifdef CUTORCH_GEMM_WITH_CUDA
     return true;
