@@ -77,18 +77,25 @@ _FUNCTION_CALL = None
 _KERNEL_CALL = None
 
 
-# mm, bmm and gemm called from C++ (csrc/torch/fast_calls.cpp): the op through the dispatcher without
-# torch.ops' Python argument parsing, and a recorded call through a C++ autograd Function (gemm: without
-# an activation). Host microseconds per call: most of a small GEMM's, all of a host-bound step's.
-_FAST = {torch.ops.gemm.mm: _C.fast_mm, torch.ops.gemm.bmm: _C.fast_bmm, torch.ops.gemm.gemm: _C.fast_gemm}
+# Ops called from C++ (csrc/torch/fast_calls.cpp): through the dispatcher without torch.ops' Python
+# argument parsing, and an mm / bmm / gemm call that records a graph through a C++ autograd Function.
+# op -> (entry point, whether it takes a recorded call with these keyword arguments). Host microseconds
+# per call: most of a small GEMM's, all of a host-bound step's.
+_FAST = {
+    torch.ops.gemm.mm: (_C.fast_mm, lambda kw: True),
+    torch.ops.gemm.bmm: (_C.fast_bmm, lambda kw: True),
+    torch.ops.gemm.gemm: (_C.fast_gemm, lambda kw: kw.get("activation", "none") == "none"),
+    torch.ops.gemm.grouped_mm: (_C.fast_grouped_mm, lambda kw: False),
+    torch.ops.gemm.scaled_mm: (_C.fast_scaled_mm, lambda kw: False),
+}
 
 
 def _call(op, tensors, *args, **kwargs):
     """``op(*args, **kwargs)``, by the cheapest route that does what calling the op would:
     - under torch.func transforms and forward-mode AD: through the op's autograd.Function;
-    - on plain tensors (``_plain``): mm / bmm / gemm from C++ (``_FAST``); the other ops below the
-      autograd key when nothing records a graph, else through the Function their Autograd kernel
-      applies, applied here (one dispatcher round trip into Python fewer);
+    - on plain tensors (``_plain``): from C++ (``_FAST``) where the entry point takes the call; else
+      below the autograd key when nothing records a graph, or through the Function the op's Autograd
+      kernel applies, applied here (one dispatcher round trip into Python fewer);
     - otherwise, and under torch.compile, export and jit.trace, the op itself (``op.default``)."""
     try:
         if not torch.compiler.is_compiling():
@@ -97,8 +104,8 @@ def _call(op, tensors, *args, **kwargs):
             record = torch.is_grad_enabled() and _any_requires_grad(tensors)
             if _plain(tensors):
                 fast = _FAST.get(op)
-                if fast is not None and not (record and kwargs.get("activation", "none") != "none"):
-                    return fast(*args, **kwargs)
+                if fast is not None and (not record or fast[1](kwargs)):
+                    return fast[0](*args, **kwargs)
                 if record:
                     out = _KERNEL_CALL(op, args, kwargs)
                     if out is not NotImplemented:

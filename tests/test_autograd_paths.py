@@ -261,3 +261,34 @@ def test_autocast_backward_in_the_autocast_dtype(device, op, monkeypatch):
     for g_wrap, g_raw in zip(*results):
         torch.testing.assert_close(g_wrap, g_raw, rtol=0, atol=0)
 
+
+def test_routes(device, monkeypatch):
+    """Which calls take the C++ entry points (ops._FAST) and which the Python paths."""
+    from cutorch_gemm import ops
+    taken = []
+    monkeypatch.setattr(ops, "_FAST", {op: ((lambda *a, _f=f, _op=op, **k: (taken.append(_op), _f(*a, **k))[1]), ok)
+                                       for op, (f, ok) in ops._FAST.items()})
+    g = torch.ops.gemm
+    x, w, b = _leaves(device)
+    xd, wd, bd = x.detach(), w.detach(), b.detach()
+    e = torch.randn(3, 13, 5, device=device, dtype=torch.float64)
+    offs = torch.tensor([2, 5, 7], device=device, dtype=torch.int32)
+    f8 = torch.randn(8, 16, device=device).to(torch.float8_e4m3fn)
+    one = torch.ones((), device=device)
+    cases = [  # (call, the op it should take from C++, or None)
+        (lambda: cg.mm(xd, wd.t()), g.mm), (lambda: cg.mm(x, w.t()), g.mm),
+        (lambda: cg.bmm(x[None], w.t()[None]), g.bmm),
+        (lambda: cg.gemm(x, w.t(), bias=b), g.gemm), (lambda: cg.gemm(xd, wd.t(), activation="gelu"), g.gemm),
+        (lambda: cg.gemm(x, w.t(), activation="gelu"), None),  # recorded with an activation: Python
+        (lambda: cg.grouped_mm(xd, e, offs), g.grouped_mm), (lambda: cg.grouped_mm(x, e, offs), None),
+        (lambda: cg.scaled_mm(f8, f8.t(), one, one), g.scaled_mm),
+        (lambda: cg.swiglu(xd[:, :12]), None),
+    ]
+    for call, want in cases:
+        taken.clear()
+        call()
+        assert taken == ([want] if want is not None else []), (want, taken)
+    taken.clear()
+    with torch.autocast(device, dtype=torch.bfloat16):  # autocast: the op itself (its Autocast kernel)
+        cg.mm(x, w.t())
+    assert taken == []

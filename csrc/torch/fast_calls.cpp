@@ -1,6 +1,7 @@
-// Direct entry points for the Python wrappers' common calls (cutorch_gemm/ops.py, _call): mm, bmm and
-// gemm called through the dispatcher from C++, and, when the call records an autograd graph (and gemm
-// has no activation), through a C++ autograd::Function instead of the Python one.
+// Direct entry points for the Python wrappers' common calls (cutorch_gemm/ops.py, _call): mm, bmm, gemm,
+// grouped_mm and scaled_mm called through the dispatcher from C++, and, when an mm / bmm / gemm call
+// records an autograd graph (gemm: without an activation), through a C++ autograd::Function instead of
+// the Python one (grouped_mm and scaled_mm calls that record one stay on the Python Functions).
 //
 // Why: host time. torch.ops.gemm.*'s Python binding parses every argument against the schema, and a
 // Python autograd.Function adds its apply and a Python backward node; for a small, host-bound linear
@@ -50,6 +51,20 @@ at::Tensor call_gemm(const at::Tensor& a, const at::Tensor& b, const OptT& bias,
   static auto h = handle<at::Tensor(const at::Tensor&, const at::Tensor&, const OptT&, const OptT&, double, double,
                                     c10::string_view, OptDt)>("gemm::gemm");
   return h.call(a, b, bias, c, alpha, beta, activation, out_dtype);
+}
+
+at::Tensor call_grouped_mm(const at::Tensor& a, const at::Tensor& b, const OptT& offs, const OptT& bias,
+                           c10::string_view activation, OptDt out_dtype) {
+  static auto h = handle<at::Tensor(const at::Tensor&, const at::Tensor&, const OptT&, const OptT&, c10::string_view,
+                                    OptDt)>("gemm::grouped_mm");
+  return h.call(a, b, offs, bias, activation, out_dtype);
+}
+
+at::Tensor call_scaled_mm(const at::Tensor& a, const at::Tensor& b, const at::Tensor& scale_a,
+                          const at::Tensor& scale_b, const OptT& bias, at::ScalarType out_dtype, bool use_fast_accum) {
+  static auto h = handle<at::Tensor(const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&,
+                                    const OptT&, at::ScalarType, bool)>("gemm::scaled_mm");
+  return h.call(a, b, scale_a, scale_b, bias, out_dtype, use_fast_accum);
 }
 
 bool defined(const OptT& t) { return t.has_value() && t->defined(); }
@@ -191,6 +206,24 @@ at::Tensor gemm(const at::Tensor& a, const at::Tensor& b, const OptT& bias, cons
   return call_gemm(a, b, bias, c, alpha, beta, activation, out_dtype);
 }
 
+// grouped_mm and scaled_mm when nothing records a graph (inference, frozen weights); a recorded call
+// stays on the Python Functions.
+at::Tensor grouped_mm(const at::Tensor& a, const at::Tensor& b, const OptT& offs, const OptT& bias,
+                      const std::string& activation, OptDt out_dtype) {
+  TORCH_CHECK(!records({&a, &b, defined(bias) ? &*bias : nullptr}),
+              "cutorch_gemm._C.fast_grouped_mm takes no recorded call (the Python Function does)");
+  at::AutoDispatchBelowAutograd below;
+  return call_grouped_mm(a, b, offs, bias, activation, out_dtype);
+}
+
+at::Tensor scaled_mm(const at::Tensor& a, const at::Tensor& b, const at::Tensor& scale_a, const at::Tensor& scale_b,
+                     const OptT& bias, OptDt out_dtype, bool use_fast_accum) {
+  TORCH_CHECK(!records({&a, &b, &scale_a, &scale_b, defined(bias) ? &*bias : nullptr}),
+              "cutorch_gemm._C.fast_scaled_mm takes no recorded call (the Python Function does)");
+  at::AutoDispatchBelowAutograd below;
+  return call_scaled_mm(a, b, scale_a, scale_b, bias, out_dtype.value_or(at::kBFloat16), use_fast_accum);
+}
+
 }  // namespace
 
 void register_fast_calls(pybind11::module_& m) {
@@ -203,6 +236,13 @@ void register_fast_calls(pybind11::module_& m) {
         py::kw_only(), py::arg("alpha") = 1.0, py::arg("beta") = 0.0, py::arg("activation") = "none",
         py::arg("out_dtype") = py::none(),
         "gemm.gemm for ops._call (as fast_mm; a recorded call must have no activation).");
+  m.def("fast_grouped_mm", &grouped_mm, py::arg("a"), py::arg("b"), py::arg("offs") = py::none(),
+        py::arg("bias") = py::none(), py::kw_only(), py::arg("activation") = "none", py::arg("out_dtype") = py::none(),
+        "gemm.grouped_mm for ops._call, below autograd (calls that record a graph: the Python Function).");
+  m.def("fast_scaled_mm", &scaled_mm, py::arg("a"), py::arg("b"), py::arg("scale_a"), py::arg("scale_b"),
+        py::arg("bias") = py::none(), py::kw_only(), py::arg("out_dtype") = py::none(),
+        py::arg("use_fast_accum") = false,
+        "gemm.scaled_mm for ops._call, below autograd (calls that record a graph: the Python Function).");
 }
 
 }  // namespace cutorch_gemm::fast
