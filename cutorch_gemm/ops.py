@@ -105,7 +105,12 @@ def _call(op, tensors, *args, **kwargs):
             if _plain(tensors):
                 fast = _FAST.get(op)
                 if fast is not None and (not record or fast[1](kwargs)):
-                    return fast[0](*args, **kwargs)
+                    try:
+                        return fast[0](*args, **kwargs)
+                    except TypeError as e:  # an argument of the wrong type (offs=[...], out_dtype="float")
+                        if "incompatible function arguments" not in str(e):
+                            raise  # (the op's own TypeErrors: dtypes)
+                    return op.default(*args, **kwargs)  # whose schema error names the argument
                 if record:
                     out = _KERNEL_CALL(op, args, kwargs)
                     if out is not NotImplemented:

@@ -231,6 +231,14 @@ def test_bad_input_still_named(device):
         cg.mm(x, w.t().float())
     with pytest.raises(TypeError, match="sparse"):
         cg.mm(x, w.t().detach().to_sparse().requires_grad_(True))
+    # Arguments of the wrong type: the op's schema error, naming the argument (not the C++ entry point's
+    # signature dump).
+    e = torch.randn(2, 13, 5, device=device, dtype=torch.float64)
+    for call, name in [(lambda: cg.grouped_mm(x.detach(), e, [3, 7]), "offs"),
+                       (lambda: cg.mm(x, w.t(), out_dtype="float"), "out_dtype"),
+                       (lambda: cg.gemm(x, w.t(), activation=5), "activation")]:
+        with pytest.raises(RuntimeError, match=f"argument '{name}'"):
+            call()
 
 
 @pytest.mark.parametrize("op", ["mm", "gemm", "linear"])
