@@ -300,3 +300,28 @@ def test_routes(device, monkeypatch):
     with torch.autocast(device, dtype=torch.bfloat16):  # autocast: the op itself (its Autocast kernel)
         cg.mm(x, w.t())
     assert taken == []
+
+
+@pytest.mark.parametrize("op", ["mm", "gemm", "grouped_mm"])
+def test_autocast_under_torch_func(device, op):
+    """torch.func.grad under autocast: the wrapper casts as the Autocast kernel would before applying the
+    Function from Python, so the gradient is the one plain autograd gives (16-bit saved operands and
+    backward GEMMs), bit for bit."""
+    if device == "cuda" and not torch.cuda.is_bf16_supported():
+        pytest.skip("no bf16")
+    w = torch.randn(13, 6, device=device)
+    b = torch.randn(6, device=device)
+    ew = torch.randn(3, 13, 6, device=device)
+    offs = torch.tensor([2, 2, 7], device=device, dtype=torch.int32)
+    call = {"mm": lambda x: cg.mm(x, w), "gemm": lambda x: cg.gemm(x, w, bias=b, activation="silu"),
+            "grouped_mm": lambda x: cg.grouped_mm(x, ew, offs)}[op]
+
+    def loss(x):
+        with torch.autocast(device, dtype=torch.bfloat16):
+            return (call(x).float() ** 2).sum()
+
+    x = torch.randn(7, 13, device=device)
+    xr = x.clone().requires_grad_(True)
+    want = torch.autograd.grad(loss(xr), xr)[0]
+    got = torch.func.grad(loss)(x)
+    torch.testing.assert_close(got, want, rtol=0, atol=0)
