@@ -325,3 +325,21 @@ def test_autocast_under_torch_func(device, op):
     want = torch.autograd.grad(loss(xr), xr)[0]
     got = torch.func.grad(loss)(x)
     torch.testing.assert_close(got, want, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("op", ["mm", "gemm", "bmm"])
+def test_frozen_weight_keeps_no_activation(device, op):
+    """A frozen weight (LoRA-style fine-tuning): the graph keeps the weight, not the input activation
+    (the C++ Functions save an operand only where the other's gradient needs it), and gradients match."""
+    x = torch.randn(6, 9, device=device, dtype=torch.float64, requires_grad=True)
+    w = torch.randn(4, 9, device=device, dtype=torch.float64)  # frozen
+    call = {"mm": lambda: cg.mm(x, w.t()), "gemm": lambda: cg.gemm(x, w.t(), c=torch.ones(6, 4, device=device,
+                                                                                          dtype=torch.float64), beta=2.0),
+            "bmm": lambda: cg.bmm(x[None], w.t()[None])}[op]
+    packed = []
+    with torch.autograd.graph.saved_tensors_hooks(lambda t: (packed.append(t.data_ptr()), t)[1], lambda t: t):
+        y = call()
+    assert x.data_ptr() not in packed, f"{op}: the input activation was saved though no gradient needs it"
+    assert w.data_ptr() in packed
+    gx, = torch.autograd.grad(y, x, torch.ones_like(y))
+    torch.testing.assert_close(gx, torch.ones(6, 4, device=device, dtype=torch.float64) @ w, rtol=1e-12, atol=1e-12)

@@ -85,12 +85,22 @@ struct BelowUnlessRecorded {
   }
 };
 
-// dB = A^T @ G; for b a transposed view of a row-major matrix (nn.Linear's W.t()) as (G^T @ A)^T, so the
-// weight's gradient arrives in the weight's layout (_autograd_util._grad_b).
+// b a transposed view of a row-major matrix (nn.Linear's W.t()): its gradient is computed as (G^T @ A)^T,
+// so it arrives in the weight's layout (_autograd_util._grad_b).
+bool b_transposed(const at::Tensor& b) { return b.dim() == 2 && b.stride(0) == 1 && b.stride(1) != 1; }
+
 template <class Prod>
-at::Tensor grad_b(const at::Tensor& a, const at::Tensor& g, const at::Tensor& b, Prod prod) {
-  if (b.dim() == 2 && b.stride(0) == 1 && b.stride(1) != 1) return prod(g.t(), a).t();
-  return prod(a.t(), g);
+at::Tensor grad_b(const at::Tensor& a, const at::Tensor& g, bool transposed, Prod prod) {
+  return transposed ? prod(g.t(), a).t() : prod(a.t(), g);
+}
+
+// What a product's backward keeps: a only where b's gradient needs it and b only where a's does (a frozen
+// weight, as in LoRA fine-tuning, keeps no activation alive); b's layout and the operands' dtype as values.
+void save_operands(AutogradContext* ctx, const at::Tensor& a, const at::Tensor& b, const at::Tensor& c) {
+  ctx->save_for_backward({b.requires_grad() ? a : at::Tensor(), a.requires_grad() ? b : at::Tensor(),
+                          c.defined() && c.requires_grad() ? c : at::Tensor()});
+  ctx->saved_data["dtype"] = int64_t(a.scalar_type());
+  ctx->saved_data["b_transposed"] = b_transposed(b);
 }
 
 // Rows of dz summed into `dtype`, accumulating in fp32 (fp64 for fp64): one kernel when dz already has
@@ -111,7 +121,7 @@ struct Product : torch::autograd::Function<Self> {
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& a, const at::Tensor& b, OptDt out_dtype) {
     at::AutoDispatchBelowAutograd below;
     ctx->set_materialize_grads(false);
-    ctx->save_for_backward({a, b});
+    save_operands(ctx, a, b, at::Tensor());
     return kBatched ? call_bmm(a, b, out_dtype) : call_mm(a, b, out_dtype);
   }
 
@@ -120,7 +130,7 @@ struct Product : torch::autograd::Function<Self> {
     const variable_list saved = ctx->get_saved_variables();
     const at::Tensor& a = saved[0];
     const at::Tensor& b = saved[1];
-    const at::Tensor g = grads[0].to(a.scalar_type());
+    const at::Tensor g = grads[0].to(at::ScalarType(ctx->saved_data["dtype"].toInt()));
     BelowUnlessRecorded below;
     at::Tensor ga, gb;
     if (kBatched) {
@@ -129,7 +139,7 @@ struct Product : torch::autograd::Function<Self> {
     } else {
       auto mm = [](const at::Tensor& x, const at::Tensor& y) { return call_mm(x, y, std::nullopt); };
       if (ctx->needs_input_grad(0)) ga = mm(g, b.t());
-      if (ctx->needs_input_grad(1)) gb = grad_b(a, g, b, mm);
+      if (ctx->needs_input_grad(1)) gb = grad_b(a, g, ctx->saved_data["b_transposed"].toBool(), mm);
     }
     return {ga, gb, at::Tensor()};
   }
@@ -145,7 +155,7 @@ struct GemmFunction : torch::autograd::Function<GemmFunction> {
                             const OptT& c, double alpha, double beta, OptDt out_dtype) {
     at::AutoDispatchBelowAutograd below;
     ctx->set_materialize_grads(false);
-    ctx->save_for_backward({a, b, defined(c) ? *c : at::Tensor()});
+    save_operands(ctx, a, b, defined(c) ? *c : at::Tensor());
     ctx->saved_data["alpha"] = alpha;
     ctx->saved_data["beta"] = beta;
     ctx->saved_data["bias_dtype"] = defined(bias) ? int64_t(bias->scalar_type()) : int64_t(-1);
@@ -163,7 +173,7 @@ struct GemmFunction : torch::autograd::Function<GemmFunction> {
     const double beta = ctx->saved_data["beta"].toDouble();
     const int64_t bias_dtype = ctx->saved_data["bias_dtype"].toInt();
     const at::Tensor& dz = grads[0];  // in D's dtype (fp32 where out_dtype asked for it)
-    const at::Tensor g = dz.to(a.scalar_type());
+    const at::Tensor g = dz.to(at::ScalarType(ctx->saved_data["dtype"].toInt()));
     BelowUnlessRecorded below;
     // alpha 1 (nn.Linear): mm, the same kernels with fewer arguments.
     auto prod = [alpha](const at::Tensor& x, const at::Tensor& y) {
@@ -173,7 +183,7 @@ struct GemmFunction : torch::autograd::Function<GemmFunction> {
     // needs_input_grad counts the tensor arguments present: a, b, then bias and c where given.
     size_t edge = 2;
     if (ctx->needs_input_grad(0)) out[0] = prod(g, b.t());
-    if (ctx->needs_input_grad(1)) out[1] = grad_b(a, g, b, prod);
+    if (ctx->needs_input_grad(1)) out[1] = grad_b(a, g, ctx->saved_data["b_transposed"].toBool(), prod);
     if (bias_dtype >= 0 && ctx->needs_input_grad(edge++)) out[2] = sum_rows(dz, at::ScalarType(bias_dtype));
     if (c.defined() && ctx->needs_input_grad(edge)) {
       out[3] = beta != 0.0 ? (dz * beta).to(c.scalar_type()) : at::zeros_like(c);  // (c is not read at beta 0)
