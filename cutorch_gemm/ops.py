@@ -176,6 +176,21 @@ def _act(activation: Optional[str]) -> str:
     return "none" if activation is None else activation
 
 
+def _real(op: str, name: str, value) -> float:
+    """A scalar argument (alpha, beta) as the float the op takes. Real numbers, numpy scalars and one-element real
+    tensors pass (float() of them); a string, None or a complex number is a TypeError naming the argument (float()
+    alone took alpha="2" and said nothing of which argument a complex one was)."""
+    if type(value) is float:  # the common case, first: this runs on every call
+        return value
+    if (value is None or isinstance(value, (str, bytes, complex))
+            or (isinstance(value, torch.Tensor) and (value.numel() != 1 or value.is_complex()))):
+        raise TypeError(f"gemm.{op}: {name} must be a real number, got {type(value).__name__} {value!r}")
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise TypeError(f"gemm.{op}: {name} must be a real number, got {type(value).__name__} {value!r}") from None
+
+
 def mm(a: torch.Tensor, b: torch.Tensor, *, out_dtype: Optional[torch.dtype] = None) -> torch.Tensor:
     """Matrix product ``a @ b``.
 
@@ -211,8 +226,8 @@ def gemm(a: torch.Tensor, b: torch.Tensor, *, bias: Optional[torch.Tensor] = Non
     Returns:
         D, (M, N) contiguous.
     """
-    return _call(torch.ops.gemm.gemm, (a, b, bias, c), a, b, bias=bias, c=c, alpha=float(alpha),
-                 beta=float(beta), activation=_act(activation), out_dtype=out_dtype)
+    return _call(torch.ops.gemm.gemm, (a, b, bias, c), a, b, bias=bias, c=c, alpha=_real("gemm", "alpha", alpha),
+                 beta=_real("gemm", "beta", beta), activation=_act(activation), out_dtype=out_dtype)
 
 
 def bmm(a: torch.Tensor, b: torch.Tensor, *, out_dtype: Optional[torch.dtype] = None) -> torch.Tensor:

@@ -56,6 +56,13 @@ CASES = {
     "mm_out_bf16_for_f16": ("out_dtype", lambda d: cg.mm(R(d, 4, 5, dtype=f16),
                                                          R(d, 5, 3, dtype=f16), out_dtype=bf16)),
     "mm_out_int": ("out_dtype", lambda d: cg.mm(R(d, 4, 5), R(d, 5, 3), out_dtype=torch.int32)),
+    # gemm's scalars: a string, None, a complex number or a many-element tensor is no alpha / beta
+    # (float() alone took "2" and named no argument for the others)
+    "gemm_alpha_str": ("alpha", lambda d: cg.gemm(R(d, 4, 5), R(d, 5, 3), alpha="2")),
+    "gemm_alpha_none": ("alpha", lambda d: cg.gemm(R(d, 4, 5), R(d, 5, 3), alpha=None)),
+    "gemm_alpha_complex": ("alpha", lambda d: cg.gemm(R(d, 4, 5), R(d, 5, 3), alpha=1j)),
+    "gemm_beta_tensor": ("beta", lambda d: cg.gemm(R(d, 4, 5), R(d, 5, 3), c=R(d, 4, 3),
+                                                   beta=torch.ones(2))),
     # gemm
     "gemm_inner_mismatch": ("b", lambda d: cg.gemm(R(d, 4, 5), R(d, 4, 3))),
     "gemm_bias_len": ("bias", lambda d: cg.gemm(R(d, 4, 5), R(d, 5, 3), bias=R(d, 4))),
@@ -166,11 +173,11 @@ def test_bad_input(device, case):
 
 @pytest.mark.parametrize("device", CHECK_DEVICES)
 @pytest.mark.parametrize("case", ["mm_inner_mismatch", "gemm_bias_len", "gmm_offs_int64",
-                                  "mm_dtype_mismatch", "gemm_c_dtype"])
+                                  "mm_dtype_mismatch", "gemm_c_dtype", "gemm_alpha_str", "gemm_alpha_complex"])
 def test_bad_input_error_type(device, case):
     """Shape problems are ValueError, dtype problems TypeError (not a generic RuntimeError)."""
     arg, fn = CASES[case]
-    expected = TypeError if ("dtype" in case or "int64" in case) else ValueError
+    expected = TypeError if ("dtype" in case or "int64" in case or "alpha" in case) else ValueError
     with pytest.raises(expected, match=named(arg)):
         fn(device)
 
@@ -253,3 +260,15 @@ def test_explain_bad_op_name():
     a, b = R("cpu", 4, 5), R("cpu", 5, 3)
     with pytest.raises((ValueError, KeyError, TypeError, RuntimeError)):
         cg.explain("conv", a, b)
+
+
+def test_gemm_real_scalar_forms_accepted():
+    """What float() takes as a real number stays accepted for alpha / beta: int, bool, numpy scalars, a
+    one-element real tensor; each gives the same result as the float."""
+    np = pytest.importorskip("numpy")
+    a, b, c = R("cpu", 4, 5, dtype=f64), R("cpu", 5, 3, dtype=f64), R("cpu", 4, 3, dtype=f64)
+    want = cg.gemm(a, b, c=c, alpha=2.0, beta=0.5)
+    for alpha, beta in [(2, 0.5), (np.float32(2), np.float64(0.5)), (torch.tensor(2.0), torch.tensor([0.5])),
+                        (np.int64(2), 0.5)]:
+        torch.testing.assert_close(cg.gemm(a, b, c=c, alpha=alpha, beta=beta), want, rtol=0, atol=0)
+    torch.testing.assert_close(cg.gemm(a, b, alpha=True), cg.mm(a, b), rtol=0, atol=0)

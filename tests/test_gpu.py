@@ -392,18 +392,23 @@ def test_device_guard_cuda0():
 # --------------------------------------------------------------------------------------
 
 def _path_calls(dtype):
+    """(op, args, kwargs, reference, tma_ok): tma_ok marks the calls whose operands TMA can read (16-byte
+    aligned rows), which a forced sm90 must run on the sm90 family; the others (257x129: 258-byte rows in
+    16-bit) fall back to sm80 and explain must say why."""
     a, b = make((257, 129), dtype, DEV), make((129, 65), dtype, DEV, "col")
     bias, c = make((65,), dtype, DEV), make((257, 65), dtype, DEV)
     x, w = make((300, 64), dtype, DEV), make((3, 64, 48), dtype, DEV)
+    a8, b8 = make((256, 128), dtype, DEV), make((128, 72), dtype, DEV, "col")
     offs = offs_from_sizes([100, 0, 150], DEV)
     return [
-        ("mm", (a, b), {}, lambda: ref_mm(a, b)),
+        ("mm", (a, b), {}, lambda: ref_mm(a, b), False),
+        ("mm", (a8, b8), {}, lambda: ref_mm(a8, b8), True),
         ("gemm", (a, b), dict(bias=bias, c=c, beta=0.5, activation="gelu_tanh"),
-         lambda: ref_gemm(a, b, bias, c, 1.0, 0.5, "gelu_tanh")),
+         lambda: ref_gemm(a, b, bias, c, 1.0, 0.5, "gelu_tanh"), False),
         ("bmm", (make((3, 65, 33), dtype, DEV), make((3, 33, 17), dtype, DEV, "col")), {},
-         None),
+         None, False),
         ("grouped_mm", (x, w, offs), dict(activation="silu"),
-         lambda: ref_grouped_mm(x, w, offs, None, "silu")),
+         lambda: ref_grouped_mm(x, w, offs, None, "silu"), True),
     ]
 
 
@@ -423,26 +428,27 @@ def test_forced_simt_path(monkeypatch):
 @pytest.mark.parametrize("arch", ["simt", "sm80", "sm90", "auto"])
 @pytest.mark.parametrize("dtype", DTYPES, ids=dtype_id)
 def test_forced_paths_correct(monkeypatch, arch, dtype):
-    """Every path forced on this GPU computes the right result; a forced tensor-core path
-    is named in explain (xfail while that family has no kernels)."""
+    """Every path forced on this GPU computes the right result and explain names it: a forced sm90 runs the
+    16-bit calls TMA can read on the sm90 family, and the others on sm80 with the reason TMA refused them."""
     need = {"sm80": (8, 0), "sm90": (9, 0)}.get(arch)
     if need is not None and cap() < need:
         pytest.skip(f"{arch} path needs sm_{need[0]}{need[1]}+")
     monkeypatch.setenv("CUTORCH_GEMM_ARCH", arch)
-    unnamed = []
-    for op, args, kwargs, ref in _path_calls(dtype):
+    for op, args, kwargs, ref, tma_ok in _path_calls(dtype):
         e = cg.explain(op, *args, **kwargs)
         if arch == "simt":
             assert "simt" in e.kernel.lower(), f"{op}: {e}"
         if arch == "sm80" and dtype != torch.float32:  # fp32 here runs without tf32: SIMT
             assert e.kernel == "sm80", f"{op}: {e}"
-        if arch == "sm90" and dtype in HALF_DTYPES and arch not in (e.kernel + e.config).lower():
-            unnamed.append(f"{op}: {e.kernel}/{e.config}")
+        if arch == "sm90" and dtype in HALF_DTYPES:
+            if tma_ok:
+                assert e.kernel == "sm90", f"{op}: forced sm90 on TMA-readable operands ran {e.kernel}: {e}"
+            else:
+                assert e.kernel == "sm80" and "not sm90: a: TMA needs" in e.reason, (
+                    f"{op}: forced sm90 on 258-byte rows should fall back to sm80 naming TMA's rule: {e}")
         out = getattr(cg, op)(*args, **kwargs)
         r = ref() if ref is not None else ref_bmm(*args)
         check(out, r, dtype, what=f"{op} on {arch}")
-    if unnamed:
-        pytest.xfail(f"CUTORCH_GEMM_ARCH={arch} does not select an {arch} kernel: {unnamed}")
 
 
 def test_explain_gpu_names_kernel():
