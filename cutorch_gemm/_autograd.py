@@ -22,6 +22,8 @@ again (double backward, hessian) and transform-aware.
 """
 from __future__ import annotations
 
+import inspect
+
 import torch
 
 from . import ops as _w
@@ -45,6 +47,14 @@ _FUNCTIONS = {
     "swiglu": (_Swiglu, _pack_swiglu),
     "moe_combine": (_MoeCombine, _pack_moe_combine),
 }
+
+
+# Under a torch.func transform, torch binds a new-style Function's arguments with
+# inspect.signature(forward) on every apply (torch.autograd.function._bind_default_args, called from
+# C++). inspect.signature returns a function's __signature__ when it has one: computed once here, it
+# took torch.func.grad of a small linear from 459 to 408 us (CPU machine, reference ops).
+for _fn in [fn for fn, _ in _FUNCTIONS.values()] + [_GroupedGemm]:
+    _fn.forward.__signature__ = inspect.signature(_fn.forward)
 
 
 def _needs_function(tensors) -> bool:
