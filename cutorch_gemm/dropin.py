@@ -123,8 +123,11 @@ def route_linear(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Ten
     why = _why_not(*tensors)
     if why is not None:
         return f"torch: {why}"
-    if x.dim() == 0 or weight.dim() != 2 or (bias is not None and bias.dim() != 1):
+    if x.dim() == 0 or weight.dim() != 2:
         return "torch: shapes outside (..., K) x (N, K)"
+    if bias is not None and (bias.dim() != 1 or bias.shape[0] != weight.shape[0]):
+        # (F.linear broadcasts a bias of shape (1,) or (); gemm takes (N,))
+        return f"torch: bias of shape {tuple(bias.shape)}, not (N={weight.shape[0]},)"
     return "gemm"
 
 

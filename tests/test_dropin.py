@@ -78,6 +78,21 @@ def test_linear(route_cpu, activation, xshape):
     torch.testing.assert_close(cg.linear(x, w), F.linear(x, w), rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("bias_shape", [(1,), ()])
+@pytest.mark.parametrize("n", [5, 1, 0])
+def test_linear_broadcast_bias_like_torch(route_cpu, bias_shape, n):
+    """F.linear broadcasts a bias of shape (1,) or () over N; cutorch_gemm.linear gives the same (it raised
+    gemm's bias-shape error for (1,)), and its route says why it handed the call to PyTorch."""
+    x, w = torch.randn(3, 7, requires_grad=True), torch.randn(n, 7)
+    bias = torch.randn(bias_shape, requires_grad=True)
+    ours, ref = cg.linear(x, w, bias), F.linear(x, w, bias)
+    torch.testing.assert_close(ours, ref)
+    g = torch.randn_like(ref)
+    torch.testing.assert_close(torch.autograd.grad(ours, (x, bias), g), torch.autograd.grad(ref, (x, bias), g))
+    if n != 1:  # (N = 1: a (1,) bias is (N,), which gemm takes)
+        assert dropin.route_linear(x, w, bias).startswith("torch: bias of shape")
+
+
 @pytest.mark.parametrize("device", DEVICES)
 def test_linear_fuses_the_activation_only_when_autograd_does_not_record(route_cpu, monkeypatch, device):
     seen = []
