@@ -93,6 +93,9 @@ def matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     route = route_matmul(a, b)
     if route.startswith("torch"):
         return torch.matmul(a, b)
+    if ops.direct((a, b)):
+        # plain tensors, nothing watching: the steps below in one C++ call (csrc/torch/fast_calls.cpp)
+        return ops._C.fast_matmul(a, b)
     a2 = a.unsqueeze(0) if a.dim() == 1 else a
     b2 = b.unsqueeze(-1) if b.dim() == 1 else b
     if route == "mm":
@@ -149,6 +152,9 @@ def linear(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor] =
                          "gelu, gelu_tanh, silu")
     if route_linear(x, weight, bias).startswith("torch"):
         return _ACT_FN[activation](F.linear(x, weight, bias))
+    if ops.direct((x, weight, bias)):
+        # plain tensors, nothing watching: the steps below in one C++ call (csrc/torch/fast_calls.cpp)
+        return ops._C.fast_linear(x, weight, bias, "none" if activation is None else activation)
     rows = 1
     for d in x.shape[:-1]:
         rows *= d

@@ -70,6 +70,12 @@ def transformed(tensors) -> bool:
     return torch._C._are_functorch_transforms_active() or has_tangent(tensors)
 
 
+def direct(tensors) -> bool:
+    """Whether a wrapper may call its C++ entry point (``_FAST``, ``_C.fast_linear``) with ``tensors``: plain
+    ones (``_plain``), no torch.compile tracing and no torch.func transform or forward-mode tangent."""
+    return not torch.compiler.is_compiling() and _plain(tensors) and not transformed(tensors)
+
+
 # Set by _autograd.py: function_call(op, args, kwargs) applies the op's autograd.Function (the
 # new-style one torch.func needs); kernel_call(op, args, kwargs) applies what the op's Autograd
 # kernel applies (the old-style one, cheaper), or returns NotImplemented for ops without one.

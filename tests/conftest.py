@@ -22,6 +22,7 @@ from typing import Any, Callable, Optional, Sequence
 
 import pytest
 import torch
+from torch.utils._python_dispatch import TorchDispatchMode
 
 import cutorch_gemm  # noqa: F401  (registers torch.ops.gemm.*)
 
@@ -33,6 +34,27 @@ requires_cuda = pytest.mark.skipif(not HAS_CUDA, reason="needs a CUDA GPU")
 requires_sm90 = pytest.mark.skipif(not HAS_CUDA or torch.cuda.get_device_capability()[0] != 9
                                    or not cutorch_gemm._C.sm90_available(),
                                    reason="needs an sm_90 GPU and sm_90a kernels")
+
+
+class GemmOpLog(TorchDispatchMode):
+    """Inside ``with GemmOpLog() as log:``, ``log.calls`` lists the ``torch.ops.gemm.*`` ops that ran, as
+    (op name, kwargs): whatever route the wrappers took to them (Python, the C++ entry points of
+    csrc/torch/fast_calls.cpp, the C++ autograd Functions), every op reaches the dispatcher. Spying on
+    ``cutorch_gemm.ops.<name>`` misses the calls that go from Python straight to C++."""
+
+    def __init__(self):
+        super().__init__()
+        self.calls = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func.namespace == "gemm":
+            self.calls.append((func._opname, dict(kwargs)))
+        return func(*args, **kwargs)
+
+    @property
+    def names(self):
+        return [name for name, _ in self.calls]
 
 
 @pytest.fixture

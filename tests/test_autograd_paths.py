@@ -343,3 +343,81 @@ def test_frozen_weight_keeps_no_activation(device, op):
     assert w.data_ptr() in packed
     gx, = torch.autograd.grad(y, x, torch.ones_like(y))
     torch.testing.assert_close(gx, torch.ones(6, 4, device=device, dtype=torch.float64) @ w, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("act", [None, "relu", "gelu", "gelu_tanh", "silu"])
+@pytest.mark.parametrize("xshape", [(13,), (7, 13), (2, 3, 13), (0, 13), (2, 0, 13)])
+@pytest.mark.parametrize("with_bias", [True, False], ids=["bias", "no_bias"])
+def test_linear_entry_point_matches_the_python_steps(device, monkeypatch, act, xshape, with_bias):
+    """dropin.linear's C++ entry point (_C.fast_linear: reshape, W^T, mm or gemm, the activation) against the
+    same call through its Python steps (ops.direct refusing): the same values and gradients bit for bit,
+    recorded (the activation as PyTorch's op on the GEMM output) and not (fused)."""
+    from cutorch_gemm import dropin, ops
+    monkeypatch.setattr(dropin, "ROUTE_CPU", True)
+    x = torch.randn(xshape, device=device, dtype=torch.float64)
+    w = torch.nn.Parameter(torch.randn(5, 13, device=device, dtype=torch.float64))
+    b = torch.randn(5, device=device, dtype=torch.float64, requires_grad=True) if with_bias else None
+    entered = []
+    real = cg._C.fast_linear
+    monkeypatch.setattr(cg._C, "fast_linear", lambda *a: entered.append(1) or real(*a))
+
+    def run(direct):
+        monkeypatch.setattr(ops, "direct", (lambda ts: direct) if not direct else ops_direct)
+        xs = x.clone().requires_grad_()
+        leaves = [xs, w] + ([b] if b is not None else [])
+        y = cg.linear(xs, w, b, act)
+        dy = torch.randn(y.shape, generator=torch.Generator(device).manual_seed(1), device=device,
+                         dtype=y.dtype)
+        grads = torch.autograd.grad(y, leaves, dy, allow_unused=True) if y.numel() else ()
+        with torch.no_grad():
+            y_ng = cg.linear(x, w, b, act)
+        return y, grads, y_ng
+
+    ops_direct = ops.direct
+    y_py, g_py, ng_py = run(False)
+    assert not entered
+    y_cpp, g_cpp, ng_cpp = run(True)
+    assert len(entered) == 2, "the C++ entry point did not take the call"
+    assert y_cpp.shape == y_py.shape == (*xshape[:-1], 5)
+    torch.testing.assert_close(y_cpp, y_py, rtol=0, atol=0)
+    torch.testing.assert_close(ng_cpp, ng_py, rtol=0, atol=0)
+    for g1, g2 in zip(g_cpp, g_py):
+        torch.testing.assert_close(g1, g2, rtol=0, atol=0)
+    if act not in (None, "none") and y_cpp.numel():
+        assert type(y_cpp.grad_fn).__name__ == type(y_py.grad_fn).__name__, (y_cpp.grad_fn, y_py.grad_fn)
+
+
+MATMUL_SHAPES = [((7, 13), (13, 5)), ((13,), (13, 5)), ((7, 13), (13,)), ((2, 3, 13), (13, 5)), ((2, 3, 13), (13,)),
+                 ((13,), (4, 13, 5)), ((4, 7, 13), (4, 13, 5)), ((4, 1, 7, 13), (3, 13, 5)), ((1, 7, 13), (4, 13, 5)),
+                 ((0, 7, 13), (13, 5)), ((2, 7, 0), (2, 0, 5)), ((3, 13), (2, 13, 0))]
+
+
+@pytest.mark.parametrize("shapes", MATMUL_SHAPES, ids=str)
+def test_matmul_entry_point_matches_the_python_steps(device, monkeypatch, shapes):
+    """dropin.matmul's C++ entry point (_C.fast_matmul: 1-D operands, batch folding and broadcasting, mm or bmm)
+    against the same call through its Python steps (ops.direct refusing): the same values and gradients bit for
+    bit, and torch.matmul's shapes."""
+    from cutorch_gemm import dropin, ops
+    monkeypatch.setattr(dropin, "ROUTE_CPU", True)
+    a0 = torch.randn(shapes[0], device=device, dtype=torch.float64)
+    b0 = torch.randn(shapes[1], device=device, dtype=torch.float64)
+    entered = []
+    real = cg._C.fast_matmul
+    monkeypatch.setattr(cg._C, "fast_matmul", lambda *a: entered.append(1) or real(*a))
+    ops_direct = ops.direct
+
+    def run(direct):
+        monkeypatch.setattr(ops, "direct", ops_direct if direct else (lambda ts: False))
+        a, b = a0.clone().requires_grad_(), b0.clone().requires_grad_()
+        y = cg.matmul(a, b)
+        dy = torch.randn(y.shape, generator=torch.Generator(device).manual_seed(1), device=device, dtype=y.dtype)
+        return y, torch.autograd.grad(y, (a, b), dy)
+
+    y_py, g_py = run(False)
+    assert not entered
+    y_cpp, g_cpp = run(True)
+    assert entered == [1], "the C++ entry point did not take the call"
+    assert y_cpp.shape == torch.matmul(a0, b0).shape
+    torch.testing.assert_close(y_cpp, y_py, rtol=0, atol=0)
+    for g1, g2 in zip(g_cpp, g_py):
+        torch.testing.assert_close(g1, g2, rtol=0, atol=0)

@@ -10,7 +10,7 @@ import torch.nn.functional as F
 
 import cutorch_gemm as cg
 from cutorch_gemm import dropin
-from conftest import DEVICES  # "cpu", and "cuda" marked gpu (skipped without one)
+from conftest import DEVICES, GemmOpLog  # "cpu", and "cuda" marked gpu (skipped without one)
 
 MATMUL_SHAPES = [
     ((5,), (5,)), ((5,), (5, 3)), ((4, 5), (5,)), ((4, 5), (5, 3)),
@@ -95,20 +95,16 @@ def test_linear_broadcast_bias_like_torch(route_cpu, bias_shape, n):
 
 @pytest.mark.parametrize("device", DEVICES)
 def test_linear_fuses_the_activation_only_when_autograd_does_not_record(route_cpu, monkeypatch, device):
-    seen = []
-    real = cg.ops.gemm
-
-    def spy(*a, **k):
-        seen.append(k.get("activation", "none"))
-        return real(*a, **k)
-    monkeypatch.setattr(cg.ops, "gemm", spy)
     x = torch.randn(5, 8, device=device)
     w = torch.randn(6, 8, device=device, requires_grad=True)
     b = torch.randn(6, device=device, requires_grad=True)
-    with torch.no_grad():
-        fused = cg.linear(x, w, b, activation="gelu")
-    y = cg.linear(x, w, b, activation="gelu")
-    assert seen == ["gelu", "none"], seen
+    with GemmOpLog() as log:
+        with torch.no_grad():
+            fused = cg.linear(x, w, b, activation="gelu")
+        y = cg.linear(x, w, b, activation="gelu")
+    seen = [k.get("activation", "none") for name, k in log.calls if name == "gemm"]
+    assert seen == ["gelu", "none"], log.calls
+    assert type(y.grad_fn).__name__ == "GeluBackward0", y.grad_fn  # PyTorch's activation on the GEMM output
     ref = F.gelu(F.linear(x, w, b))
     torch.testing.assert_close(fused, ref.detach(), rtol=1e-5, atol=1e-5)
     torch.testing.assert_close(y, ref, rtol=1e-5, atol=1e-5)
@@ -171,25 +167,22 @@ def test_replace_linear_fuses_activations(route_cpu):
 
 
 def test_enable_routes_and_restores(route_cpu, monkeypatch):
-    calls = []
-    real_mm = cg.ops.mm
-    monkeypatch.setattr(cg.ops, "mm", lambda *a, **k: calls.append("mm") or real_mm(*a, **k))
     a, b = torch.randn(3, 4), torch.randn(4, 5)
-    with cg.enable():
-        y = a @ b
-        z = torch.mm(a, b)
-        w = torch.matmul(a, b)
-    assert len(calls) >= 3
-    for t in (y, z, w):
-        torch.testing.assert_close(t, a @ b)
-    n = len(calls)
-    _ = a @ b  # outside: PyTorch again
-    assert len(calls) == n
-    with pytest.raises(ZeroDivisionError):
+    with GemmOpLog() as log:
         with cg.enable():
-            raise ZeroDivisionError
-    _ = a @ b
-    assert len(calls) == n
+            y = a @ b
+            z = torch.mm(a, b)
+            w = torch.matmul(a, b)
+        assert log.names == ["mm"] * 3, log.names
+        for t in (y, z, w):
+            torch.testing.assert_close(t, a @ b)
+        _ = a @ b  # outside: PyTorch again
+        assert len(log.calls) == 3
+        with pytest.raises(ZeroDivisionError):
+            with cg.enable():
+                raise ZeroDivisionError
+        _ = a @ b
+        assert len(log.calls) == 3
 
 
 def test_enable_nested_and_decorator(route_cpu):
@@ -324,15 +317,11 @@ def test_enable_edge_inputs_every_function(monkeypatch, device, routing, case, f
     rank_a, rank_b, fn = EDGE_FUNCS[func]
     a, b, c = edge_inputs(case, rank_a, rank_b, device)
     ref, ref_exc = _outcome(fn, a, b, c)
-    calls = []
-    for name in ("mm", "gemm", "bmm"):
-        real = getattr(cg.ops, name)
-        monkeypatch.setattr(cg.ops, name, lambda *x, _r=real, _n=name, **k: calls.append(_n) or _r(*x, **k))
-    with cg.enable():
+    with GemmOpLog() as log, cg.enable():
         out, exc = _outcome(fn, a, b, c)
     assert exc is ref_exc, f"PyTorch: {ref_exc}, under enable(): {exc}"
     ours_ran = a.dtype.is_floating_point and (device != "cpu" or routing == "route_cpu")
-    assert bool(calls) == ours_ran, f"our ops called: {calls}"
+    assert bool(log.calls) == ours_ran, f"our ops called: {log.names}"
     if ref is None:
         return
     assert (out.shape, out.dtype, out.requires_grad) == (ref.shape, ref.dtype, ref.requires_grad)
