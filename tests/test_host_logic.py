@@ -462,3 +462,44 @@ def test_cluster_note_says_why(monkeypatch):
     assert "(forced: CUTORCH_GEMM_SM90_CLUSTER=2)" in note(256, 256, 256)
     monkeypatch.setenv("CUTORCH_GEMM_SM90_CLUSTER", "1")
     assert note(1024, 1024, 1000) == ""
+
+
+# --------------------------------------------------------------------------------------
+# the C++ entry points release the GIL
+# --------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("entry", ["fast_mm", "fast_matmul", "fast_linear"])
+def test_entry_points_release_the_gil(entry):
+    """A long op called through a C++ entry point (csrc/torch/fast_calls.cpp) lets the process's other Python
+    threads run, as torch.ops' calls do: while a second thread runs a ~0.2 s CPU reference product, this one
+    keeps waking from 1 ms sleeps (held, the GIL would hold it for the whole product)."""
+    import threading
+    import time
+    a = torch.randn(2000, 2000, dtype=torch.float64)
+    fn = {"fast_mm": lambda: _C.fast_mm(a, a), "fast_matmul": lambda: _C.fast_matmul(a, a),
+          "fast_linear": lambda: _C.fast_linear(a, a, None, "none")}[entry]
+    done, failed, took = threading.Event(), [], []
+
+    def work():
+        t = time.perf_counter()
+        try:
+            fn()
+        except Exception as exc:  # (reported below; the loop must end either way)
+            failed.append(exc)
+        finally:
+            took.append(time.perf_counter() - t)
+            done.set()
+    worker = threading.Thread(target=work)
+    last = time.perf_counter()
+    worker.start()
+    gap = 0.0
+    while not done.is_set():
+        time.sleep(0.001)
+        now = time.perf_counter()
+        gap, last = max(gap, now - last), now
+    worker.join()
+    assert not failed, failed
+    took = took[0]
+    if took < 0.05:
+        pytest.skip(f"the product took {took * 1e3:.0f} ms: too short to tell")
+    assert gap < 0.5 * took, f"this thread stalled {gap * 1e3:.0f} ms of the {took * 1e3:.0f} ms product"

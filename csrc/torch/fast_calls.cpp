@@ -308,25 +308,29 @@ at::Tensor scaled_mm(const at::Tensor& a, const at::Tensor& b, const at::Tensor&
 
 void register_fast_calls(pybind11::module_& m) {
   namespace py = pybind11;
-  m.def("fast_mm", &mm, py::arg("a"), py::arg("b"), py::kw_only(), py::arg("out_dtype") = py::none(),
+  // The GIL released while the op runs, as torch.ops' calls and ATen's bindings release it (the arguments are
+  // converted before, the result after): a long CPU op or a launch does not stall the process's other Python
+  // threads. Nothing below touches Python objects; Python kernels and dispatch modes take the GIL themselves.
+  const auto nogil = py::call_guard<py::gil_scoped_release>();
+  m.def("fast_mm", &mm, nogil, py::arg("a"), py::arg("b"), py::kw_only(), py::arg("out_dtype") = py::none(),
         "gemm.mm for ops._call: below autograd, or through a C++ autograd Function when it records a graph.");
-  m.def("fast_bmm", &bmm, py::arg("a"), py::arg("b"), py::kw_only(), py::arg("out_dtype") = py::none(),
+  m.def("fast_bmm", &bmm, nogil, py::arg("a"), py::arg("b"), py::kw_only(), py::arg("out_dtype") = py::none(),
         "gemm.bmm for ops._call (as fast_mm).");
-  m.def("fast_gemm", &gemm, py::arg("a"), py::arg("b"), py::arg("bias") = py::none(), py::arg("c") = py::none(),
+  m.def("fast_gemm", &gemm, nogil, py::arg("a"), py::arg("b"), py::arg("bias") = py::none(), py::arg("c") = py::none(),
         py::kw_only(), py::arg("alpha") = 1.0, py::arg("beta") = 0.0, py::arg("activation") = "none",
         py::arg("out_dtype") = py::none(),
         "gemm.gemm for ops._call (as fast_mm; a recorded call must have no activation).");
-  m.def("fast_matmul", &matmul, py::arg("a"), py::arg("b"),
+  m.def("fast_matmul", &matmul, nogil, py::arg("a"), py::arg("b"),
         "dropin.matmul's checked common call: torch.matmul's semantics on mm (a's batch folded into rows) or bmm "
         "(broadcast batches).");
-  m.def("fast_linear", &linear, py::arg("x"), py::arg("weight"), py::arg("bias") = py::none(),
+  m.def("fast_linear", &linear, nogil, py::arg("x"), py::arg("weight"), py::arg("bias") = py::none(),
         py::arg("activation") = "none",
         "dropin.linear's checked common call: x (..., K) as rows @ weight.t() (+ bias), activation fused unless "
         "the call records a graph.");
-  m.def("fast_grouped_mm", &grouped_mm, py::arg("a"), py::arg("b"), py::arg("offs") = py::none(),
+  m.def("fast_grouped_mm", &grouped_mm, nogil, py::arg("a"), py::arg("b"), py::arg("offs") = py::none(),
         py::arg("bias") = py::none(), py::kw_only(), py::arg("activation") = "none", py::arg("out_dtype") = py::none(),
         "gemm.grouped_mm for ops._call, below autograd (calls that record a graph: the Python Function).");
-  m.def("fast_scaled_mm", &scaled_mm, py::arg("a"), py::arg("b"), py::arg("scale_a"), py::arg("scale_b"),
+  m.def("fast_scaled_mm", &scaled_mm, nogil, py::arg("a"), py::arg("b"), py::arg("scale_a"), py::arg("scale_b"),
         py::arg("bias") = py::none(), py::kw_only(), py::arg("out_dtype") = py::none(),
         py::arg("use_fast_accum") = false,
         "gemm.scaled_mm for ops._call, below autograd (calls that record a graph: the Python Function).");
