@@ -188,13 +188,13 @@ def _real(op: str, name: str, value) -> float:
     alone took alpha="2" and said nothing of which argument a complex one was)."""
     if type(value) is float:  # the common case, first: this runs on every call
         return value
-    if (value is None or isinstance(value, (str, bytes, complex))
+    if not (value is None or isinstance(value, (str, bytes, complex))
             or (isinstance(value, torch.Tensor) and (value.numel() != 1 or value.is_complex()))):
-        raise TypeError(f"gemm.{op}: {name} must be a real number, got {type(value).__name__} {value!r}")
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        raise TypeError(f"gemm.{op}: {name} must be a real number, got {type(value).__name__} {value!r}") from None
+        try:
+            return float(value)
+        except (TypeError, ValueError):
+            pass
+    raise TypeError(f"gemm.{op}: {name} must be a real number, got {type(value).__name__} {value!r}")
 
 
 def mm(a: torch.Tensor, b: torch.Tensor, *, out_dtype: Optional[torch.dtype] = None) -> torch.Tensor:
