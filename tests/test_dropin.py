@@ -94,7 +94,7 @@ def test_linear_broadcast_bias_like_torch(route_cpu, bias_shape, n):
 
 
 @pytest.mark.parametrize("device", DEVICES)
-def test_linear_fuses_the_activation_only_when_autograd_does_not_record(route_cpu, monkeypatch, device):
+def test_linear_fuses_the_activation_only_when_autograd_does_not_record(route_cpu, device):
     x = torch.randn(5, 8, device=device)
     w = torch.randn(6, 8, device=device, requires_grad=True)
     b = torch.randn(6, device=device, requires_grad=True)
@@ -166,7 +166,7 @@ def test_replace_linear_fuses_activations(route_cpu):
     torch.testing.assert_close(model[0].weight.grad, ref[0].weight.grad, rtol=1e-4, atol=1e-5)
 
 
-def test_enable_routes_and_restores(route_cpu, monkeypatch):
+def test_enable_routes_and_restores(route_cpu):
     a, b = torch.randn(3, 4), torch.randn(4, 5)
     with GemmOpLog() as log:
         with cg.enable():

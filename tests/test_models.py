@@ -42,7 +42,7 @@ def route_cpu(monkeypatch):
 
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("name", list(MODELS))
-def test_enable_matches_stock(route_cpu, monkeypatch, name, device):
+def test_enable_matches_stock(route_cpu, name, device):
     torch.manual_seed(0)
     model = MODELS[name]().to(device).eval()
     ids = torch.randint(0, 128, (2, 16), device=device)
@@ -203,7 +203,7 @@ def test_compiled_fn_guards_on_enable(route_cpu, fresh_dynamo):
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
-def test_cuda_graph_replace_linear_and_enable(monkeypatch, dtype):
+def test_cuda_graph_replace_linear_and_enable(dtype):
     """Capture a replace_linear'ed Llama MLP forward and an enable()-routed matmul in one
     CUDA graph, replay on new data written into the static inputs, compare with eager stock."""
     torch.manual_seed(0)
