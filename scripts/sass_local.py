@@ -44,25 +44,34 @@ def find_nvdisasm() -> str | None:
     return None
 
 
+def ptxas_problems(ptxas_log: str) -> list:
+    """The `-Xptxas -v` lines of entries with a stack frame or spills."""
+    return [line.strip() for line in ptxas_log.splitlines()
+            if re.search(r"\d+ bytes stack frame", line)
+            and not re.search(r"\b0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads", line)]
+
+
+def count_ops(sass: str) -> dict:
+    """OPS' static counts in nvdisasm output (an opcode after the optional address comment and predicate)."""
+    counts = {op: 0 for op in OPS}
+    for line in sass.splitlines():
+        m = re.match(r"\s*(?:/\*[0-9a-f]+\*/)?\s*(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_]*)", line)
+        if m and m.group(1) in counts:
+            counts[m.group(1)] += 1
+    return counts
+
+
 def check(src: str, out_dir: str, nvdisasm: str) -> dict:
     name = os.path.basename(src)
     cubin = os.path.join(out_dir, name.replace(".cu", ".cubin"))
     res = subprocess.run([NVCC, *FLAGS, "-o", cubin, src], capture_output=True, text=True)
     if res.returncode != 0:
         return {"file": name, "error": res.stderr.strip().splitlines()[-1] if res.stderr.strip() else "nvcc failed"}
-    spills = [line.strip() for line in res.stderr.splitlines()
-              if re.search(r"(\d+) bytes stack frame", line) and not re.search(
-                  r"\b0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads", line)]
-    entries = len(re.findall(r"Compiling entry function", res.stderr))
     sass = subprocess.run([nvdisasm, "-c", cubin], capture_output=True, text=True)
     if sass.returncode != 0:
         return {"file": name, "error": f"nvdisasm: {sass.stderr.strip()}"}
-    counts = {op: 0 for op in OPS}
-    for line in sass.stdout.splitlines():
-        m = re.match(r"\s*(?:/\*[0-9a-f]+\*/)?\s*(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_]*)", line)
-        if m and m.group(1) in counts:
-            counts[m.group(1)] += 1
-    return {"file": name, "entries": entries, "spills": spills, **counts}
+    return {"file": name, "entries": len(re.findall(r"Compiling entry function", res.stderr)),
+            "spills": ptxas_problems(res.stderr), **count_ops(sass.stdout)}
 
 
 def main() -> int:
