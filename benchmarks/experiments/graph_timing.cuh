@@ -1,10 +1,11 @@
-// The experiments' error check, bf16 fill, median and CUDA-graph timing (sm90_timeline.cu, tma_first_load.cu, header_ab/ab_main.cu):
+// The experiments' error check, bf16 and e4m3 fills, median and CUDA-graph timing (sm90_timeline.cu, tma_first_load.cu, header_ab/ab_main.cu):
 // a launch sequence captured once as a graph of `launches` launches, timed per launch with no host time between them.
 #pragma once
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
@@ -26,6 +27,17 @@ __global__ void exp_fill_bf16(__nv_bfloat16* p, size_t n, unsigned seed) {
     h *= 0x5bd1e995u;
     h ^= h >> 15;
     p[i] = __float2bfloat16(float(h & 0xffff) / 65536.0f - 0.5f);
+  }
+}
+
+// e4m3 bytes of magnitude below 1 (exponent field at most 6, so never NaN: NaN is S.1111.111), from the same hash.
+__global__ void exp_fill_e4m3(uint8_t* p, size_t n, unsigned seed) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
+    unsigned h = unsigned(i) * 2654435761u + seed;
+    h ^= h >> 13;
+    h *= 0x5bd1e995u;
+    h ^= h >> 15;
+    p[i] = uint8_t((h & 0x80u) | (h & 0x37u));
   }
 }
 

@@ -4,7 +4,8 @@
 // two binaries run one after the other measured the second 1-10% slower on compute-bound shapes (forty-fifth session).
 // Config: 0 the 64x128 ping-pong, 1 the 64x64 ping-pong, 2 the 128x256 cooperative, 3 the 128x240 cooperative,
 // 4 the 64x256 ping-pong, 5 and 6 the fit-width 128x128 and 128x160 cooperative, 7 the 192x192 cooperative
-// (launch_impl.inc); AB_NEW_CFG gives the new side another config than the line's. Prints how many D elements differ
+// (launch_impl.inc); 10-13 scaled_mm's e4m3 launches (128x256 and 128x192 cooperative, 64x64 and 64x256 ping-pong:
+// 8-bit operands, scales 1, plain epilogue only); AB_NEW_CFG gives the new side another config than the line's. Prints how many D elements differ
 // and the largest distance in units in the last place.
 //   bash benchmarks/experiments/header_ab/run.sh [commit, default HEAD~1] < shapes   (lines "M N K config")
 // AB_OLD_ENV / AB_NEW_ENV ("VAR=value[+VAR=value...]"): launch-time variables set while that side's graph is captured
@@ -34,19 +35,36 @@ extern "C" int launch_new(const void*, int, cudaStream_t);
 int main(int argc, char** argv) {
   using namespace cutorch_gemm;
   const int M = std::atoi(argv[1]), N = std::atoi(argv[2]), K = std::atoi(argv[3]), cfg = std::atoi(argv[4]);
+  const bool fp8 = cfg >= 10;  // (operands of one byte)
   __nv_bfloat16 *a, *b, *d1, *d2;
   EXP_CHECK(cudaMalloc(&a, size_t(M) * K * 2)); EXP_CHECK(cudaMalloc(&b, size_t(N) * K * 2));
   EXP_CHECK(cudaMalloc(&d1, size_t(M) * N * 2)); EXP_CHECK(cudaMalloc(&d2, size_t(M) * N * 2));
-  exp_fill_bf16<<<256, 256>>>(a, size_t(M) * K, 1u); exp_fill_bf16<<<256, 256>>>(b, size_t(N) * K, 2u);
+  if (fp8) {
+    exp_fill_e4m3<<<256, 256>>>(reinterpret_cast<uint8_t*>(a), size_t(M) * K, 1u);
+    exp_fill_e4m3<<<256, 256>>>(reinterpret_cast<uint8_t*>(b), size_t(N) * K, 2u);
+  } else {
+    exp_fill_bf16<<<256, 256>>>(a, size_t(M) * K, 1u); exp_fill_bf16<<<256, 256>>>(b, size_t(N) * K, 2u);
+  }
   GemmArgs g{};
   g.dtype = DType::kBFloat16; g.batch = 1; g.a = a; g.b = b; g.alpha = 1.0;
   g.shape.mode = GroupMode::kBatched; g.shape.m = M; g.shape.n = N; g.shape.k = K;
   g.shape.a_sm = K; g.shape.a_sk = 1; g.shape.b_sk = 1; g.shape.b_sn = K; g.shape.d_sm = N; g.shape.d_sn = 1;
+  if (fp8) {  // D = 1 * 1 * acc (per-tensor scales)
+    float* ones;
+    EXP_CHECK(cudaMalloc(&ones, 2 * sizeof(float)));
+    const float host_ones[2] = {1.0f, 1.0f};
+    EXP_CHECK(cudaMemcpy(ones, host_ones, sizeof(host_ones), cudaMemcpyHostToDevice));
+    g.scale_a = ones; g.scale_b = ones + 1; g.scale_a_rows = false; g.scale_b_cols = false;
+  }
   GemmArgs g2 = g; g.d = d1; g2.d = d2;
   __nv_bfloat16* bias = nullptr;
   auto epilogue = [&](const char* var, GemmArgs& side) {
     const std::string e = std::getenv(var) ? std::getenv(var) : "plain";
     if (e == "plain") return;
+    if (fp8) {
+      std::printf("%s=%s: the 8-bit configs (10-13) take the plain epilogue only\n", var, e.c_str());
+      std::exit(2);
+    }
     if (e == "scaled") { side.alpha = 0.5; return; }  // (exact: a power of two)
     if (e.rfind("bias", 0) != 0) {
       std::printf("%s=%s: expected plain, scaled, bias or bias+<activation>\n", var, e.c_str());
