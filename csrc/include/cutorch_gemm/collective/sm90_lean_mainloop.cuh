@@ -1,8 +1,8 @@
 #pragma once
 // The Hopper kernels' mainloop over one tile's k-blocks (kernel/sm90_gemm_ws_kernel.cuh: 16-bit, tf32 and
 // fp8 fast-accumulation operands, ping-pong and cooperative, every k-block but a grouped-K tail's last; not the
-// promoting fp8 loop (collective/sm90_promote_mainloop.cuh), SwiGLU's or the pointer-array kernels): per k-block
-// only the full-barrier wait, the wgmma group, the wait for the previous group and that stage's release.
+// promoting fp8 loop, SwiGLU's or the pointer-array kernels): per k-block only the full-barrier wait, the wgmma
+// group, the wait for the previous group and that stage's release.
 //
 // Why a loop of its own: one warpgroup issues every group of a ping-pong tile, so the loop's own
 // latency is the tensor core's idle time. The general loop recomputed per k-block the stage's
