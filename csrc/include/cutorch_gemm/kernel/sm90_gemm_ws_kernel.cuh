@@ -10,8 +10,7 @@
 // Operands (Mma, collective/sm90_mma.cuh): fp16 / bf16, each K-major or MN-major (kAMn / kBMn:
 // wgmma's transpose bits and the matching TMA boxes), 2-D or stacked 3-D; or e4m3 / e5m2, both
 // K-major, with scaled_mm's epilogue. T is the epilogue's 16-bit type (bias, C, D unless fp32).
-// Tiles are kBlockN = 256, 192, 128 or 64 columns wide (16-bit, and the fit widths 80 ... 224; 8-bit: 256,
-// 192, 64), a consumer holding a 64 x kBlockN fp32 fragment (kBlockN / 2 registers); see device/sm90_configs.h.
+// A consumer holds a 64 x kBlockN fp32 fragment (kBlockN / 2 registers); the widths: device/sm90_configs.h.
 // One persistent loop over the tiles of every problem of the launch: dense, batched, or grouped
 // with device-resident offsets (scheduler/sm90_tile_scheduler.cuh).
 
@@ -85,9 +84,8 @@ sm90_gemm_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_cons
   const GemmArgs& g = p.args;
   constexpr int kBCols = sm90_b_cols<Cfg>();  // B columns a stage holds (Sm90MnB: whole 64-column boxes)
   // The producer's k-block kb of work item w (collective/sm90_producer.cuh). NOTE: the early start's loads go without
-  // B's L2 policy: each call site inlines both load sequences, and the compact kernels' size shows at 1024^3. (Hinting
-  // every load instead, with the evict-normal policy where B is not streamed, cost H200 4096^3 and 8192x4096x14336
-  // 3-4%.)
+  // B's L2 policy: each call site inlines both load sequences, and the compact kernels' size shows at 1024^3. (An
+  // evict-normal hint on every load where B is not streamed cost H200 4096^3 and 8192x4096x14336 3-4%.)
   auto load_stage = [&](State& st, const Sm90Work& w, int kb, const CUtensorMap* map_a, const CUtensorMap* map_b,
                         bool b_hint = false, uint64_t b_policy = 0) {
     sm90_load_stage<Cfg, E, kAMn, kBMn, kSwiGlu, kBCols>(s, pipe, p, rank, &tma_b, st, w, kb, map_a, map_b, b_hint,
