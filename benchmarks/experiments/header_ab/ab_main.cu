@@ -5,8 +5,8 @@
 // Config: 0 the 64x128 ping-pong, 1 the 64x64 ping-pong, 2 the 128x256 cooperative, 3 the 128x240 cooperative,
 // 4 the 64x256 ping-pong, 5 and 6 the fit-width 128x128 and 128x160 cooperative, 7 the 192x192 cooperative
 // (launch_impl.inc); 10-13 scaled_mm's e4m3 launches (128x256 and 128x192 cooperative, 64x64 and 64x256 ping-pong:
-// 8-bit operands, scales 1, plain epilogue only); AB_NEW_CFG gives the new side another config than the line's. Prints how many D elements differ
-// and the largest distance in units in the last place.
+// 8-bit operands, scales 1, plain epilogue only); AB_NEW_CFG gives the new side another config than the line's.
+// Prints how many D elements differ and the largest distance in units in the last place.
 //   bash benchmarks/experiments/header_ab/run.sh [commit, default HEAD~1] < shapes   (lines "M N K config")
 // AB_OLD_ENV / AB_NEW_ENV ("VAR=value[+VAR=value...]"): launch-time variables set while that side's graph is captured
 // (the launch reads them then), so one build also compares two settings of the same headers.
