@@ -12,6 +12,7 @@ the files whose kernels store D from registers by design have no UTMASTG, so tha
 from __future__ import annotations
 
 import argparse
+import ast
 import concurrent.futures as cf
 import glob
 import os
@@ -23,9 +24,21 @@ import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 NVCC = os.path.join(os.environ.get("CUDA_HOME", "/usr/local/cuda"), "bin", "nvcc")
-# setup.py's nvcc flags for the CUDA extension (its -lineinfo left out: it does not change the code)
-FLAGS = ["-O3", "--expt-relaxed-constexpr", "-DCUTORCH_GEMM_WITH_CUDA", "-gencode", "arch=compute_90a,code=sm_90a",
-         "-I", os.path.join(ROOT, "csrc", "include"), "-cubin", "-Xptxas", "-v"]
+
+
+def setup_nvcc_flags() -> list:
+    """The `nvcc_flags = [...]` list setup.py builds the extension with, read from its source (setup.py runs setup()
+    when imported), without -lineinfo (line tables only: the code is the same)."""
+    tree = ast.parse(open(os.path.join(ROOT, "setup.py")).read())
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "nvcc_flags" for t in node.targets)
+                and isinstance(node.value, ast.List)):
+            return [f for f in ast.literal_eval(node.value) if f != "-lineinfo"]
+    raise RuntimeError("setup.py: no `nvcc_flags = [...]` list")
+
+
+FLAGS = [*setup_nvcc_flags(), "-gencode", "arch=compute_90a,code=sm_90a", "-I", os.path.join(ROOT, "csrc", "include"),
+         "-cubin", "-Xptxas", "-v"]
 OPS = ("HGMMA", "QGMMA", "UTMALDG", "UTMASTG", "LDL", "STL")
 
 

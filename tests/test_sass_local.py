@@ -59,3 +59,10 @@ def test_a_compiled_fp8_file(tmp_path):
     assert r["entries"] == 4 and r["QGMMA"] > 0 and r["UTMALDG"] > 0 and r["HGMMA"] == 0
     assert r["LDL"] == 0 and r["STL"] == 0 and r["spills"] == []
     shutil.rmtree(tmp_path, ignore_errors=True)
+
+
+def test_flags_are_setup_pys():
+    # read from setup.py's source (not a copy): its optimisation and the define the kernels are built under
+    flags = sass_local.setup_nvcc_flags()
+    assert "-O3" in flags and "-DCUTORCH_GEMM_WITH_CUDA" in flags and "-lineinfo" not in flags
+    assert sass_local.FLAGS[:len(flags)] == flags
