@@ -1,18 +1,23 @@
 """Autograd for every op: reverse mode (backward, double backward), forward mode (jvp) and the
 torch.func transforms (grad, jacrev, jacfwd, hessian, vmap).
 
-Each op has an autograd.Function (forward below the autograd key, setup_context, backward, jvp,
-a vmap rule): `_autograd_dense.py` (mm, gemm, bmm, scaled_mm), `_autograd_grouped.py`
-(grouped_mm, grouped_gemm), `_autograd_pointwise.py` (swiglu, moe_combine), their shared helpers
-in `_autograd_util.py`. This file registers them. Two ways in:
+mm, bmm and gemm: C++ Autograd kernels (csrc/torch/autograd_kernels.cpp: plain autograd Nodes and
+forward-mode tangents, as ATen's own ops have them), which torch.func's grad / vjp / jacrev / jvp / jacfwd
+levels run level by level, and vmap rules (`_autograd_dense.py`, registered here with
+torch.library.register_vmap as their FuncTorchBatched kernels). Raw calls and the wrappers alike go
+through the dispatcher, under every transform.
+
+The other ops have autograd.Functions (forward below the autograd key, setup_context, backward, jvp, a
+vmap rule): `_autograd_dense.py` (scaled_mm), `_autograd_grouped.py` (grouped_mm, grouped_gemm),
+`_autograd_pointwise.py` (swiglu, moe_combine), their shared helpers in `_autograd_util.py`. This file
+registers them. Two ways in:
 - the op's Autograd kernel (registered here, in place of torch.library.register_autograd, whose
   generated kernel ignores forward-mode tangents: `forward_ad` and `torch.func.jvp` got a zero
   tangent): applies the Function when an input requires grad or carries a tangent;
 - the Python wrappers (ops._call): under a torch.func transform they apply the Function
   themselves, from Python, because torch.func cannot reach an autograd.Function applied inside
   the dispatcher (raw `torch.ops.gemm.*` calls then raise, saying so); on plain tensors they apply
-  the old-style Function directly (kernel_call), except mm / bmm / gemm without an activation,
-  which record C++ autograd Functions with the same backward formulas (csrc/torch/fast_calls.cpp).
+  the old-style Function directly (kernel_call).
 
 Backward is built from the same ops: dA = dZ @ B^T and dB = A^T @ dZ are `mm` / `gemm` on
 transposed views (no copies); the grouped weight gradient is the 2D x 2D form of `grouped_mm`.
@@ -27,7 +32,7 @@ import inspect
 import torch
 
 from . import ops as _w
-from ._autograd_dense import _Bmm, _Gemm, _Mm, _ScaledMm, _pack_gemm, _pack_mm, _pack_scaled_mm
+from ._autograd_dense import _ScaledMm, _pack_scaled_mm, bmm_vmap, gemm_vmap, mm_vmap
 from ._autograd_grouped import (_GroupedGemm, _GroupedMm, _grouped_gemm_flat, _nothing_to_differentiate,
                                 _pack_grouped_mm)
 from ._autograd_pointwise import _MoeCombine, _Swiglu, _pack_moe_combine, _pack_swiglu
@@ -39,9 +44,6 @@ _ops = torch.ops.gemm
 # ---- registration ---------------------------------------------------------------------------
 
 _FUNCTIONS = {
-    "mm": (_Mm, _pack_mm),
-    "gemm": (_Gemm, _pack_gemm),
-    "bmm": (_Bmm, _pack_mm),
     "grouped_mm": (_GroupedMm, _pack_grouped_mm),
     "scaled_mm": (_ScaledMm, _pack_scaled_mm),
     "swiglu": (_Swiglu, _pack_swiglu),
@@ -151,5 +153,7 @@ _lib = torch.library.Library("gemm", "IMPL")
 for _name, (_fn, _pack) in _FUNCTIONS.items():
     _lib.impl(_name, _make_kernel(_name, _fn, _pack), "Autograd", with_keyset=True)
 _lib.impl("grouped_gemm", _grouped_gemm_kernel, "Autograd", with_keyset=True)
+for _name, _rule in (("mm", mm_vmap), ("bmm", bmm_vmap), ("gemm", gemm_vmap)):
+    torch.library.register_vmap(f"gemm::{_name}", _rule, lib=_lib)
 _w._FUNCTION_CALL = function_call
 _w._KERNEL_CALL = kernel_call

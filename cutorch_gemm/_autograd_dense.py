@@ -1,183 +1,50 @@
-"""autograd.Functions of the dense ops: mm, gemm, bmm, scaled_mm (`_autograd.py` registers them).
-
-NOTE: the wrappers' common recorded calls (mm, bmm, gemm without an activation, on plain tensors) use
-C++ Functions with the same backward formulas (csrc/torch/fast_calls.cpp): a change to the mm / bmm /
-gemm backward here belongs there too (tests/test_autograd_paths.py compares the two)."""
+"""The dense ops' autograd pieces in Python (`_autograd.py` registers them): scaled_mm's autograd.Function,
+and the vmap rules of mm, bmm and gemm, whose gradients and tangents are C++ (their Autograd kernels,
+csrc/torch/autograd_kernels.cpp)."""
 from __future__ import annotations
 
 import torch
 
 from . import ops as _w
-from ._autograd_util import (_acc, _acc_out, _add, _batched, _below, _grad_b, _pre_activation_grad, _sum_rows, _tangent_out,
-                             _vmap_loop, act_grad)
+from ._autograd_util import _add, _batched, _below, _tangent_out, _vmap_loop
 
 _ops = torch.ops.gemm
 
 
-# ---- mm -------------------------------------------------------------------------------------
+# ---- vmap rules of mm, bmm, gemm (torch.library.register_vmap: the ops' FuncTorchBatched kernels) -----------
+# Each takes the op's arguments as its Python kernel gets them (tensors positional, in_dims one per positional
+# argument; gemm's bias and c may be absent from the tail) and returns (output, its batch dimension).
 
-def _product_backward(ctx, grad, grads):
-    """backward of D = A @ B (mm, bmm): `grads(a, g, b, need_a, need_b)` gives (dA, dB), each
-    None where not needed."""
-    if grad is None:  # (set_materialize_grads(False): no gradient reached the output)
-        return None, None, None
-    a, b = ctx.saved_tensors
-    g = grad.to(a.dtype)
-    need = ctx.needs_input_grad
-    ga, gb = grads(a, g, b, need[0], need[1])
-    return ga, gb, None
+def mm_vmap(info, in_dims, a, b, out_dtype=None):
+    # A batch of products is one bmm (an unbatched operand broadcast with a zero batch stride).
+    if a.dtype == torch.int8:
+        return _vmap_loop(info, in_dims, lambda x, y: _w.mm(x, y, out_dtype=out_dtype), (a, b))
+    n = info.batch_size
+    return _w.bmm(_batched(a, in_dims[0], n), _batched(b, in_dims[1], n), out_dtype=out_dtype), 0
 
 
-def _product_jvp(ctx, ta, tb, op):
-    """jvp of D = A @ B: dA @ B + A @ dB (a term per present tangent), in D's dtype."""
-    a, b = ctx.saved_tensors
-    od = ctx.out_dtype
-    t = _add(op(ta, b, out_dtype=od) if ta is not None else None,
-             op(a, tb, out_dtype=od) if tb is not None else None)
-    return _tangent_out(t, *ctx.out_meta, a)
+def bmm_vmap(info, in_dims, a, b, out_dtype=None):
+    # The vmapped batch and bmm's own batch flattened into one.
+    n = info.batch_size
+    a_b, b_b = _batched(a, in_dims[0], n), _batched(b, in_dims[1], n)
+    g = a_b.shape[1]
+    out = _w.bmm(a_b.reshape(n * g, *a_b.shape[2:]), b_b.reshape(n * g, *b_b.shape[2:]), out_dtype=out_dtype)
+    return out.reshape(n, g, *out.shape[1:]), 0
 
 
-class _Mm(torch.autograd.Function):
-    @staticmethod
-    def forward(a, b, out_dtype):
-        with _below():
-            return _ops.mm.default(a, b, out_dtype=out_dtype)
-
-    @staticmethod
-    def setup_context(ctx, inputs, output):
-        ctx.set_materialize_grads(False)  # absent tangents stay None: no GEMMs on zeros
-        a, b, out_dtype = inputs
-        ctx.save_for_backward(a, b)
-        ctx.save_for_forward(a, b)
-        ctx.out_dtype = out_dtype
-        ctx.out_meta = (output.shape, output.dtype)
-
-    @staticmethod
-    def backward(ctx, grad):
-        return _product_backward(ctx, grad, lambda a, g, b, need_a, need_b: (
-            _w.mm(g, b.t()) if need_a else None, _grad_b(a, g, b, _w.mm) if need_b else None))
-
-    @staticmethod
-    def jvp(ctx, ta, tb, _):
-        return _product_jvp(ctx, ta, tb, _w.mm)
-
-    @staticmethod
-    def vmap(info, in_dims, a, b, out_dtype):
-        # A batch of products is one bmm (an unbatched operand broadcast with a zero batch stride).
-        if a.dtype == torch.int8:
-            return _vmap_loop(info, in_dims, lambda x, y, od: _w.mm(x, y, out_dtype=od), (a, b, out_dtype))
-        n = info.batch_size
-        return _w.bmm(_batched(a, in_dims[0], n), _batched(b, in_dims[1], n), out_dtype=out_dtype), 0
-
-
-def _pack_mm(a, b, *, out_dtype=None):
-    return a, b, out_dtype
-
-
-# ---- gemm -----------------------------------------------------------------------------------
-
-class _Gemm(torch.autograd.Function):
-    @staticmethod
-    def forward(a, b, bias, c, alpha, beta, activation, out_dtype):
-        with _below():
-            return _ops.gemm.default(a, b, bias, c, alpha=alpha, beta=beta, activation=activation, out_dtype=out_dtype)
-
-    @staticmethod
-    def setup_context(ctx, inputs, output):
-        ctx.set_materialize_grads(False)  # absent tangents stay None: no GEMMs on zeros
-        a, b, bias, c, alpha, beta, activation, out_dtype = inputs
-        ctx.save_for_backward(a, b, bias, c)
-        ctx.save_for_forward(a, b, bias, c)
-        ctx.kw = dict(alpha=alpha, beta=beta, activation=activation, out_dtype=out_dtype)
-        ctx.out_meta = (output.shape, output.dtype)
-
-    @staticmethod
-    def backward(ctx, grad):
-        if grad is None:  # (set_materialize_grads(False): no gradient reached the output)
-            return (None,) * 8
-        a, b, bias, c = ctx.saved_tensors
-        kw = ctx.kw
-        act, alpha, beta = kw["activation"], kw["alpha"], kw["beta"]
-        dz = _pre_activation_grad(grad, act, a.dtype,
-                                  lambda od: _w.gemm(a, b, bias=bias, c=c, alpha=alpha, beta=beta, out_dtype=od))
-        g = dz.to(a.dtype)
-        need = ctx.needs_input_grad
-        # (alpha 1, nn.Linear's case: `mm`, the same kernels with fewer arguments to pass in, host time)
-        prod = _w.mm if alpha == 1.0 else (lambda x, y: _w.gemm(x, y, alpha=alpha))
-        ga = prod(g, b.t()) if need[0] else None
-        gb = _grad_b(a, g, b, prod) if need[1] else None
-        gbias = _sum_rows(dz, bias.dtype) if bias is not None and need[2] else None
-        gc = None
-        if c is not None and need[3]:
-            gc = (dz * beta).to(c.dtype) if beta != 0.0 else torch.zeros_like(c)
-        return ga, gb, gbias, gc, None, None, None, None
-
-    @staticmethod
-    def jvp(ctx, ta, tb, tbias, tc, *_):
-        # dD = act'(Z) * (alpha * (dA @ B + A @ dB) + beta * dC + dbias), in the accumulator dtype.
-        a, b, bias, c = ctx.saved_tensors
-        kw = ctx.kw
-        alpha, beta, act = kw["alpha"], kw["beta"], kw["activation"]
-        od = _acc_out(a.dtype)
-        dz = _add(_w.gemm(ta, b, alpha=alpha, out_dtype=od) if ta is not None else None,
-                  _w.gemm(a, tb, alpha=alpha, out_dtype=od) if tb is not None else None)
-        if tc is not None and beta != 0.0:  # (c is not read at beta 0: neither is its tangent)
-            dz = _add(dz, tc.to(_acc(a.dtype)) * beta)
-        if tbias is not None:
-            dz = _add(dz, tbias.to(_acc(a.dtype)))
-        shape, dtype = ctx.out_meta
-        if dz is None:
-            return _tangent_out(None, shape, dtype, a)
-        if act != "none":
-            dz = dz * act_grad(_w.gemm(a, b, bias=bias, c=c, alpha=alpha, beta=beta, out_dtype=od), act)
-        return _tangent_out(dz, shape, dtype, a)
-
-    @staticmethod
-    def vmap(info, in_dims, a, b, bias, c, alpha, beta, activation, out_dtype):
-        kw = dict(alpha=alpha, beta=beta, activation=activation, out_dtype=out_dtype)
-        if in_dims[1] is not None or in_dims[2] is not None:  # a batch of weights: one gemm each
-            return _vmap_loop(info, in_dims, lambda a_, b_, bias_, c_, *_: _w.gemm(a_, b_, bias=bias_, c=c_, **kw),
-                              (a, b, bias, c, alpha, beta, activation, out_dtype))
-        # One weight: the batch folds into M (a, and c where given, as (batch * M) rows).
-        n = info.batch_size
-        a_b = _batched(a, in_dims[0], n)
-        m, k = a_b.shape[1], a_b.shape[2]
-        c2 = None if c is None else _batched(c, in_dims[3], n).reshape(n * m, b.shape[1])
-        out = _w.gemm(a_b.reshape(n * m, k), b, bias=bias, c=c2, **kw)
-        return out.reshape(n, m, b.shape[1]), 0
-
-
-def _pack_gemm(a, b, bias=None, c=None, *, alpha=1.0, beta=0.0, activation="none", out_dtype=None):
-    return a, b, bias, c, alpha, beta, activation, out_dtype
-
-
-# ---- bmm ------------------------------------------------------------------------------------
-
-class _Bmm(torch.autograd.Function):
-    @staticmethod
-    def forward(a, b, out_dtype):
-        with _below():
-            return _ops.bmm.default(a, b, out_dtype=out_dtype)
-
-    setup_context = _Mm.setup_context
-
-    @staticmethod
-    def backward(ctx, grad):
-        return _product_backward(ctx, grad, lambda a, g, b, need_a, need_b: (
-            _w.bmm(g, b.transpose(1, 2)) if need_a else None, _w.bmm(a.transpose(1, 2), g) if need_b else None))
-
-    @staticmethod
-    def jvp(ctx, ta, tb, _):
-        return _product_jvp(ctx, ta, tb, _w.bmm)
-
-    @staticmethod
-    def vmap(info, in_dims, a, b, out_dtype):
-        # The vmapped batch and bmm's own batch flattened into one.
-        n = info.batch_size
-        a_b, b_b = _batched(a, in_dims[0], n), _batched(b, in_dims[1], n)
-        g = a_b.shape[1]
-        out = _w.bmm(a_b.reshape(n * g, *a_b.shape[2:]), b_b.reshape(n * g, *b_b.shape[2:]), out_dtype=out_dtype)
-        return out.reshape(n, g, *out.shape[1:]), 0
+def gemm_vmap(info, in_dims, a, b, bias=None, c=None, alpha=1.0, beta=0.0, activation="none", out_dtype=None):
+    kw = dict(alpha=alpha, beta=beta, activation=activation, out_dtype=out_dtype)
+    dims = tuple(in_dims) + (None,) * (4 - len(in_dims))
+    if dims[1] is not None or dims[2] is not None:  # a batch of weights or biases: one gemm each
+        return _vmap_loop(info, dims, lambda a_, b_, bias_, c_: _w.gemm(a_, b_, bias=bias_, c=c_, **kw),
+                          (a, b, bias, c))
+    # One weight: the batch folds into M (a, and c where given, as (batch * M) rows).
+    n = info.batch_size
+    a_b = _batched(a, dims[0], n)
+    m, k = a_b.shape[1], a_b.shape[2]
+    c2 = None if c is None else _batched(c, dims[3], n).reshape(n * m, b.shape[1])
+    out = _w.gemm(a_b.reshape(n * m, k), b, bias=bias, c=c2, **kw)
+    return out.reshape(n, m, b.shape[1]), 0
 
 
 # ---- scaled_mm ------------------------------------------------------------------------------

@@ -56,15 +56,6 @@ def _pre_activation_grad(grad: torch.Tensor, act: str, dtype: torch.dtype, recom
     return dz * act_grad(recompute(_acc_out(dtype)), act)
 
 
-def _grad_b(a: torch.Tensor, g: torch.Tensor, b: torch.Tensor, mm) -> torch.Tensor:
-    """dB = A^T @ G, in b's layout when b is a transposed view of a row-major matrix (nn.Linear's
-    W.t()): computed as (G^T @ A)^T, so W's gradient arrives contiguous instead of being copied
-    into the parameter's layout by autograd (a 117 MB copy per 14336x4096 bf16 weight)."""
-    if b.dim() == 2 and b.stride(0) == 1 and b.stride(1) != 1:
-        return mm(g.t(), a).t()
-    return mm(a.t(), g)
-
-
 def _add(x, y):
     """x + y where either may be None (an absent tangent)."""
     if x is None:

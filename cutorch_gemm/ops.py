@@ -84,16 +84,21 @@ _KERNEL_CALL = None
 
 
 # Ops called from C++ (csrc/torch/fast_calls.cpp): through the dispatcher without torch.ops' Python
-# argument parsing, and an mm / bmm / gemm call that records a graph through a C++ autograd Function.
-# op -> (entry point, whether it takes a recorded call with these keyword arguments). Host microseconds
-# per call: most of a small GEMM's, all of a host-bound step's.
+# argument parsing (an mm / bmm / gemm call that records a graph: through its C++ Autograd kernel).
+# op -> (entry point, whether it takes a call that records a graph). Host microseconds per call: most of
+# a small GEMM's, all of a host-bound step's.
 _FAST = {
-    torch.ops.gemm.mm: (_C.fast_mm, lambda kw: True),
-    torch.ops.gemm.bmm: (_C.fast_bmm, lambda kw: True),
-    torch.ops.gemm.gemm: (_C.fast_gemm, lambda kw: kw.get("activation", "none") == "none"),
-    torch.ops.gemm.grouped_mm: (_C.fast_grouped_mm, lambda kw: False),
-    torch.ops.gemm.scaled_mm: (_C.fast_scaled_mm, lambda kw: False),
+    torch.ops.gemm.mm: (_C.fast_mm, True),
+    torch.ops.gemm.bmm: (_C.fast_bmm, True),
+    torch.ops.gemm.gemm: (_C.fast_gemm, True),
+    torch.ops.gemm.grouped_mm: (_C.fast_grouped_mm, False),
+    torch.ops.gemm.scaled_mm: (_C.fast_scaled_mm, False),
 }
+
+
+# The ops whose autograd is C++ (csrc/torch/autograd_kernels.cpp) and whose vmap rules are registered
+# (_autograd.py): every torch.func transform and forward-mode AD reach them through the dispatcher.
+_CPP_AUTOGRAD_OPS = (torch.ops.gemm.mm, torch.ops.gemm.bmm, torch.ops.gemm.gemm)
 
 
 # The ops with Autocast kernels (csrc/torch/autocast.cpp).
@@ -123,13 +128,15 @@ def _call(op, tensors, *args, **kwargs):
     try:
         if not torch.compiler.is_compiling():
             if transformed(tensors):
+                if op in _CPP_AUTOGRAD_OPS:
+                    return op.default(*args, **kwargs)  # (what the transforms need is in the dispatcher)
                 if op in _AUTOCAST_OPS and torch._C._is_any_autocast_enabled():
                     args, kwargs = _autocast_args(args, kwargs)
                 return _FUNCTION_CALL(op, args, kwargs)
             record = torch.is_grad_enabled() and _any_requires_grad(tensors)
             if _plain(tensors):
                 fast = _FAST.get(op)
-                if fast is not None and (not record or fast[1](kwargs)):
+                if fast is not None and (not record or fast[1]):
                     try:
                         return fast[0](*args, **kwargs)
                     except TypeError as e:  # an argument of the wrong type (offs=[...], out_dtype="float")

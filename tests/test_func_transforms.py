@@ -296,15 +296,28 @@ def test_scaled_mm_tangents(device):
         torch.testing.assert_close(x.to(F64), y.to(F64), rtol=1e-5, atol=1e-4)
 
 
-def test_raw_op_under_torch_func_says_what_to_call(device):
-    """A raw torch.ops.gemm.* call under torch.func.grad / jvp raises a clear error naming the
-    wrapper (it used to raise an autograd.Function message, and jvp returned zeros)."""
+def test_raw_ops_under_torch_func(device):
+    """Raw torch.ops.gemm.mm / bmm / gemm calls work under every transform (their autograd is C++ and their
+    vmap rules are registered: csrc/torch/autograd_kernels.cpp, _autograd.py); the ops whose autograd is a
+    Python Function raise a clear error naming the wrapper when called raw under torch.func.grad or jvp (they
+    used to raise an autograd.Function message, and jvp returned zeros)."""
     a = torch.randn(4, 5, dtype=F64, device=device)
     b = torch.randn(5, 3, dtype=F64, device=device)
-    with pytest.raises(RuntimeError, match=r"call cutorch_gemm\.mm instead"):
-        torch.func.grad(lambda x: torch.ops.gemm.mm(x, b).sum())(a)
-    with pytest.raises(RuntimeError, match=r"call cutorch_gemm\.gemm instead"):
-        torch.func.jvp(lambda x: torch.ops.gemm.gemm(x, b, activation="relu"), (a,), (torch.ones_like(a),))
+    bias = torch.randn(3, dtype=F64, device=device)
+    ta = torch.randn_like(a)
+    g = torch.func.grad(lambda x: torch.ops.gemm.mm(x, b).square().sum())(a)
+    torch.testing.assert_close(g, 2 * (a @ b) @ b.t(), **TOL)
+    _, t = torch.func.jvp(lambda x: torch.ops.gemm.gemm(x, b, bias, activation="relu"), (a,), (ta,))
+    torch.testing.assert_close(t, (ta @ b) * (a @ b + bias > 0), **TOL)
+    xs = torch.randn(2, 4, 5, dtype=F64, device=device)
+    torch.testing.assert_close(torch.vmap(lambda x: torch.ops.gemm.bmm(x[None], b[None])[0])(xs), xs @ b, **TOL)
+    h = torch.func.hessian(lambda x: torch.ops.gemm.gemm(x, b, bias, activation="silu").square().sum())(a)
+    rh = torch.func.hessian(lambda x: ref_gemm(x, b, bias, None, 1.0, 0.0, "silu").square().sum())(a)
+    torch.testing.assert_close(h, rh, **TOL)
+    e = torch.randn(2, 5, 3, dtype=F64, device=device)
+    offs = offs_from_sizes([1, 3], device)
+    with pytest.raises(RuntimeError, match=r"call cutorch_gemm\.grouped_mm instead"):
+        torch.func.grad(lambda x: torch.ops.gemm.grouped_mm(x, e, offs).sum())(a)
 
 
 def test_modules_under_torch_func(device, monkeypatch):

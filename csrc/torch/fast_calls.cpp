@@ -1,22 +1,13 @@
 // Direct entry points for the Python wrappers' common calls (cutorch_gemm/ops.py, _call): mm, bmm, gemm,
-// grouped_mm and scaled_mm called through the dispatcher from C++, and, when an mm / bmm / gemm call
-// records an autograd graph (gemm: without an activation), through a C++ autograd::Function instead of
-// the Python one (grouped_mm and scaled_mm calls that record one stay on the Python Functions). And
-// dropin.linear's and dropin.matmul's whole common calls (reshapes, transposed weight, mm / bmm / gemm,
-// activation) as one entry each.
+// grouped_mm and scaled_mm called through the dispatcher from C++, and dropin.linear's and dropin.matmul's whole
+// common calls (reshapes, transposed weight, mm / bmm / gemm, activation) as one entry each. mm / bmm / gemm
+// calls that record a graph do so in their C++ Autograd kernels (autograd_kernels.cpp); grouped_mm and
+// scaled_mm calls that record one stay on the Python Functions.
 //
-// Why: host time. torch.ops.gemm.*'s Python binding parses every argument against the schema, and a
-// Python autograd.Function adds its apply and a Python backward node; for a small, host-bound linear
-// (2 x 4 x 3 on the CPU reference) a no-grad gemm took 7.8 us through the binding and 3.4 from here,
-// a forward + backward 46.5 us through the Python Function and 26.0 through the C++ one (torch's
-// addmm: 23.4). What the wrappers send here (ops._call): plain tensors (no subclass), no torch
-// function mode, tracer, autocast or torch.func transform, no forward-mode tangent. Everything else
-// keeps the Python path (autograd.Functions in cutorch_gemm/_autograd_dense.py, whose backward
-// formulas these mirror: dA = dZ @ B^T, dB = A^T @ dZ with nn.Linear's W^T gradient computed as
-// (dZ^T @ A)^T, the bias gradient a row sum in fp32).
-//
-// The gradient GEMMs run below autograd, unless the backward is itself recorded (create_graph=True):
-// then they go through the ops' Autograd kernels (Python), so double backward works.
+// Why: host time. torch.ops.gemm.*'s Python binding parses every argument against the schema; for a small,
+// host-bound linear (2 x 4 x 3 on the CPU reference) a no-grad gemm took 7.8 us through the binding and 3.4
+// from here. What the wrappers send here (ops._call): plain tensors (no subclass), no torch function mode,
+// tracer, autocast or torch.func transform, no forward-mode tangent.
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <torch/extension.h>
 
@@ -31,8 +22,6 @@ namespace {
 
 using OptT = std::optional<at::Tensor>;
 using OptDt = std::optional<at::ScalarType>;
-using torch::autograd::AutogradContext;
-using torch::autograd::variable_list;
 
 template <class Sig>
 c10::TypedOperatorHandle<Sig> handle(const char* name) {
@@ -80,131 +69,16 @@ bool records(std::initializer_list<const at::Tensor*> ts) {
   return false;
 }
 
-// In a backward: below autograd unless the backward is being recorded (create_graph=True).
-struct BelowUnlessRecorded {
-  std::optional<at::AutoDispatchBelowAutograd> guard;
-  BelowUnlessRecorded() {
-    if (!at::GradMode::is_enabled()) guard.emplace();
-  }
-};
-
-// b a transposed view of a row-major matrix (nn.Linear's W.t()): its gradient is computed as (G^T @ A)^T,
-// so it arrives in the weight's layout (_autograd_util._grad_b).
-bool b_transposed(const at::Tensor& b) { return b.dim() == 2 && b.stride(0) == 1 && b.stride(1) != 1; }
-
-template <class Prod>
-at::Tensor grad_b(const at::Tensor& a, const at::Tensor& g, bool transposed, Prod prod) {
-  return transposed ? prod(g.t(), a).t() : prod(a.t(), g);
-}
-
-// What a product's backward keeps: a only where b's gradient needs it and b only where a's does (a frozen
-// weight, as in LoRA fine-tuning, keeps no activation alive); b's layout and the operands' dtype as values.
-void save_operands(AutogradContext* ctx, const at::Tensor& a, const at::Tensor& b, const at::Tensor& c) {
-  ctx->save_for_backward({b.requires_grad() ? a : at::Tensor(), a.requires_grad() ? b : at::Tensor(),
-                          c.defined() && c.requires_grad() ? c : at::Tensor()});
-  ctx->saved_data["dtype"] = int64_t(a.scalar_type());
-  ctx->saved_data["b_transposed"] = b_transposed(b);
-}
-
-// Rows of dz summed into `dtype`, accumulating in fp32 (fp64 for fp64): one kernel when dz already has
-// `dtype` (torch's 16-bit sums accumulate in fp32), else sum then convert (_autograd_util._sum_rows).
-at::Tensor sum_rows(const at::Tensor& dz, at::ScalarType dtype) {
-  if (dz.scalar_type() == dtype) return dz.sum(0);
-  const at::ScalarType acc = dz.scalar_type() == at::kDouble ? at::kDouble : at::kFloat;
-  return dz.sum(0, /*keepdim=*/false, acc).to(dtype);
-}
-
-}  // namespace
-
-// (The autograd nodes print as these names: cutorch_gemm::fast::MmFunction, ...)
-
-// D = A @ B (mm) or a batch of them (bmm).
-template <class Self, bool kBatched>
-struct Product : torch::autograd::Function<Self> {
-  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& a, const at::Tensor& b, OptDt out_dtype) {
-    at::AutoDispatchBelowAutograd below;
-    ctx->set_materialize_grads(false);
-    save_operands(ctx, a, b, at::Tensor());
-    return kBatched ? call_bmm(a, b, out_dtype) : call_mm(a, b, out_dtype);
-  }
-
-  static variable_list backward(AutogradContext* ctx, variable_list grads) {
-    if (!grads[0].defined()) return {at::Tensor(), at::Tensor(), at::Tensor()};
-    const variable_list saved = ctx->get_saved_variables();
-    const at::Tensor& a = saved[0];
-    const at::Tensor& b = saved[1];
-    const at::Tensor g = grads[0].to(at::ScalarType(ctx->saved_data["dtype"].toInt()));
-    BelowUnlessRecorded below;
-    at::Tensor ga, gb;
-    if (kBatched) {
-      if (ctx->needs_input_grad(0)) ga = call_bmm(g, b.transpose(1, 2), std::nullopt);
-      if (ctx->needs_input_grad(1)) gb = call_bmm(a.transpose(1, 2), g, std::nullopt);
-    } else {
-      auto mm = [](const at::Tensor& x, const at::Tensor& y) { return call_mm(x, y, std::nullopt); };
-      if (ctx->needs_input_grad(0)) ga = mm(g, b.t());
-      if (ctx->needs_input_grad(1)) gb = grad_b(a, g, ctx->saved_data["b_transposed"].toBool(), mm);
-    }
-    return {ga, gb, at::Tensor()};
-  }
-};
-
-struct MmFunction : Product<MmFunction, false> {};
-struct BmmFunction : Product<BmmFunction, true> {};
-
-// D = alpha * (A @ B) + beta * C + bias, no activation (the wrappers keep calls with one on the Python
-// Function, whose backward recomputes the pre-activation).
-struct GemmFunction : torch::autograd::Function<GemmFunction> {
-  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& a, const at::Tensor& b, const OptT& bias,
-                            const OptT& c, double alpha, double beta, OptDt out_dtype) {
-    at::AutoDispatchBelowAutograd below;
-    ctx->set_materialize_grads(false);
-    save_operands(ctx, a, b, defined(c) ? *c : at::Tensor());
-    ctx->saved_data["alpha"] = alpha;
-    ctx->saved_data["beta"] = beta;
-    ctx->saved_data["bias_dtype"] = defined(bias) ? int64_t(bias->scalar_type()) : int64_t(-1);
-    return call_gemm(a, b, bias, c, alpha, beta, "none", out_dtype);
-  }
-
-  static variable_list backward(AutogradContext* ctx, variable_list grads) {
-    variable_list out(7);  // one per forward argument: a, b, bias, c, alpha, beta, out_dtype
-    if (!grads[0].defined()) return out;
-    const variable_list saved = ctx->get_saved_variables();
-    const at::Tensor& a = saved[0];
-    const at::Tensor& b = saved[1];
-    const at::Tensor& c = saved[2];
-    const double alpha = ctx->saved_data["alpha"].toDouble();
-    const double beta = ctx->saved_data["beta"].toDouble();
-    const int64_t bias_dtype = ctx->saved_data["bias_dtype"].toInt();
-    const at::Tensor& dz = grads[0];  // in D's dtype (fp32 where out_dtype asked for it)
-    const at::Tensor g = dz.to(at::ScalarType(ctx->saved_data["dtype"].toInt()));
-    BelowUnlessRecorded below;
-    // alpha 1 (nn.Linear): mm, the same kernels with fewer arguments.
-    auto prod = [alpha](const at::Tensor& x, const at::Tensor& y) {
-      return alpha == 1.0 ? call_mm(x, y, std::nullopt)
-                          : call_gemm(x, y, std::nullopt, std::nullopt, alpha, 0.0, "none", std::nullopt);
-    };
-    // needs_input_grad counts the tensor arguments present: a, b, then bias and c where given.
-    size_t edge = 2;
-    if (ctx->needs_input_grad(0)) out[0] = prod(g, b.t());
-    if (ctx->needs_input_grad(1)) out[1] = grad_b(a, g, ctx->saved_data["b_transposed"].toBool(), prod);
-    if (bias_dtype >= 0 && ctx->needs_input_grad(edge++)) out[2] = sum_rows(dz, at::ScalarType(bias_dtype));
-    if (c.defined() && ctx->needs_input_grad(edge)) {
-      out[3] = beta != 0.0 ? (dz * beta).to(c.scalar_type()) : at::zeros_like(c);  // (c is not read at beta 0)
-    }
-    return out;
-  }
-};
-
-namespace {
-
+// A call that records a graph goes through the op's Autograd kernel (autograd_kernels.cpp); one that does not
+// goes below it directly.
 at::Tensor mm(const at::Tensor& a, const at::Tensor& b, OptDt out_dtype) {
-  if (records({&a, &b})) return MmFunction::apply(a, b, out_dtype);
+  if (records({&a, &b})) return call_mm(a, b, out_dtype);
   at::AutoDispatchBelowAutograd below;
   return call_mm(a, b, out_dtype);
 }
 
 at::Tensor bmm(const at::Tensor& a, const at::Tensor& b, OptDt out_dtype) {
-  if (records({&a, &b})) return BmmFunction::apply(a, b, out_dtype);
+  if (records({&a, &b})) return call_bmm(a, b, out_dtype);
   at::AutoDispatchBelowAutograd below;
   return call_bmm(a, b, out_dtype);
 }
@@ -212,8 +86,7 @@ at::Tensor bmm(const at::Tensor& a, const at::Tensor& b, OptDt out_dtype) {
 at::Tensor gemm(const at::Tensor& a, const at::Tensor& b, const OptT& bias, const OptT& c, double alpha, double beta,
                 const std::string& activation, OptDt out_dtype) {
   if (records({&a, &b, defined(bias) ? &*bias : nullptr, defined(c) ? &*c : nullptr})) {
-    TORCH_CHECK(activation == "none", "cutorch_gemm._C.fast_gemm records no activation (the Python Function does)");
-    return GemmFunction::apply(a, b, bias, c, alpha, beta, out_dtype);
+    return call_gemm(a, b, bias, c, alpha, beta, activation, out_dtype);
   }
   at::AutoDispatchBelowAutograd below;
   return call_gemm(a, b, bias, c, alpha, beta, activation, out_dtype);
@@ -313,13 +186,13 @@ void register_fast_calls(pybind11::module_& m) {
   // threads. Nothing below touches Python objects; Python kernels and dispatch modes take the GIL themselves.
   const auto nogil = py::call_guard<py::gil_scoped_release>();
   m.def("fast_mm", &mm, nogil, py::arg("a"), py::arg("b"), py::kw_only(), py::arg("out_dtype") = py::none(),
-        "gemm.mm for ops._call: below autograd, or through a C++ autograd Function when it records a graph.");
+        "gemm.mm for ops._call: below autograd, or through its Autograd kernel when it records a graph.");
   m.def("fast_bmm", &bmm, nogil, py::arg("a"), py::arg("b"), py::kw_only(), py::arg("out_dtype") = py::none(),
         "gemm.bmm for ops._call (as fast_mm).");
   m.def("fast_gemm", &gemm, nogil, py::arg("a"), py::arg("b"), py::arg("bias") = py::none(), py::arg("c") = py::none(),
         py::kw_only(), py::arg("alpha") = 1.0, py::arg("beta") = 0.0, py::arg("activation") = "none",
         py::arg("out_dtype") = py::none(),
-        "gemm.gemm for ops._call (as fast_mm; a recorded call must have no activation).");
+        "gemm.gemm for ops._call (as fast_mm).");
   m.def("fast_matmul", &matmul, nogil, py::arg("a"), py::arg("b"),
         "dropin.matmul's checked common call: torch.matmul's semantics on mm (a's batch folded into rows) or bmm "
         "(broadcast batches).");
