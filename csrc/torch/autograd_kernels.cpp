@@ -26,6 +26,7 @@
 #include <cmath>
 #include <optional>
 #include <string>
+#include <type_traits>
 
 namespace cutorch_gemm::autograd {
 namespace {
@@ -124,6 +125,18 @@ variable_list compiled_apply(const Node& node, const variable_list& grads, SwapS
   return py->call_function(saved.get_py_compiler(), "apply_functional", fn_name, grads, args, metadata);
 }
 
+// A new node. PyTorch 2.12 made Node a c10::intrusive_ptr_target; before, nodes were std::shared_ptrs deleted
+// through torch::autograd::deleteNode (found by argument-dependent lookup, so that newer headers, which lack it,
+// never look for it), which frees a long chain of nodes without deep recursion.
+template <class T>
+auto make_node() {
+  if constexpr (std::is_base_of_v<c10::intrusive_ptr_target, T>) {
+    return c10::make_intrusive<T>();
+  } else {
+    return std::shared_ptr<T>(new T(), [](T* node) { deleteNode(node); });
+  }
+}
+
 std::vector<bool> needs(const Node& node, size_t n) {
   std::vector<bool> need(n);
   for (size_t i = 0; i < n; ++i) need[i] = node.task_should_compute_output(i);
@@ -205,9 +218,9 @@ struct ProductBackward : Node {
 
 template <bool kBatched>
 at::Tensor product(const at::Tensor& a, const at::Tensor& b, OptDt out_dtype) {
-  c10::intrusive_ptr<ProductBackward> node;
+  decltype(make_node<ProductBackward>()) node;
   if (torch::autograd::compute_requires_grad(a, b)) {
-    node = c10::make_intrusive<ProductBackward>();
+    node = make_node<ProductBackward>();
     node->set_next_edges(torch::autograd::collect_next_edges(a, b));
     if (b.requires_grad()) node->a_ = SavedVariable(a, false);
     if (a.requires_grad()) node->b_ = SavedVariable(b, false);
@@ -358,9 +371,9 @@ struct GemmBackward : Node {
 at::Tensor gemm(const at::Tensor& a, const at::Tensor& b, const OptT& bias, const OptT& c, double alpha, double beta,
                 c10::string_view activation, OptDt out_dtype) {
   const std::string act(activation);
-  c10::intrusive_ptr<GemmBackward> node;
+  decltype(make_node<GemmBackward>()) node;
   if (torch::autograd::compute_requires_grad(a, b, bias, c)) {
-    node = c10::make_intrusive<GemmBackward>();
+    node = make_node<GemmBackward>();
     node->set_next_edges(torch::autograd::collect_next_edges(a, b, bias, c));
     // Without an activation a product's rule (A for B's gradient, B for A's); with one, everything, for Z.
     const bool all = act != "none";
