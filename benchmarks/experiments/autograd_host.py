@@ -7,6 +7,7 @@ Least host microseconds per call (list_overhead.host_min_us: calls queued behind
 the GPU never waits on the host) for a forward that records a graph, a forward + backward, and a
 forward-mode jvp and torch.func.grad, on a small bf16 linear (64 x 1024 -> 1024: host-bound); then
 the wall time per call of torch.vmap over 32 inputs against the same 32 rows as one call.
+(Seventy-second session: the per-sample gradients, vmap of grad over 8 rows, added.)
 """
 import os
 import sys
@@ -41,6 +42,10 @@ def no_grad(lin):
     return run
 
 
+def per_sample_loss(lin):
+    return lambda t: lin(t[None], wd, bd).float().square().sum()
+
+
 cases = {
     "forward, no graph (no_grad)": (no_grad(cg.linear), no_grad(F.linear)),
     "forward, recording a graph": (lambda: cg.linear(x, w, b), lambda: F.linear(x, w, b)),
@@ -49,6 +54,9 @@ cases = {
                        lambda: torch.func.jvp(lambda t: F.linear(t, wd, bd), (xd,), (xd,))),
     "torch.func.grad": (lambda: torch.func.grad(lambda t: cg.linear(t, wd, bd).float().sum())(xd),
                         lambda: torch.func.grad(lambda t: F.linear(t, wd, bd).float().sum())(xd)),
+    # per-sample gradients of 8 rows (vmap of grad), and a square loss (a gradient that depends on the input)
+    "vmap(grad), 8 rows": (lambda: torch.vmap(torch.func.grad(per_sample_loss(cg.linear)))(xd[:8]),
+                           lambda: torch.vmap(torch.func.grad(per_sample_loss(F.linear)))(xd[:8])),
 }
 print(f"cutorch_gemm from {os.path.dirname(cg.__file__)}")
 print(f"{'case':32s} {'ours us':>9s} {'torch us':>9s}")
