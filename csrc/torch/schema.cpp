@@ -1,8 +1,9 @@
 // The op schemas of namespace `gemm` (ARCHITECTURE.md, Ops). Implementations register per
-// device in ops_cpu.cpp and cuda/ops_cuda.cpp; fake kernels and autograd in Python.
+// device in ops_cpu.cpp and cuda/ops_cuda.cpp; fake kernels in Python; autograd in autograd_kernels.cpp (mm,
+// bmm, gemm) and Python (the others).
 //
 // NOTE: the optional tensors (bias, c) are positional-or-keyword, not keyword-only as in
-// ARCHITECTURE.md: torch.library.register_autograd rejects kwarg-only tensors, and gradients
+// ARCHITECTURE.md: autograd.Functions and torch.library.register_vmap reject kwarg-only tensors, and gradients
 // must flow to bias and c. Every call written with keywords (bias=..., c=...) is unchanged.
 #include <torch/library.h>
 
