@@ -3,9 +3,8 @@ torch.func transforms (grad, jacrev, jacfwd, hessian, vmap).
 
 mm, bmm and gemm: C++ Autograd kernels (csrc/torch/autograd_kernels.cpp: plain autograd Nodes and
 forward-mode tangents, as ATen's own ops have them), which torch.func's grad / vjp / jacrev / jvp / jacfwd
-levels run level by level, and vmap rules (`_autograd_dense.py`, registered here with
-torch.library.register_vmap as their FuncTorchBatched kernels). Raw calls and the wrappers alike go
-through the dispatcher, under every transform.
+levels run level by level, and C++ vmap kernels (csrc/torch/vmap_kernels.cpp, the FuncTorchBatched key).
+Raw calls and the wrappers alike go through the dispatcher, under every transform.
 
 The other ops have autograd.Functions (forward below the autograd key, setup_context, backward, jvp, a
 vmap rule): `_autograd_dense.py` (scaled_mm), `_autograd_grouped.py` (grouped_mm, grouped_gemm),
@@ -32,7 +31,7 @@ import inspect
 import torch
 
 from . import ops as _w
-from ._autograd_dense import _ScaledMm, _pack_scaled_mm, bmm_vmap, gemm_vmap, mm_vmap
+from ._autograd_dense import _ScaledMm, _pack_scaled_mm
 from ._autograd_grouped import (_GroupedGemm, _GroupedMm, _grouped_gemm_flat, _nothing_to_differentiate,
                                 _pack_grouped_mm)
 from ._autograd_pointwise import _MoeCombine, _Swiglu, _pack_moe_combine, _pack_swiglu
@@ -153,7 +152,5 @@ _lib = torch.library.Library("gemm", "IMPL")
 for _name, (_fn, _pack) in _FUNCTIONS.items():
     _lib.impl(_name, _make_kernel(_name, _fn, _pack), "Autograd", with_keyset=True)
 _lib.impl("grouped_gemm", _grouped_gemm_kernel, "Autograd", with_keyset=True)
-for _name, _rule in (("mm", mm_vmap), ("bmm", bmm_vmap), ("gemm", gemm_vmap)):
-    torch.library.register_vmap(f"gemm::{_name}", _rule, lib=_lib)
 _w._FUNCTION_CALL = function_call
 _w._KERNEL_CALL = kernel_call

@@ -1,50 +1,13 @@
-"""The dense ops' autograd pieces in Python (`_autograd.py` registers them): scaled_mm's autograd.Function,
-and the vmap rules of mm, bmm and gemm, whose gradients and tangents are C++ (their Autograd kernels,
-csrc/torch/autograd_kernels.cpp)."""
+"""scaled_mm's autograd.Function (`_autograd.py` registers it). (mm, bmm and gemm: C++ Autograd and vmap
+kernels, csrc/torch/autograd_kernels.cpp and vmap_kernels.cpp.)"""
 from __future__ import annotations
 
 import torch
 
 from . import ops as _w
-from ._autograd_util import _add, _batched, _below, _tangent_out, _vmap_loop
+from ._autograd_util import _add, _below, _tangent_out, _vmap_loop
 
 _ops = torch.ops.gemm
-
-
-# ---- vmap rules of mm, bmm, gemm (torch.library.register_vmap: the ops' FuncTorchBatched kernels) -----------
-# Each takes the op's arguments as its Python kernel gets them (tensors positional, in_dims one per positional
-# argument; gemm's bias and c may be absent from the tail) and returns (output, its batch dimension).
-
-def mm_vmap(info, in_dims, a, b, out_dtype=None):
-    # A batch of products is one bmm (an unbatched operand broadcast with a zero batch stride).
-    if a.dtype == torch.int8:
-        return _vmap_loop(info, in_dims, lambda x, y: _w.mm(x, y, out_dtype=out_dtype), (a, b))
-    n = info.batch_size
-    return _w.bmm(_batched(a, in_dims[0], n), _batched(b, in_dims[1], n), out_dtype=out_dtype), 0
-
-
-def bmm_vmap(info, in_dims, a, b, out_dtype=None):
-    # The vmapped batch and bmm's own batch flattened into one.
-    n = info.batch_size
-    a_b, b_b = _batched(a, in_dims[0], n), _batched(b, in_dims[1], n)
-    g = a_b.shape[1]
-    out = _w.bmm(a_b.reshape(n * g, *a_b.shape[2:]), b_b.reshape(n * g, *b_b.shape[2:]), out_dtype=out_dtype)
-    return out.reshape(n, g, *out.shape[1:]), 0
-
-
-def gemm_vmap(info, in_dims, a, b, bias=None, c=None, alpha=1.0, beta=0.0, activation="none", out_dtype=None):
-    kw = dict(alpha=alpha, beta=beta, activation=activation, out_dtype=out_dtype)
-    dims = tuple(in_dims) + (None,) * (4 - len(in_dims))
-    if dims[1] is not None or dims[2] is not None:  # a batch of weights or biases: one gemm each
-        return _vmap_loop(info, dims, lambda a_, b_, bias_, c_: _w.gemm(a_, b_, bias=bias_, c=c_, **kw),
-                          (a, b, bias, c))
-    # One weight: the batch folds into M (a, and c where given, as (batch * M) rows).
-    n = info.batch_size
-    a_b = _batched(a, dims[0], n)
-    m, k = a_b.shape[1], a_b.shape[2]
-    c2 = None if c is None else _batched(c, dims[3], n).reshape(n * m, b.shape[1])
-    out = _w.gemm(a_b.reshape(n * m, k), b, bias=bias, c=c2, **kw)
-    return out.reshape(n, m, b.shape[1]), 0
 
 
 # ---- scaled_mm ------------------------------------------------------------------------------

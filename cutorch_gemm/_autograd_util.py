@@ -71,11 +71,6 @@ def _tangent_out(t, shape, dtype, like: torch.Tensor) -> torch.Tensor:
     return t.expand(shape).to(dtype)
 
 
-def _batched(t, d, size):
-    """t with its vmapped dimension first (an unbatched t broadcast to `size` entries, stride 0)."""
-    return t.movedim(d, 0) if d is not None else t.expand(size, *t.shape)
-
-
 def _vmap_loop(info, in_dims, call, args):
     """The generic vmap rule: `call(*args)` once per batch entry (the ops have no batched form
     there), the results stacked along dim 0. A batch of zero entries takes the shapes from the

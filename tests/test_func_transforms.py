@@ -219,6 +219,36 @@ def test_vmap(device):
         torch.testing.assert_close(lists[1], x[:, :2] @ w[:, :1], **TOL)
 
 
+def test_vmap_nested_and_per_entry(device):
+    """The C++ vmap kernels (csrc/torch/vmap_kernels.cpp) under nested vmaps: an operand batched at the outer
+    level only, seen inside the inner one (unwrapped at its own level), both batched, batch dimensions other
+    than 0; bmm under vmap; a batch of biases (one gemm per entry); int8 mm (one mm per entry, exact int32)."""
+    x = torch.randn(3, 4, 5, 7, dtype=F64, device=device)  # (outer 3, inner 4, m 5, k 7)
+    w = torch.randn(3, 7, 6, dtype=F64, device=device)     # batched at the outer level only
+    bias = torch.randn(6, dtype=F64, device=device)
+    ref = torch.einsum("oimk,okn->oimn", x, w)
+    got = torch.vmap(lambda xo, wo: torch.vmap(lambda xi: cg.mm(xi, wo))(xo))(x, w)
+    torch.testing.assert_close(got, ref, **TOL)
+    got = torch.vmap(lambda wo: torch.vmap(lambda xi: cg.gemm(xi, wo, bias=bias, activation="relu"),
+                                           in_dims=1)(x[0].transpose(0, 1)))(w)
+    torch.testing.assert_close(got, torch.relu(torch.einsum("imk,okn->oimn", x[0], w) + bias), **TOL)
+    ws = torch.randn(4, 7, 6, dtype=F64, device=device)  # both batched at the inner level
+    got = torch.vmap(lambda xo: torch.vmap(cg.mm)(xo, ws))(x)
+    torch.testing.assert_close(got, torch.einsum("oimk,ikn->oimn", x, ws), **TOL)
+    a3 = torch.randn(2, 3, 5, 7, dtype=F64, device=device)
+    b3 = torch.randn(7, 3, 7, 4, dtype=F64, device=device)[:2]  # a batch of bmm operands, batch dim 0
+    torch.testing.assert_close(torch.vmap(cg.bmm)(a3, b3), a3 @ b3, **TOL)
+    biases = torch.randn(4, 6, dtype=F64, device=device)
+    got = torch.vmap(lambda bb: cg.gemm(x[0, 0], w[0], bias=bb, activation="gelu"))(biases)
+    torch.testing.assert_close(got, torch.nn.functional.gelu(x[0, 0] @ w[0] + biases[:, None, :]), **TOL)
+    q = torch.randint(-128, 128, (3, 5, 16), dtype=torch.int8, device=device)
+    r = torch.randint(-128, 128, (16, 8), dtype=torch.int8, device=device)
+    if device == "cpu" or torch.cuda.get_device_capability() >= (8, 0):
+        got = torch.vmap(cg.mm, in_dims=(0, None))(q, r)
+        assert got.dtype == torch.int32
+        assert torch.equal(got, (q.long() @ r.long()).int())
+
+
 def test_swiglu_and_moe_combine(device):
     gu = torch.randn(6, 8, dtype=F64, device=device)
     t = torch.randn_like(gu)

@@ -5,9 +5,9 @@
 // that level's wrapped tensors, and a kernel like this one is all it needs, in C++. An autograd.Function cannot be
 // applied inside the dispatcher under a transform (a Python one must be applied from Python, through torch's
 // custom_function_call, a pass over every level in Python: ~300 us per apply on the CPU machine; a C++
-// torch::autograd::Function refuses transforms outright). With these kernels and the ops' vmap rules
-// (cutorch_gemm/_autograd_dense.py, registered with torch.library.register_vmap), the wrappers and raw
-// torch.ops.gemm.mm / bmm / gemm calls alike go through the dispatcher under every transform.
+// torch::autograd::Function refuses transforms outright). With these kernels and the ops' vmap kernels
+// (vmap_kernels.cpp), the wrappers and raw torch.ops.gemm.mm / bmm / gemm calls alike go through the dispatcher
+// under every transform.
 //
 // The formulas (tests/test_autograd_paths.py checks them against autograd through torch's own ops):
 //   D = act(Z), Z = alpha * (A @ B) + beta * C + bias;  dZ = dD * act'(Z) (Z recomputed in fp32, one GEMM)

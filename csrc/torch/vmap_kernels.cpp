@@ -1,0 +1,187 @@
+// The vmap kernels (dispatch key FuncTorchBatched) of gemm::mm, gemm::bmm and gemm::gemm: torch.vmap's batching
+// rules in C++, as ATen's own ops have them, so that a vmapped call, per-sample gradients (vmap of grad) and
+// jacrev / hessian (which vmap the backward) stay one launch per op and out of Python. (torch.library's
+// register_vmap rules, their Python predecessors, cost ~150 us of host time per call on the H200 host.)
+//
+// Each kernel takes the operands at the current vmap level: an operand batched there is unwrapped to its
+// value and batch dimension, the others are shared by every entry. The rules:
+// - mm: one bmm over the batch, a shared operand broadcast with a zero batch stride (no copy); int8 (no
+//   batched int8 product here): one mm per entry.
+// - bmm: the vmapped batch and bmm's own batch flattened into one bmm.
+// - gemm with one weight and bias: the batch folded into M (a, and c where given, as batch * M rows); a batch
+//   of weights or biases: one gemm per entry.
+// The results are wrapped back as batched at this level, batch dimension 0. The calls below go through the
+// dispatcher with this level's batching key excluded, so the levels beneath (grad, another vmap) see them.
+#include <ATen/ATen.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/functorch/BatchedTensorImpl.h>
+#include <torch/library.h>
+
+#include <algorithm>
+#include <optional>
+#include <tuple>
+#include <vector>
+
+namespace cutorch_gemm::vmap {
+namespace {
+
+using OptT = std::optional<at::Tensor>;
+using OptDt = std::optional<at::ScalarType>;
+using Bdim = std::optional<int64_t>;
+using at::functorch::makeBatched;
+using at::functorch::maybeGetBatchedImpl;
+
+template <class Sig>
+c10::TypedOperatorHandle<Sig> handle(const char* name) {
+  return c10::Dispatcher::singleton().findSchemaOrThrow(name, "").typed<Sig>();
+}
+
+at::Tensor call_mm(const at::Tensor& a, const at::Tensor& b, OptDt out_dtype) {
+  static auto h = handle<at::Tensor(const at::Tensor&, const at::Tensor&, OptDt)>("gemm::mm");
+  return h.call(a, b, out_dtype);
+}
+
+at::Tensor call_bmm(const at::Tensor& a, const at::Tensor& b, OptDt out_dtype) {
+  static auto h = handle<at::Tensor(const at::Tensor&, const at::Tensor&, OptDt)>("gemm::bmm");
+  return h.call(a, b, out_dtype);
+}
+
+at::Tensor call_gemm(const at::Tensor& a, const at::Tensor& b, const OptT& bias, const OptT& c, double alpha,
+                     double beta, c10::string_view activation, OptDt out_dtype) {
+  static auto h = handle<at::Tensor(const at::Tensor&, const at::Tensor&, const OptT&, const OptT&, double, double,
+                                    c10::string_view, OptDt)>("gemm::gemm");
+  return h.call(a, b, bias, c, alpha, beta, activation, out_dtype);
+}
+
+// The vmap level to unwrap: that of the innermost batched operand. It is the level being processed, or one
+// outside it whose layers in between batch none of the operands, so that unwrapping it now gives what those
+// layers would pass down. (The current layer itself is in ATen/functorch/DynamicLayer.h, whose includes the
+// wheels do not ship.)
+int64_t level_of(const at::Tensor& t) {
+  const auto* impl = t.defined() ? maybeGetBatchedImpl(t) : nullptr;
+  return impl != nullptr ? impl->level() : -1;
+}
+int64_t level_of(const OptT& t) { return t.has_value() ? level_of(*t) : -1; }
+
+template <class... Ts>
+int64_t batched_level(const Ts&... ts) {
+  const int64_t level = std::max({level_of(ts)...});
+  TORCH_INTERNAL_ASSERT(level >= 0, "a batched kernel without a batched operand");
+  return level;
+}
+
+struct Operand {
+  at::Tensor value;  // undefined: an absent optional operand
+  Bdim bdim;         // batched at the level: its batch dimension in value
+};
+
+Operand unwrap(const OptT& t, int64_t level) {  // (an at::Tensor converts)
+  if (!t.has_value() || !t->defined()) return {};
+  const auto* impl = maybeGetBatchedImpl(*t);
+  if (impl == nullptr || impl->level() != level) return {*t, std::nullopt};
+  return {impl->value(), impl->bdim()};
+}
+
+// The batch size: the size of the first batched operand's batch dimension.
+c10::SymInt batch_size(std::initializer_list<const Operand*> ops) {
+  for (const Operand* o : ops)
+    if (o->bdim.has_value()) return o->value.sym_size(*o->bdim);
+  TORCH_INTERNAL_ASSERT(false, "no batched operand");
+}
+
+// The operand with its batch dimension first; a shared one broadcast to n entries (stride 0, no copy).
+at::Tensor batch_first(const Operand& o, const c10::SymInt& n) {
+  if (o.bdim.has_value()) return o.value.movedim(*o.bdim, 0);
+  std::vector<c10::SymInt> shape{n};
+  for (const c10::SymInt& s : o.value.sym_sizes()) shape.push_back(s);
+  return o.value.unsqueeze(0).expand_symint(shape);
+}
+
+// A shared operand's value (absent: nullopt).
+OptT shared(const Operand& o) { return o.value.defined() ? OptT(o.value) : std::nullopt; }
+
+// Entry i of an operand (a shared one: itself); an absent one stays absent.
+OptT entry(const Operand& o, int64_t i) {
+  if (!o.value.defined()) return std::nullopt;
+  return o.bdim.has_value() ? o.value.select(*o.bdim, i) : o.value;
+}
+
+// One call per entry, stacked; an empty batch gives (0, rows, cols) of `dtype`.
+template <class Call>
+at::Tensor per_entry(const c10::SymInt& n_sym, int64_t rows, int64_t cols, at::ScalarType dtype,
+                     const at::TensorOptions& options, Call call) {
+  const int64_t n = n_sym.guard_int(__FILE__, __LINE__);
+  if (n == 0) return at::empty({0, rows, cols}, options.dtype(dtype));
+  std::vector<at::Tensor> outs;
+  outs.reserve(n);
+  for (int64_t i = 0; i < n; ++i) outs.push_back(call(i));
+  return at::stack(outs);
+}
+
+// The size of dimension d of an operand's entries.
+int64_t entry_size(const Operand& o, int64_t d) {
+  return o.bdim.has_value() && *o.bdim <= d ? o.value.size(d + 1) : o.value.size(d);
+}
+
+at::Tensor mm_batched(const at::Tensor& a, const at::Tensor& b, OptDt out_dtype) {
+  c10::impl::ExcludeDispatchKeyGuard guard(c10::DispatchKey::FuncTorchBatched);
+  const int64_t level = batched_level(a, b);
+  const Operand A = unwrap(a, level), B = unwrap(b, level);
+  const c10::SymInt n = batch_size({&A, &B});
+  at::Tensor out;
+  if (A.value.scalar_type() == at::kChar) {
+    out = per_entry(n, entry_size(A, 0), entry_size(B, 1), out_dtype.value_or(at::kInt), A.value.options(),
+                    [&](int64_t i) { return call_mm(*entry(A, i), *entry(B, i), out_dtype); });
+  } else {
+    out = call_bmm(batch_first(A, n), batch_first(B, n), out_dtype);
+  }
+  return makeBatched(out, 0, level);
+}
+
+at::Tensor bmm_batched(const at::Tensor& a, const at::Tensor& b, OptDt out_dtype) {
+  c10::impl::ExcludeDispatchKeyGuard guard(c10::DispatchKey::FuncTorchBatched);
+  const int64_t level = batched_level(a, b);
+  const Operand A = unwrap(a, level), B = unwrap(b, level);
+  const c10::SymInt n = batch_size({&A, &B});
+  const at::Tensor a4 = batch_first(A, n), b4 = batch_first(B, n);  // (n, g, m, k), (n, g, k, p)
+  const c10::SymInt g = a4.sym_size(1);
+  const at::Tensor out = call_bmm(a4.reshape_symint({n * g, a4.sym_size(2), a4.sym_size(3)}),
+                                  b4.reshape_symint({n * g, b4.sym_size(2), b4.sym_size(3)}), out_dtype);
+  return makeBatched(out.reshape_symint({n, g, out.sym_size(1), out.sym_size(2)}), 0, level);
+}
+
+at::Tensor gemm_batched(const at::Tensor& a, const at::Tensor& b, const OptT& bias, const OptT& c, double alpha,
+                        double beta, c10::string_view activation, OptDt out_dtype) {
+  c10::impl::ExcludeDispatchKeyGuard guard(c10::DispatchKey::FuncTorchBatched);
+  const int64_t level = batched_level(a, b, bias, c);
+  const Operand A = unwrap(a, level), B = unwrap(b, level), Bias = unwrap(bias, level), C = unwrap(c, level);
+  const c10::SymInt n = batch_size({&A, &B, &Bias, &C});
+  at::Tensor out;
+  if (B.bdim.has_value() || Bias.bdim.has_value()) {  // a batch of weights or biases: one gemm each
+    out = per_entry(n, entry_size(A, 0), entry_size(B, 1), out_dtype.value_or(A.value.scalar_type()),
+                    A.value.options(), [&](int64_t i) {
+                      return call_gemm(*entry(A, i), *entry(B, i), entry(Bias, i), entry(C, i), alpha, beta,
+                                       activation, out_dtype);
+                    });
+  } else {  // one weight: the batch folded into M
+    const at::Tensor a3 = batch_first(A, n);  // (n, m, k)
+    const c10::SymInt m = a3.sym_size(1);
+    const c10::SymInt cols = B.value.sym_size(1);
+    OptT c2;
+    if (C.value.defined()) c2 = batch_first(C, n).reshape_symint({n * m, cols});
+    out = call_gemm(a3.reshape_symint({n * m, a3.sym_size(2)}), B.value, shared(Bias), c2, alpha, beta,
+                    activation, out_dtype)
+              .reshape_symint({n, m, cols});
+  }
+  return makeBatched(out, 0, level);
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(gemm, FuncTorchBatched, m) {
+  m.impl("mm", &mm_batched);
+  m.impl("bmm", &bmm_batched);
+  m.impl("gemm", &gemm_batched);
+}
+
+}  // namespace cutorch_gemm::vmap
