@@ -39,7 +39,7 @@ requires_sm90 = pytest.mark.skipif(not HAS_CUDA or torch.cuda.get_device_capabil
 class GemmOpLog(TorchDispatchMode):
     """Inside ``with GemmOpLog() as log:``, ``log.calls`` lists the ``torch.ops.gemm.*`` ops that ran, as
     (op name, kwargs): whatever route the wrappers took to them (Python, the C++ entry points of
-    csrc/torch/fast_calls.cpp, the C++ autograd Functions), every op reaches the dispatcher. Spying on
+    csrc/torch/fast_calls.cpp, the C++ autograd nodes' backward), every op reaches the dispatcher. Spying on
     ``cutorch_gemm.ops.<name>`` misses the calls that go from Python straight to C++."""
 
     def __init__(self):

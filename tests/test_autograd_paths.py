@@ -138,8 +138,8 @@ def test_cpp_node_beta_zero_c_grad(device):
 
 @pytest.mark.parametrize("act", ["none", "silu"])
 def test_double_backward(device, act):
-    """Second derivatives through the C++ Function (no activation) and the directly applied Python one
-    (silu): d/d(x, w, b) of (dL/dw . v), the backward's own GEMMs recorded (create_graph)."""
+    """Second derivatives through the C++ node (no activation; silu: its recomputed pre-activation and the
+    activation's derivative): d/d(x, w, b) of (dL/dw . v), the backward's own GEMMs recorded (create_graph)."""
     x, w, b = _leaves(device)
     v = torch.randn_like(w)
 
@@ -337,7 +337,7 @@ def test_autocast_under_torch_func(device, op):
 @pytest.mark.parametrize("op", ["mm", "gemm", "bmm"])
 def test_frozen_weight_keeps_no_activation(device, op):
     """A frozen weight (LoRA-style fine-tuning): the graph keeps the weight, not the input activation
-    (the C++ Functions save an operand only where the other's gradient needs it), and gradients match."""
+    (the C++ nodes save an operand only where the other's gradient needs it), and gradients match."""
     x = torch.randn(6, 9, device=device, dtype=torch.float64, requires_grad=True)
     w = torch.randn(4, 9, device=device, dtype=torch.float64)  # frozen
     call = {"mm": lambda: cg.mm(x, w.t()), "gemm": lambda: cg.gemm(x, w.t(), c=torch.ones(6, 4, device=device,
