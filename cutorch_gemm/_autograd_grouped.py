@@ -1,98 +1,13 @@
-"""autograd.Functions of the grouped ops: grouped_mm, grouped_gemm (`_autograd.py` registers them)."""
+"""grouped_gemm's autograd.Function (`_autograd.py` registers it). (grouped_mm: C++ Autograd and vmap kernels,
+csrc/torch/autograd_grouped.cpp.)"""
 from __future__ import annotations
 
 import torch
 
 from . import ops as _w
-from ._autograd_util import (_acc, _acc_out, _add, _below, _pre_activation_grad, _sum_rows, _swiglu_grad, _swiglu_tangent,
-                             _tangent_out, _vmap_loop, act_grad)
+from ._autograd_util import _acc, _acc_out, _add, _below, _sum_rows, _tangent_out, _vmap_loop, act_grad
 
 _ops = torch.ops.gemm
-
-
-# ---- grouped_mm -----------------------------------------------------------------------------
-
-def _group_ids(offs: torch.Tensor, extent: int) -> torch.Tensor:
-    """Group of each row (column) along the grouped extent; len(offs) past the last group.
-    Computed on the device from offs (no host synchronisation)."""
-    idx = torch.arange(extent, device=offs.device, dtype=offs.dtype)
-    return torch.searchsorted(offs, idx, right=True)
-
-
-class _GroupedMm(torch.autograd.Function):
-    @staticmethod
-    def vmap(info, in_dims, a, b, offs, bias, activation, out_dtype):
-        return _vmap_loop(info, in_dims, lambda a_, b_, o_, bias_, *_: _w.grouped_mm(
-            a_, b_, o_, bias=bias_, activation=activation, out_dtype=out_dtype),
-            (a, b, offs, bias, activation, out_dtype))
-
-    @staticmethod
-    def forward(a, b, offs, bias, activation, out_dtype):
-        with _below():
-            return _ops.grouped_mm.default(a, b, offs, bias, activation=activation, out_dtype=out_dtype)
-
-    @staticmethod
-    def setup_context(ctx, inputs, output):
-        ctx.set_materialize_grads(False)  # absent tangents stay None: no GEMMs on zeros
-        a, b, offs, bias, activation, out_dtype = inputs
-        ctx.save_for_backward(a, b, offs, bias)
-        ctx.save_for_forward(a, b, offs, bias)
-        ctx.kw = dict(activation=activation, out_dtype=out_dtype)
-        ctx.out_meta = (output.shape, output.dtype)
-
-    @staticmethod
-    def backward(ctx, grad):
-        if grad is None:  # (set_materialize_grads(False): no gradient reached the output)
-            return (None,) * 6
-        a, b, offs, bias = ctx.saved_tensors
-        act = ctx.kw["activation"]
-        if act == "swiglu":  # z = a @ b + bias recomputed in the accumulator dtype, full width
-            dz = _swiglu_grad(grad, _w.grouped_mm(a, b, offs, bias=bias, out_dtype=_acc_out(a.dtype)))
-        else:
-            dz = _pre_activation_grad(grad, act, a.dtype,
-                                      lambda od: _w.grouped_mm(a, b, offs, bias=bias, out_dtype=od))
-        g = dz.to(a.dtype)
-        need = ctx.needs_input_grad
-        # The backward forms (see ops.grouped_mm): 2Dx3D <-> 2Dx2D (dW) and 3Dx2D <-> 2Dx2D.
-        ga = _w.grouped_mm(g, b.transpose(-2, -1), offs) if need[0] else None
-        gb = _w.grouped_mm(a.transpose(-2, -1), g, offs) if need[1] else None
-        gbias = None
-        if bias is not None and need[3]:
-            dz = dz.to(_acc(a.dtype))  # bias sums accumulate in fp32
-            if a.dim() == 2 and b.dim() == 3:  # per-group sums of rows; rows past offs[-1] excluded
-                ids = _group_ids(offs, dz.shape[0])
-                acc = dz.new_zeros((offs.shape[0] + 1, dz.shape[1])).index_add(0, ids, dz)
-                gbias = acc[:-1]
-            elif a.dim() == 3 and b.dim() == 2:  # bias per output column, columns past offs[-1] zero
-                ids = _group_ids(offs, dz.shape[1])
-                gbias = dz.sum(0) * (ids < offs.shape[0]).to(dz.dtype)
-            else:  # (G, M, N) outputs
-                gbias = dz.sum(1)
-            gbias = gbias.to(bias.dtype)
-        return ga, gb, None, gbias, None, None
-
-    @staticmethod
-    def jvp(ctx, ta, tb, _offs, tbias, *_):
-        # dZ = dA @ B + A @ dB + dbias (per group, as the op places the bias), then the activation's
-        # derivative at Z (SwiGLU: of silu(gate) * up over Z's two halves).
-        a, b, offs, bias = ctx.saved_tensors
-        act = ctx.kw["activation"]
-        od = _acc_out(a.dtype)
-        if tbias is not None and ta is None:
-            ta = torch.zeros_like(a)  # (the bias term rides on the dA @ B call, placed by the op)
-        dz = _add(_w.grouped_mm(ta, b, offs, bias=tbias, out_dtype=od) if ta is not None else None,
-                  _w.grouped_mm(a, tb, offs, out_dtype=od) if tb is not None else None)
-        shape, dtype = ctx.out_meta
-        if dz is None:
-            return _tangent_out(None, shape, dtype, a)
-        if act != "none":
-            z = _w.grouped_mm(a, b, offs, bias=bias, out_dtype=od)
-            dz = _swiglu_tangent(dz, z) if act == "swiglu" else dz * act_grad(z, act)
-        return _tangent_out(dz, shape, dtype, a)
-
-
-def _pack_grouped_mm(a, b, offs=None, bias=None, *, activation="none", out_dtype=None):
-    return a, b, offs, bias, activation, out_dtype
 
 
 # ---- grouped_gemm ---------------------------------------------------------------------------

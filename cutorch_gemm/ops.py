@@ -91,14 +91,14 @@ _FAST = {
     torch.ops.gemm.mm: (_C.fast_mm, True),
     torch.ops.gemm.bmm: (_C.fast_bmm, True),
     torch.ops.gemm.gemm: (_C.fast_gemm, True),
-    torch.ops.gemm.grouped_mm: (_C.fast_grouped_mm, False),
+    torch.ops.gemm.grouped_mm: (_C.fast_grouped_mm, True),
     torch.ops.gemm.scaled_mm: (_C.fast_scaled_mm, False),
 }
 
 
-# The ops whose autograd is C++ (csrc/torch/autograd_kernels.cpp) and whose vmap rules are registered
-# (_autograd.py): every torch.func transform and forward-mode AD reach them through the dispatcher.
-_CPP_AUTOGRAD_OPS = (torch.ops.gemm.mm, torch.ops.gemm.bmm, torch.ops.gemm.gemm)
+# The ops whose autograd and vmap kernels are C++ (csrc/torch/autograd_kernels.cpp, autograd_grouped.cpp,
+# vmap_kernels.cpp): every torch.func transform and forward-mode AD reach them through the dispatcher.
+_CPP_AUTOGRAD_OPS = (torch.ops.gemm.mm, torch.ops.gemm.bmm, torch.ops.gemm.gemm, torch.ops.gemm.grouped_mm)
 
 
 # The ops with Autocast kernels (csrc/torch/autocast.cpp).

@@ -295,7 +295,7 @@ def test_routes(device, monkeypatch):
         (lambda: cg.bmm(x[None], w.t()[None]), g.bmm),
         (lambda: cg.gemm(x, w.t(), bias=b), g.gemm), (lambda: cg.gemm(xd, wd.t(), activation="gelu"), g.gemm),
         (lambda: cg.gemm(x, w.t(), activation="gelu"), g.gemm),  # recorded, activation too: the C++ node
-        (lambda: cg.grouped_mm(xd, e, offs), g.grouped_mm), (lambda: cg.grouped_mm(x, e, offs), None),
+        (lambda: cg.grouped_mm(xd, e, offs), g.grouped_mm), (lambda: cg.grouped_mm(x, e, offs), g.grouped_mm),
         (lambda: cg.scaled_mm(f8, f8.t(), one, one), g.scaled_mm),
         (lambda: cg.swiglu(xd[:, :12]), None),
     ]
@@ -432,16 +432,19 @@ def test_matmul_entry_point_matches_the_python_steps(device, monkeypatch, shapes
 
 @pytest.mark.parametrize("act", ["none", "gelu"])
 def test_compiled_autograd(device, act):
-    """torch._dynamo's compiled autograd traces the C++ nodes' backward (their functionals, bound once per
-    schema): mm, bmm, gemm with bias and c, raw and wrapped; gradients as eager, twice (the second call
-    reuses the bound functionals)."""
+    """torch._dynamo's compiled autograd traces the C++ nodes' backward (their functionals, bound on each
+    trace): mm, bmm, gemm with bias and c, grouped_mm with a bias, raw and wrapped; gradients as eager, twice."""
     x, w, b = _leaves(device)
     c = torch.randn(7, 5, device=device, dtype=torch.float64, requires_grad=True)
-    leaves = (x, w, b, c)
+    e = torch.randn(2, 13, 3, device=device, dtype=torch.float64, requires_grad=True)
+    eb = torch.randn(2, 3, device=device, dtype=torch.float64, requires_grad=True)
+    offs = torch.tensor([3, 6], device=device, dtype=torch.int32)
+    leaves = (x, w, b, c, e, eb)
 
-    def loss(x, w, b, c):
+    def loss(x, w, b, c, e, eb):
         y = torch.ops.gemm.gemm(x, w.t(), b, c, alpha=0.5, beta=2.0, activation=act)
-        return _loss(y) + _loss(cg.mm(x, w.t())) + cg.bmm(x[None], w.t()[None]).square().sum()
+        return (_loss(y) + _loss(cg.mm(x, w.t())) + cg.bmm(x[None], w.t()[None]).square().sum()
+                + _loss(cg.grouped_mm(x, e, offs, bias=eb, activation=act)))
 
     want = torch.autograd.grad(loss(*leaves), leaves)
     for _ in range(2):

@@ -327,10 +327,10 @@ def test_scaled_mm_tangents(device):
 
 
 def test_raw_ops_under_torch_func(device):
-    """Raw torch.ops.gemm.mm / bmm / gemm calls work under every transform (their autograd is C++ and their
-    vmap rules are registered: csrc/torch/autograd_kernels.cpp, _autograd.py); the ops whose autograd is a
-    Python Function raise a clear error naming the wrapper when called raw under torch.func.grad or jvp (they
-    used to raise an autograd.Function message, and jvp returned zeros)."""
+    """Raw torch.ops.gemm.mm / bmm / gemm / grouped_mm calls work under every transform (their autograd and
+    vmap kernels are C++: csrc/torch/autograd_kernels.cpp, autograd_grouped.cpp, vmap_kernels.cpp); the ops
+    whose autograd is a Python Function raise a clear error naming the wrapper when called raw under
+    torch.func.grad or jvp (they used to raise an autograd.Function message, and jvp returned zeros)."""
     a = torch.randn(4, 5, dtype=F64, device=device)
     b = torch.randn(5, 3, dtype=F64, device=device)
     bias = torch.randn(3, dtype=F64, device=device)
@@ -346,8 +346,11 @@ def test_raw_ops_under_torch_func(device):
     torch.testing.assert_close(h, rh, **TOL)
     e = torch.randn(2, 5, 3, dtype=F64, device=device)
     offs = offs_from_sizes([1, 3], device)
-    with pytest.raises(RuntimeError, match=r"call cutorch_gemm\.grouped_mm instead"):
-        torch.func.grad(lambda x: torch.ops.gemm.grouped_mm(x, e, offs).sum())(a)
+    g = torch.func.grad(lambda x: torch.ops.gemm.grouped_mm(x, e, offs, activation="silu").square().sum())(a)
+    rg = torch.func.grad(lambda x: torch.nn.functional.silu(torch.cat([x[:1] @ e[0], x[1:4] @ e[1]])).square().sum())(a)
+    torch.testing.assert_close(g, rg, **TOL)
+    with pytest.raises(RuntimeError, match=r"call cutorch_gemm\.swiglu instead"):
+        torch.func.grad(lambda x: torch.ops.gemm.swiglu(x[:, :4]).sum())(a)
 
 
 def test_modules_under_torch_func(device, monkeypatch):

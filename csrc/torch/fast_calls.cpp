@@ -1,8 +1,8 @@
 // Direct entry points for the Python wrappers' common calls (cutorch_gemm/ops.py, _call): mm, bmm, gemm,
 // grouped_mm and scaled_mm called through the dispatcher from C++, and dropin.linear's and dropin.matmul's whole
-// common calls (reshapes, transposed weight, mm / bmm / gemm, activation) as one entry each. mm / bmm / gemm
-// calls that record a graph do so in their C++ Autograd kernels (autograd_kernels.cpp); grouped_mm and
-// scaled_mm calls that record one stay on the Python Functions.
+// common calls (reshapes, transposed weight, mm / bmm / gemm, activation) as one entry each. mm / bmm / gemm /
+// grouped_mm calls that record a graph do so in their C++ Autograd kernels (autograd_kernels.cpp,
+// autograd_grouped.cpp); scaled_mm calls that record one stay on the Python Function.
 //
 // Why: host time. torch.ops.gemm.*'s Python binding parses every argument against the schema; for a small,
 // host-bound linear (2 x 4 x 3 on the CPU reference) a no-grad gemm took 7.8 us through the binding and 3.4
@@ -159,16 +159,17 @@ at::Tensor linear(const at::Tensor& x, const at::Tensor& weight, const OptT& bia
   return out.view(shape);
 }
 
-// grouped_mm and scaled_mm when nothing records a graph (inference, frozen weights); a recorded call
-// stays on the Python Functions.
+// grouped_mm: through its Autograd kernel (autograd_grouped.cpp) when the call records a graph, as mm.
 at::Tensor grouped_mm(const at::Tensor& a, const at::Tensor& b, const OptT& offs, const OptT& bias,
                       const std::string& activation, OptDt out_dtype) {
-  TORCH_CHECK(!records({&a, &b, defined(bias) ? &*bias : nullptr}),
-              "cutorch_gemm._C.fast_grouped_mm takes no recorded call (the Python Function does)");
+  if (records({&a, &b, defined(bias) ? &*bias : nullptr})) {
+    return call_grouped_mm(a, b, offs, bias, activation, out_dtype);
+  }
   at::AutoDispatchBelowAutograd below;
   return call_grouped_mm(a, b, offs, bias, activation, out_dtype);
 }
 
+// scaled_mm when nothing records a graph (inference, frozen scales); a recorded call stays on the Python Function.
 at::Tensor scaled_mm(const at::Tensor& a, const at::Tensor& b, const at::Tensor& scale_a, const at::Tensor& scale_b,
                      const OptT& bias, OptDt out_dtype, bool use_fast_accum) {
   TORCH_CHECK(!records({&a, &b, &scale_a, &scale_b, defined(bias) ? &*bias : nullptr}),
@@ -202,7 +203,7 @@ void register_fast_calls(pybind11::module_& m) {
         "the call records a graph.");
   m.def("fast_grouped_mm", &grouped_mm, nogil, py::arg("a"), py::arg("b"), py::arg("offs") = py::none(),
         py::arg("bias") = py::none(), py::kw_only(), py::arg("activation") = "none", py::arg("out_dtype") = py::none(),
-        "gemm.grouped_mm for ops._call, below autograd (calls that record a graph: the Python Function).");
+        "gemm.grouped_mm for ops._call (as fast_mm).");
   m.def("fast_scaled_mm", &scaled_mm, nogil, py::arg("a"), py::arg("b"), py::arg("scale_a"), py::arg("scale_b"),
         py::arg("bias") = py::none(), py::kw_only(), py::arg("out_dtype") = py::none(),
         py::arg("use_fast_accum") = false,
