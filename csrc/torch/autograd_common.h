@@ -1,6 +1,6 @@
-// What the C++ Autograd kernels (autograd_kernels.cpp: mm, bmm, gemm; autograd_grouped.cpp: grouped_mm) share: the
-// ops called through the dispatcher, accumulator dtypes, activation derivatives, tangents, node construction and
-// compiled autograd's functional call.
+// What the C++ Autograd kernels (autograd_kernels.cpp: mm, bmm, gemm; autograd_grouped.cpp: grouped_mm) share:
+// accumulator dtypes, activation derivatives, tangents, node construction and compiled autograd's functional call
+// (the ops themselves are called through op_calls.h).
 #pragma once
 
 #include <ATen/core/dispatch/Dispatcher.h>
@@ -9,6 +9,8 @@
 #include <torch/csrc/autograd/functions/utils.h>
 #include <torch/csrc/dynamo/compiled_autograd.h>
 #include <torch/library.h>
+
+#include "op_calls.h"
 
 #include <cmath>
 #include <optional>
@@ -22,37 +24,12 @@ using torch::autograd::Node;
 using torch::autograd::SavedVariable;
 using torch::autograd::SwapSavedVariables;
 using torch::autograd::variable_list;
-using OptT = std::optional<at::Tensor>;
-using OptDt = std::optional<at::ScalarType>;
-
-template <class Sig>
-c10::TypedOperatorHandle<Sig> handle(const char* name) {
-  return c10::Dispatcher::singleton().findSchemaOrThrow(name, "").typed<Sig>();
-}
-
-inline at::Tensor call_mm(const at::Tensor& a, const at::Tensor& b, OptDt out_dtype) {
-  static auto h = handle<at::Tensor(const at::Tensor&, const at::Tensor&, OptDt)>("gemm::mm");
-  return h.call(a, b, out_dtype);
-}
-
-inline at::Tensor call_bmm(const at::Tensor& a, const at::Tensor& b, OptDt out_dtype) {
-  static auto h = handle<at::Tensor(const at::Tensor&, const at::Tensor&, OptDt)>("gemm::bmm");
-  return h.call(a, b, out_dtype);
-}
-
-inline at::Tensor call_grouped_mm(const at::Tensor& a, const at::Tensor& b, const OptT& offs, const OptT& bias,
-                                  c10::string_view activation, OptDt out_dtype) {
-  static auto h = handle<at::Tensor(const at::Tensor&, const at::Tensor&, const OptT&, const OptT&, c10::string_view,
-                                    OptDt)>("gemm::grouped_mm");
-  return h.call(a, b, offs, bias, activation, out_dtype);
-}
-
-inline at::Tensor call_gemm(const at::Tensor& a, const at::Tensor& b, const OptT& bias, const OptT& c, double alpha,
-                     double beta, c10::string_view activation, OptDt out_dtype) {
-  static auto h = handle<at::Tensor(const at::Tensor&, const at::Tensor&, const OptT&, const OptT&, double, double,
-                                    c10::string_view, OptDt)>("gemm::gemm");
-  return h.call(a, b, bias, c, alpha, beta, activation, out_dtype);
-}
+using calls::call_bmm;
+using calls::call_gemm;
+using calls::call_grouped_mm;
+using calls::call_mm;
+using calls::OptDt;
+using calls::OptT;
 
 inline bool defined(const OptT& t) { return t.has_value() && t->defined(); }
 

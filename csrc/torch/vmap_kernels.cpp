@@ -17,6 +17,8 @@
 #include <ATen/functorch/BatchedTensorImpl.h>
 #include <torch/library.h>
 
+#include "op_calls.h"
+
 #include <algorithm>
 #include <optional>
 #include <tuple>
@@ -25,38 +27,11 @@
 namespace cutorch_gemm::vmap {
 namespace {
 
-using OptT = std::optional<at::Tensor>;
-using OptDt = std::optional<at::ScalarType>;
+using namespace cutorch_gemm::calls;  // NOLINT: the op calls and their option types
 using Bdim = std::optional<int64_t>;
 using at::functorch::makeBatched;
 using at::functorch::maybeGetBatchedImpl;
 
-template <class Sig>
-c10::TypedOperatorHandle<Sig> handle(const char* name) {
-  return c10::Dispatcher::singleton().findSchemaOrThrow(name, "").typed<Sig>();
-}
-
-at::Tensor call_mm(const at::Tensor& a, const at::Tensor& b, OptDt out_dtype) {
-  static auto h = handle<at::Tensor(const at::Tensor&, const at::Tensor&, OptDt)>("gemm::mm");
-  return h.call(a, b, out_dtype);
-}
-
-at::Tensor call_bmm(const at::Tensor& a, const at::Tensor& b, OptDt out_dtype) {
-  static auto h = handle<at::Tensor(const at::Tensor&, const at::Tensor&, OptDt)>("gemm::bmm");
-  return h.call(a, b, out_dtype);
-}
-
-at::Tensor call_gemm(const at::Tensor& a, const at::Tensor& b, const OptT& bias, const OptT& c, double alpha,
-                     double beta, c10::string_view activation, OptDt out_dtype) {
-  static auto h = handle<at::Tensor(const at::Tensor&, const at::Tensor&, const OptT&, const OptT&, double, double,
-                                    c10::string_view, OptDt)>("gemm::gemm");
-  return h.call(a, b, bias, c, alpha, beta, activation, out_dtype);
-}
-
-// The vmap level to unwrap: that of the innermost batched operand. It is the level being processed, or one
-// outside it whose layers in between batch none of the operands, so that unwrapping it now gives what those
-// layers would pass down. (The current layer itself is in ATen/functorch/DynamicLayer.h, whose includes the
-// wheels do not ship.)
 int64_t level_of(const at::Tensor& t) {
   const auto* impl = t.defined() ? maybeGetBatchedImpl(t) : nullptr;
   return impl != nullptr ? impl->level() : -1;

@@ -1,0 +1,52 @@
+// The gemm ops called from C++ through the dispatcher (every key from the top: autocast, autograd, torch.func,
+// then the device kernel), for the wrappers' entry points (fast_calls.cpp) and the autograd / vmap kernels.
+#pragma once
+
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/core/Tensor.h>
+
+#include <optional>
+
+namespace cutorch_gemm::calls {
+
+using OptT = std::optional<at::Tensor>;
+using OptDt = std::optional<at::ScalarType>;
+
+template <class Sig>
+c10::TypedOperatorHandle<Sig> handle(const char* name) {
+  return c10::Dispatcher::singleton().findSchemaOrThrow(name, "").typed<Sig>();
+}
+
+inline at::Tensor call_mm(const at::Tensor& a, const at::Tensor& b, OptDt out_dtype) {
+  static auto h = handle<at::Tensor(const at::Tensor&, const at::Tensor&, OptDt)>("gemm::mm");
+  return h.call(a, b, out_dtype);
+}
+
+inline at::Tensor call_bmm(const at::Tensor& a, const at::Tensor& b, OptDt out_dtype) {
+  static auto h = handle<at::Tensor(const at::Tensor&, const at::Tensor&, OptDt)>("gemm::bmm");
+  return h.call(a, b, out_dtype);
+}
+
+inline at::Tensor call_gemm(const at::Tensor& a, const at::Tensor& b, const OptT& bias, const OptT& c,
+                            double alpha, double beta, c10::string_view activation, OptDt out_dtype) {
+  static auto h = handle<at::Tensor(const at::Tensor&, const at::Tensor&, const OptT&, const OptT&, double, double,
+                                    c10::string_view, OptDt)>("gemm::gemm");
+  return h.call(a, b, bias, c, alpha, beta, activation, out_dtype);
+}
+
+inline at::Tensor call_grouped_mm(const at::Tensor& a, const at::Tensor& b, const OptT& offs, const OptT& bias,
+                                  c10::string_view activation, OptDt out_dtype) {
+  static auto h = handle<at::Tensor(const at::Tensor&, const at::Tensor&, const OptT&, const OptT&, c10::string_view,
+                                    OptDt)>("gemm::grouped_mm");
+  return h.call(a, b, offs, bias, activation, out_dtype);
+}
+
+inline at::Tensor call_scaled_mm(const at::Tensor& a, const at::Tensor& b, const at::Tensor& scale_a,
+                                 const at::Tensor& scale_b, const OptT& bias, at::ScalarType out_dtype,
+                                 bool use_fast_accum) {
+  static auto h = handle<at::Tensor(const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&,
+                                    const OptT&, at::ScalarType, bool)>("gemm::scaled_mm");
+  return h.call(a, b, scale_a, scale_b, bias, out_dtype, use_fast_accum);
+}
+
+}  // namespace cutorch_gemm::calls
