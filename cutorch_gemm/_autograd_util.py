@@ -45,17 +45,6 @@ def _sum_rows(dz: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     return dz.sum(0, dtype=_acc(dz.dtype)).to(dtype)
 
 
-def _pre_activation_grad(grad: torch.Tensor, act: str, dtype: torch.dtype, recompute) -> torch.Tensor:
-    """dL/dZ for D = act(Z): grad in the accumulator dtype times act'(Z), with Z recomputed by
-    `recompute(out_dtype)` (the same op without its activation). Without an activation, grad
-    itself: a round trip through fp32 cost ~0.5 ms per 8192x14336 bf16 gradient (H100), with
-    nothing to gain (the GEMMs read the 16-bit gradient either way; bias sums accumulate in fp32)."""
-    if act == "none":
-        return grad
-    dz = grad.to(_acc(dtype))
-    return dz * act_grad(recompute(_acc_out(dtype)), act)
-
-
 def _add(x, y):
     """x + y where either may be None (an absent tangent)."""
     if x is None:

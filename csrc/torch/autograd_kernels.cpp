@@ -145,7 +145,9 @@ variable_list gemm_backward(const at::Tensor& grad, const at::Tensor& a, const a
                             const at::Tensor& c, const GemmState& st, const std::vector<bool>& need) {
   variable_list out(4);  // one per tensor argument: a, b, bias, c
   if (!grad.defined()) return out;
-  at::Tensor dz = grad;  // in D's dtype (fp32 where out_dtype asked for it)
+  // in D's dtype (fp32 where out_dtype asked for it); without an activation the gradient as it comes: a round trip
+  // through fp32 cost ~0.5 ms per 8192x14336 bf16 gradient (H100) for nothing (the GEMMs read 16 bits either way)
+  at::Tensor dz = grad;
   if (st.activation != "none") {
     // the pre-activation recomputed in the accumulator dtype (one GEMM, instead of keeping Z)
     const at::Tensor z = call_gemm(a, b, opt(bias), opt(c), st.alpha, st.beta, "none", acc_out(st.dtype));
