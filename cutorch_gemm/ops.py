@@ -84,7 +84,7 @@ _KERNEL_CALL = None
 
 
 # Ops called from C++ (csrc/torch/fast_calls.cpp): through the dispatcher without torch.ops' Python
-# argument parsing (an mm / bmm / gemm call that records a graph: through its C++ Autograd kernel).
+# argument parsing (an mm / bmm / gemm / grouped_mm call that records a graph: through its C++ Autograd kernel).
 # op -> (entry point, whether it takes a call that records a graph). Host microseconds per call: most of
 # a small GEMM's, all of a host-bound step's.
 _FAST = {
@@ -101,23 +101,6 @@ _FAST = {
 _CPP_AUTOGRAD_OPS = (torch.ops.gemm.mm, torch.ops.gemm.bmm, torch.ops.gemm.gemm, torch.ops.gemm.grouped_mm)
 
 
-# The ops with Autocast kernels (csrc/torch/autocast.cpp).
-_AUTOCAST_OPS = (torch.ops.gemm.mm, torch.ops.gemm.bmm, torch.ops.gemm.gemm, torch.ops.gemm.grouped_mm)
-
-
-def _autocast_args(args, kwargs):
-    """The casts the ops' Autocast kernels make (at::autocast::cached_cast: floating tensors other
-    than fp64, on a device whose autocast is on, to its autocast dtype), made before an
-    autograd.Function applied from Python: inside it, the Autocast kernel would cast where autograd
-    no longer sees it, and the Function would save the fp32 operands and run its backward in fp32."""
-    def cast(t):
-        if (isinstance(t, torch.Tensor) and t.is_floating_point() and t.dtype != torch.float64
-                and torch.is_autocast_enabled(t.device.type)):
-            return t.to(torch.get_autocast_dtype(t.device.type))
-        return t
-    return tuple(cast(a) for a in args), {k: cast(v) for k, v in kwargs.items()}
-
-
 def _call(op, tensors, *args, **kwargs):
     """``op(*args, **kwargs)``, by the cheapest route that does what calling the op would:
     - under torch.func transforms and forward-mode AD: through the op's autograd.Function;
@@ -129,9 +112,9 @@ def _call(op, tensors, *args, **kwargs):
         if not torch.compiler.is_compiling():
             if transformed(tensors):
                 if op in _CPP_AUTOGRAD_OPS:
-                    return op.default(*args, **kwargs)  # (what the transforms need is in the dispatcher)
-                if op in _AUTOCAST_OPS and torch._C._is_any_autocast_enabled():
-                    args, kwargs = _autocast_args(args, kwargs)
+                    # What the transforms need is in the dispatcher, after the Autocast kernels (which cast
+                    # where autograd sees the 16-bit operands). (The ops with Autocast kernels are all here.)
+                    return op.default(*args, **kwargs)
                 return _FUNCTION_CALL(op, args, kwargs)
             record = torch.is_grad_enabled() and _any_requires_grad(tensors)
             if _plain(tensors):

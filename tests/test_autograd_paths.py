@@ -311,9 +311,9 @@ def test_routes(device, monkeypatch):
 
 @pytest.mark.parametrize("op", ["mm", "gemm", "grouped_mm"])
 def test_autocast_under_torch_func(device, op):
-    """torch.func.grad under autocast: the wrapper casts as the Autocast kernel would before applying the
-    Function from Python, so the gradient is the one plain autograd gives (16-bit saved operands and
-    backward GEMMs), bit for bit."""
+    """torch.func.grad under autocast: the Autocast kernel casts before the C++ Autograd kernel records, at
+    each level, so the gradient is the one plain autograd gives (16-bit saved operands and backward GEMMs),
+    bit for bit."""
     if device == "cuda" and not torch.cuda.is_bf16_supported():
         pytest.skip("no bf16")
     w = torch.randn(13, 6, device=device)
