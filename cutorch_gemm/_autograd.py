@@ -3,8 +3,8 @@ torch.func transforms (grad, jacrev, jacfwd, hessian, vmap).
 
 mm, bmm, gemm and grouped_mm: C++ Autograd kernels (csrc/torch/autograd_kernels.cpp, autograd_grouped.cpp:
 plain autograd Nodes and forward-mode tangents, as ATen's own ops have them), which torch.func's grad / vjp /
-jacrev / jvp / jacfwd levels run level by level, and C++ vmap kernels (csrc/torch/vmap_kernels.cpp,
-autograd_grouped.cpp: the FuncTorchBatched key).
+jacrev / jvp / jacfwd levels run level by level, and C++ vmap kernels (csrc/torch/vmap_kernels.cpp: the
+FuncTorchBatched key).
 Raw calls and the wrappers alike go through the dispatcher, under every transform.
 
 The other ops have autograd.Functions (forward below the autograd key, setup_context, backward, jvp, a

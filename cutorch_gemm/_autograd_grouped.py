@@ -1,5 +1,5 @@
 """grouped_gemm's autograd.Function (`_autograd.py` registers it). (grouped_mm: C++ Autograd and vmap kernels,
-csrc/torch/autograd_grouped.cpp.)"""
+csrc/torch/autograd_grouped.cpp, vmap_kernels.cpp.)"""
 from __future__ import annotations
 
 import torch

@@ -1,5 +1,5 @@
 // The Autograd kernel of gemm::grouped_mm, as autograd_kernels.cpp's for mm / bmm / gemm (which says why: torch.func
-// runs such a kernel level by level, in C++), and its vmap kernel (one grouped_mm per batch entry).
+// runs such a kernel level by level, in C++). Its vmap kernel is in vmap_kernels.cpp.
 //
 // D = act(Z), Z = A @ B per group (+ bias, placed per group as the op places it); the forms (ops.grouped_mm):
 // 2D x 3D (MoE forward: rows of A grouped by offs), 3D x 2D, 2D x 2D (grouped along the reduction: the MoE weight
@@ -12,9 +12,7 @@
 #include "autograd_common.h"
 
 #include <ATen/ATen.h>
-#include <ATen/functorch/BatchedTensorImpl.h>
 
-#include <algorithm>
 #include <vector>
 
 namespace cutorch_gemm::autograd {
@@ -182,66 +180,8 @@ at::Tensor grouped_mm(const at::Tensor& a, const at::Tensor& b, const OptT& offs
   return out;
 }
 
-// ---- vmap: one grouped_mm per batch entry -----------------------------------------------------------------------
-// (See vmap_kernels.cpp for the level: that of the innermost batched operand.)
-
-int64_t level_of(const OptT& t) {
-  if (!t.has_value() || !t->defined()) return -1;
-  const auto* impl = at::functorch::maybeGetBatchedImpl(*t);
-  return impl != nullptr ? impl->level() : -1;
-}
-
-at::Tensor grouped_mm_batched(const at::Tensor& a, const at::Tensor& b, const OptT& offs, const OptT& bias,
-                              c10::string_view activation, OptDt out_dtype) {
-  c10::impl::ExcludeDispatchKeyGuard guard(c10::DispatchKey::FuncTorchBatched);
-  const OptT args[4] = {a, b, offs, bias};
-  int64_t level = -1;
-  for (const OptT& t : args) level = std::max(level, level_of(t));
-  TORCH_INTERNAL_ASSERT(level >= 0, "a batched kernel without a batched operand");
-  OptT values[4];
-  std::optional<int64_t> bdims[4];
-  int64_t n = -1;
-  for (int i = 0; i < 4; ++i) {
-    values[i] = args[i];
-    if (level_of(args[i]) == level) {
-      const auto* impl = at::functorch::maybeGetBatchedImpl(*args[i]);
-      values[i] = impl->value();
-      bdims[i] = impl->bdim();
-      n = impl->value().size(impl->bdim());
-    }
-  }
-  auto entry = [&](int i, int64_t j) -> OptT {
-    if (!values[i].has_value() || !bdims[i].has_value()) return values[i];
-    return values[i]->select(*bdims[i], j);
-  };
-  at::Tensor out;
-  if (n == 0) {  // the shape of one entry's result, from the op's meta kernel
-    auto meta = [&](int i) -> OptT {
-      if (!values[i].has_value() || !values[i]->defined()) return values[i];
-      const at::Tensor& v = *values[i];
-      std::vector<int64_t> shape = v.sizes().vec();
-      if (bdims[i].has_value()) shape.erase(shape.begin() + *bdims[i]);
-      return at::empty(shape, v.options().device(at::kMeta));
-    };
-    at::AutoDispatchBelowAutograd below;
-    const at::Tensor one = call_grouped_mm(*meta(0), *meta(1), meta(2), meta(3), activation, out_dtype);
-    std::vector<int64_t> shape{0};
-    shape.insert(shape.end(), one.sizes().begin(), one.sizes().end());
-    out = at::empty(shape, a.options().dtype(one.scalar_type()).device(values[0]->device()));
-  } else {
-    std::vector<at::Tensor> outs;
-    for (int64_t j = 0; j < n; ++j) {
-      outs.push_back(call_grouped_mm(*entry(0, j), *entry(1, j), entry(2, j), entry(3, j), activation, out_dtype));
-    }
-    out = at::stack(outs);
-  }
-  return at::functorch::makeBatched(out, 0, level);
-}
-
 }  // namespace
 
 TORCH_LIBRARY_IMPL(gemm, Autograd, m) { m.impl("grouped_mm", &grouped_mm); }
-
-TORCH_LIBRARY_IMPL(gemm, FuncTorchBatched, m) { m.impl("grouped_mm", &grouped_mm_batched); }
 
 }  // namespace cutorch_gemm::autograd

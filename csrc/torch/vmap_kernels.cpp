@@ -1,4 +1,4 @@
-// The vmap kernels (dispatch key FuncTorchBatched) of gemm::mm, gemm::bmm and gemm::gemm: torch.vmap's batching
+// The vmap kernels (dispatch key FuncTorchBatched) of gemm::mm, bmm, gemm and grouped_mm: torch.vmap's batching
 // rules in C++, as ATen's own ops have them, so that a vmapped call, per-sample gradients (vmap of grad) and
 // jacrev / hessian (which vmap the backward) stay one launch per op and out of Python. (torch.library's
 // register_vmap rules, their Python predecessors, cost ~150 us of host time per call on the H200 host.)
@@ -10,6 +10,7 @@
 // - bmm: the vmapped batch and bmm's own batch flattened into one bmm.
 // - gemm with one weight and bias: the batch folded into M (a, and c where given, as batch * M rows); a batch
 //   of weights or biases: one gemm per entry.
+// - grouped_mm: one grouped_mm per entry.
 // The results are wrapped back as batched at this level, batch dimension 0. The calls below go through the
 // dispatcher with this level's batching key excluded, so the levels beneath (grad, another vmap) see them.
 #include <ATen/ATen.h>
@@ -81,21 +82,30 @@ OptT entry(const Operand& o, int64_t i) {
   return o.bdim.has_value() ? o.value.select(*o.bdim, i) : o.value;
 }
 
-// One call per entry, stacked; an empty batch gives (0, rows, cols) of `dtype`.
-template <class Call>
-at::Tensor per_entry(const c10::SymInt& n_sym, int64_t rows, int64_t cols, at::ScalarType dtype,
-                     const at::TensorOptions& options, Call call) {
-  const int64_t n = n_sym.guard_int(__FILE__, __LINE__);
-  if (n == 0) return at::empty({0, rows, cols}, options.dtype(dtype));
-  std::vector<at::Tensor> outs;
-  outs.reserve(n);
-  for (int64_t i = 0; i < n; ++i) outs.push_back(call(i));
-  return at::stack(outs);
+// An entry of an operand as a meta tensor (its shape and dtype, no data); an absent one stays absent.
+OptT meta_entry(const Operand& o) {
+  if (!o.value.defined()) return std::nullopt;
+  std::vector<int64_t> shape = o.value.sizes().vec();
+  if (o.bdim.has_value()) shape.erase(shape.begin() + *o.bdim);
+  return at::empty(shape, o.value.options().device(at::kMeta));
 }
 
-// The size of dimension d of an operand's entries.
-int64_t entry_size(const Operand& o, int64_t d) {
-  return o.bdim.has_value() && *o.bdim <= d ? o.value.size(d + 1) : o.value.size(d);
+// One call per batch entry, stacked. `call(pick)` calls the op on pick(operand) for each operand; an empty batch
+// takes one entry's result shape and dtype from the op's meta kernel.
+template <class Call>
+at::Tensor per_entry(const c10::SymInt& n_sym, const at::Device& device, Call call) {
+  const int64_t n = n_sym.guard_int(__FILE__, __LINE__);
+  if (n == 0) {
+    at::AutoDispatchBelowAutograd below;
+    const at::Tensor one = call(meta_entry);
+    std::vector<int64_t> shape{0};
+    shape.insert(shape.end(), one.sizes().begin(), one.sizes().end());
+    return at::empty(shape, one.options().device(device));
+  }
+  std::vector<at::Tensor> outs;
+  outs.reserve(n);
+  for (int64_t i = 0; i < n; ++i) outs.push_back(call([i](const Operand& o) { return entry(o, i); }));
+  return at::stack(outs);
 }
 
 at::Tensor mm_batched(const at::Tensor& a, const at::Tensor& b, OptDt out_dtype) {
@@ -105,8 +115,7 @@ at::Tensor mm_batched(const at::Tensor& a, const at::Tensor& b, OptDt out_dtype)
   const c10::SymInt n = batch_size({&A, &B});
   at::Tensor out;
   if (A.value.scalar_type() == at::kChar) {
-    out = per_entry(n, entry_size(A, 0), entry_size(B, 1), out_dtype.value_or(at::kInt), A.value.options(),
-                    [&](int64_t i) { return call_mm(*entry(A, i), *entry(B, i), out_dtype); });
+    out = per_entry(n, A.value.device(), [&](auto pick) { return call_mm(*pick(A), *pick(B), out_dtype); });
   } else {
     out = call_bmm(batch_first(A, n), batch_first(B, n), out_dtype);
   }
@@ -133,11 +142,9 @@ at::Tensor gemm_batched(const at::Tensor& a, const at::Tensor& b, const OptT& bi
   const c10::SymInt n = batch_size({&A, &B, &Bias, &C});
   at::Tensor out;
   if (B.bdim.has_value() || Bias.bdim.has_value()) {  // a batch of weights or biases: one gemm each
-    out = per_entry(n, entry_size(A, 0), entry_size(B, 1), out_dtype.value_or(A.value.scalar_type()),
-                    A.value.options(), [&](int64_t i) {
-                      return call_gemm(*entry(A, i), *entry(B, i), entry(Bias, i), entry(C, i), alpha, beta,
-                                       activation, out_dtype);
-                    });
+    out = per_entry(n, A.value.device(), [&](auto pick) {
+      return call_gemm(*pick(A), *pick(B), pick(Bias), pick(C), alpha, beta, activation, out_dtype);
+    });
   } else {  // one weight: the batch folded into M
     const at::Tensor a3 = batch_first(A, n);  // (n, m, k)
     const c10::SymInt m = a3.sym_size(1);
@@ -151,12 +158,24 @@ at::Tensor gemm_batched(const at::Tensor& a, const at::Tensor& b, const OptT& bi
   return makeBatched(out, 0, level);
 }
 
+at::Tensor grouped_mm_batched(const at::Tensor& a, const at::Tensor& b, const OptT& offs, const OptT& bias,
+                              c10::string_view activation, OptDt out_dtype) {
+  c10::impl::ExcludeDispatchKeyGuard guard(c10::DispatchKey::FuncTorchBatched);
+  const int64_t level = batched_level(a, b, offs, bias);
+  const Operand A = unwrap(a, level), B = unwrap(b, level), Offs = unwrap(offs, level), Bias = unwrap(bias, level);
+  const at::Tensor out = per_entry(batch_size({&A, &B, &Offs, &Bias}), A.value.device(), [&](auto pick) {
+    return call_grouped_mm(*pick(A), *pick(B), pick(Offs), pick(Bias), activation, out_dtype);
+  });
+  return makeBatched(out, 0, level);
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(gemm, FuncTorchBatched, m) {
   m.impl("mm", &mm_batched);
   m.impl("bmm", &bmm_batched);
   m.impl("gemm", &gemm_batched);
+  m.impl("grouped_mm", &grouped_mm_batched);
 }
 
 }  // namespace cutorch_gemm::vmap
