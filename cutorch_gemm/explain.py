@@ -242,7 +242,9 @@ def _explain_grouped_gemm(first: Explanation, args, kwargs) -> Explanation:
         why = "a single problem"
     elif a_list[0].device.type != "cuda" or a_list[0].dtype not in (torch.float16, torch.bfloat16):
         why = "the pointer-array kernel takes fp16/bf16 CUDA tensors"
-    elif not _ptr_array_pays(a_list, b_list):
+    elif _ptr_knob() == "off":
+        why = "CUTORCH_GEMM_GROUPED_PTR=off"
+    elif _ptr_knob() != "on" and not _ptr_array_pays(a_list, b_list):
         why = "the problems' 128x256 tiles fill the GPU on average: one launch each is faster"
     else:
         b_majors = set()
@@ -269,6 +271,11 @@ def _explain_grouped_gemm(first: Explanation, args, kwargs) -> Explanation:
                            "first problem's layouts shown")
     first.reason += f"; one launch per problem (first problem shown): {why}"
     return first
+
+
+def _ptr_knob() -> str:
+    """CUTORCH_GEMM_GROUPED_PTR (on / off), read as the binding reads it."""
+    return os.environ.get("CUTORCH_GEMM_GROUPED_PTR", "").strip().lower()
 
 
 def _ptr_array_pays(a_list, b_list) -> bool:

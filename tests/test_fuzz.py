@@ -53,6 +53,7 @@ KNOBS = {
     "CUTORCH_GEMM_SM80_SPLIT_REDUCE": ["kernel"],
     "CUTORCH_GEMM_SM80_EPILOGUE": ["general"],
     "CUTORCH_GEMM_GROUPED_SORT_K": ["1"],
+    "CUTORCH_GEMM_GROUPED_PTR": ["on", "off"],
 }
 LAYOUTS_2D = ["row", "col", "padded", "colpad", "offset", "step2"]
 MAX_MACS = {"cpu": 2_000_000, "cuda": 300_000_000}

@@ -65,6 +65,18 @@ def test_sm90_pointer_array_fallbacks(monkeypatch):
     assert "one launch per problem" in e.reason and "fill the GPU" in e.reason, str(e)
     for i, (o, ai, bi) in enumerate(zip(cg.grouped_gemm(big_a, big_b), big_a, big_b)):
         check(o, ref_gemm(ai, bi), dtype, what=f"big problem {i}")
+    # CUTORCH_GEMM_GROUPED_PTR=on / off: the size rule's two sides forced (A/B runs)
+    monkeypatch.setenv("CUTORCH_GEMM_GROUPED_PTR", "on")
+    e = cg.explain("grouped_gemm", big_a, big_b)
+    assert "pointer-array" in e.reason, str(e)
+    for i, (o, ai, bi) in enumerate(zip(cg.grouped_gemm(big_a, big_b), big_a, big_b)):
+        check(o, ref_gemm(ai, bi), dtype, what=f"big problem {i}, pointer-array forced")
+    monkeypatch.setenv("CUTORCH_GEMM_GROUPED_PTR", "off")
+    e = cg.explain("grouped_gemm", a, b)
+    assert "one launch per problem" in e.reason and "CUTORCH_GEMM_GROUPED_PTR=off" in e.reason, str(e)
+    for i, (o, ai, bi) in enumerate(zip(cg.grouped_gemm(a, b), a, b)):
+        check(o, ref_gemm(ai, bi), dtype, what=f"problem {i}, one launch each forced")
+    monkeypatch.delenv("CUTORCH_GEMM_GROUPED_PTR")
     mixed_b = [b[0], b[1].contiguous()] + b[2:]  # one MN-major b among K-major ones
     e = cg.explain("grouped_gemm", a, mixed_b)
     assert "one launch per problem" in e.reason and "majorness" in e.reason, str(e)

@@ -448,7 +448,9 @@ MID_K_CASES = [((4096, 4096, 4096), True),    # 512 tiles of 128x256: 3.9 rounds
                ((2176, 8192, 4096), False),   # 544 tiles: 18% of 5 rounds idle, stream-K's (now 192x192 pairs)
                ((4096, 4096, 2048), False),   # 32 K slices: the short-K rule's 8 rounds
                ((4096, 4096, 4160), True),    # 65 K slices: stream-K in pairs may cut (here it plans none)
-               ((8192, 8192, 8192), True)]    # 1024 pair tiles over 66 clusters: stream-K in pairs on the last 34
+               ((8192, 8192, 8192), True),    # 1024 pair tiles over 66 clusters: stream-K in pairs on the last 34
+               ((2608, 14336, 4096), False),  # 21 tile rows: pairs would take 10 rounds, the tiles alone 9
+               ((4224, 4096, 4096), False)]   # 33 tile rows: 5 rounds against 4
 
 
 @pytest.mark.parametrize("case", MID_K_CASES, ids=lambda c: "x".join(map(str, c[0])))

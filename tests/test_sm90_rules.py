@@ -280,6 +280,16 @@ def test_sm90_cluster_rule():
     assert _C.choose_sm90_cluster(True, True, False, 17, True, "", True, 4096, 17 * 32, 132) == 1
     assert _C.choose_sm90_cluster(True, True, False, 33, True, "", True, 4096, 495, 132) == 2
     assert _C.choose_sm90_cluster(True, True, False, 33, True, "", True, 4096, 494, 132) == 1
+    # not where pairing adds a round (seventy-third session): an odd tile-row count leaves the last pair half idle,
+    # 2608x14336x4096: 21 x 56 tiles in 9 rounds, 11 x 56 pair tiles over 66 clusters in 10
+    assert _C.choose_sm90_cluster(True, True, False, 21, True, "", True, 4096, 21 * 56, 132) == 1
+    assert _C.choose_sm90_cluster(True, True, False, 15, True, "", True, 4096, 15 * 60, 132, 240) == 1  # 1808x14336
+    assert _C.choose_sm90_cluster(True, True, False, 33, True, "", True, 4096, 33 * 16, 132) == 1  # 4224x4096: 4 / 5
+    assert _C.choose_sm90_cluster(True, True, False, 63, True, "", True, 14336, 63 * 16, 132) == 2  # 8 rounds either way
+    assert _C.choose_sm90_cluster(True, True, False, 65, True, "", True, 2048, 65 * 32, 132) == 2  # short K: 16 / 16
+    assert _C.choose_sm90_cluster(True, True, False, 63, True, "", True, 1024, 63 * 32, 132) == 2  # 16 / 16
+    assert _C.choose_sm90_cluster(True, True, False, 61, True, "", True, 1024, 61 * 24, 132) == 2  # 12 / 12
+    assert _C.choose_sm90_cluster(True, True, False, 33, True, "", True, 1024, 33 * 32, 132) == 1  # 8 / 9
     # the mid-K rule is the 128 x 256 / 128 x 240 tiles' only (the fit widths were measured without pairs)
     assert _C.choose_sm90_cluster(True, True, False, 32, True, "", True, 4096, 512, 132, 240) == 2
     assert _C.choose_sm90_cluster(True, True, False, 32, True, "", True, 4096, 512, 132, 224) == 1

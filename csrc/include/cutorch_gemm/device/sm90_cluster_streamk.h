@@ -79,7 +79,15 @@ inline int choose_sm90_cluster(bool cooperative, bool fixed_grid, bool swiglu, i
   // (2176x8192x4096's 544 tiles leave 18% of 5 rounds idle: it keeps stream-K)
   const long long slots = (tiles + num_sms - 1) / num_sms * num_sms;
   const bool mid_k = k64 > 32 * 64 && block_n >= 240 && 2 * tiles >= 7LL * num_sms && 16 * (slots - tiles) <= slots;
-  return short_k || mid_k ? 2 : 1;
+  if (!short_k && !mid_k) return 1;
+  // Not where pairing adds a round: the clusters (num_sms / 2 of them) walk pair tiles of two tile rows, so an odd
+  // tile-row count rounds up (the last pair half idle) and the launch can need one round more than the unclustered
+  // tiles. H200, interleaved with torch.mm, ratio, pairs / unclustered (seventy-third session): 1808x14336x4096 (15
+  // tile rows of 128x240: 8 rounds against 7) 0.861 / 0.976, 2608x14336x4096 (21 rows: 10 against 9) 0.912 / 1.013.
+  const long long tiles_n = (tiles + tiles_m - 1) / tiles_m;
+  const long long pair_items = (tiles_m + 1LL) / 2 * tiles_n, clusters = num_sms / 2;
+  if (clusters < 1 || (pair_items + clusters - 1) / clusters > slots / num_sms) return 1;
+  return 2;
 }
 
 // Stream-K for the last round of a dense cooperative launch. The persistent grid runs
