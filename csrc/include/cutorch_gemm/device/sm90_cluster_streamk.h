@@ -82,8 +82,11 @@ inline int choose_sm90_cluster(bool cooperative, bool fixed_grid, bool swiglu, i
   if (!short_k && !mid_k) return 1;
   // Not where pairing adds a round: the clusters (num_sms / 2 of them) walk pair tiles of two tile rows, so an odd
   // tile-row count rounds up (the last pair half idle) and the launch can need one round more than the unclustered
-  // tiles. H200, interleaved with torch.mm, ratio, pairs / unclustered (seventy-third session): 1808x14336x4096 (15
-  // tile rows of 128x240: 8 rounds against 7) 0.861 / 0.976, 2608x14336x4096 (21 rows: 10 against 9) 0.912 / 1.013.
+  // tiles. H200, interleaved with torch.mm, ratio to it, pairs / this rule (seventy-third session, dense_ab.py):
+  // mid-K 1808x14336x4096 (15 tile rows of 128x240: 8 rounds against 7) 0.857 / 0.974, 2608x14336x4096 (21 rows: 10
+  // against 9) 0.908 / 1.014, 4224x4096x4096 (33 rows: 5 / 4) 0.837 / 1.022, 6272x4096x4096 (49: 7 / 6) 0.881 /
+  // 1.011; with bias + GELU-tanh 0.844 / 0.950, 0.908 / 1.006, 0.822 / 0.994; short-K 4224x8192x1024 (9 / 8) 0.937 /
+  // 1.039, 6272x8192x2048 (13 / 12) 0.965 / 1.049; 8192x14336x4096 (even rows) 1.012 / 1.010, unchanged.
   const long long tiles_n = (tiles + tiles_m - 1) / tiles_m;
   const long long pair_items = (tiles_m + 1LL) / 2 * tiles_n, clusters = num_sms / 2;
   if (clusters < 1 || (pair_items + clusters - 1) / clusters > slots / num_sms) return 1;
