@@ -1,15 +1,16 @@
 """Autograd for every op: reverse mode (backward, double backward), forward mode (jvp) and the
 torch.func transforms (grad, jacrev, jacfwd, hessian, vmap).
 
-mm, bmm, gemm and grouped_mm: C++ Autograd kernels (csrc/torch/autograd_kernels.cpp, autograd_grouped.cpp:
-plain autograd Nodes and forward-mode tangents, as ATen's own ops have them), which torch.func's grad / vjp /
+mm, bmm, gemm, grouped_mm, swiglu and moe_combine: C++ Autograd kernels (csrc/torch/autograd_kernels.cpp,
+autograd_grouped.cpp, autograd_pointwise.cpp: plain autograd Nodes and forward-mode tangents, as ATen's own ops
+have them), which torch.func's grad / vjp /
 jacrev / jvp / jacfwd levels run level by level, and C++ vmap kernels (csrc/torch/vmap_kernels.cpp: the
 FuncTorchBatched key).
 Raw calls and the wrappers alike go through the dispatcher, under every transform.
 
 The other ops have autograd.Functions (forward below the autograd key, setup_context, backward, jvp, a
-vmap rule): `_autograd_dense.py` (scaled_mm), `_autograd_grouped.py` (grouped_gemm),
-`_autograd_pointwise.py` (swiglu, moe_combine), their shared helpers in `_autograd_util.py`. This file
+vmap rule): `_autograd_dense.py` (scaled_mm), `_autograd_grouped.py` (grouped_gemm), their shared helpers in
+`_autograd_util.py`. This file
 registers them. Two ways in:
 - the op's Autograd kernel (registered here, in place of torch.library.register_autograd, whose
   generated kernel ignores forward-mode tangents: `forward_ad` and `torch.func.jvp` got a zero
@@ -34,7 +35,6 @@ import torch
 from . import ops as _w
 from ._autograd_dense import _ScaledMm, _pack_scaled_mm
 from ._autograd_grouped import _GroupedGemm, _grouped_gemm_flat, _nothing_to_differentiate
-from ._autograd_pointwise import _MoeCombine, _Swiglu, _pack_moe_combine, _pack_swiglu
 from ._autograd_util import _below
 
 _ops = torch.ops.gemm
@@ -44,8 +44,6 @@ _ops = torch.ops.gemm
 
 _FUNCTIONS = {
     "scaled_mm": (_ScaledMm, _pack_scaled_mm),
-    "swiglu": (_Swiglu, _pack_swiglu),
-    "moe_combine": (_MoeCombine, _pack_moe_combine),
 }
 
 

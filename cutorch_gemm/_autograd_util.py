@@ -80,19 +80,3 @@ def _vmap_loop(info, in_dims, call, args):
     if isinstance(per[0], (list, tuple)):
         return tuple(torch.stack([p[j] for p in per]) for j in range(len(per[0]))), (0,) * len(per[0])
     return torch.stack(per), 0
-
-
-def _swiglu_grad(grad: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
-    """dL/dz for D = silu(gate) * up, z = [gate | up] (recomputed, accumulator dtype)."""
-    gate, up = z.chunk(2, dim=-1)
-    s = torch.sigmoid(gate)
-    g = grad.to(z.dtype)
-    return torch.cat([g * up * (s * (1.0 + gate * (1.0 - s))), g * gate * s], dim=-1)
-
-
-def _swiglu_tangent(dz: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
-    """The tangent of silu(gate) * up for z = [gate | up] and its tangent dz (same dtype)."""
-    gate, up = z.chunk(2, dim=-1)
-    d_gate, d_up = dz.chunk(2, dim=-1)
-    s = torch.sigmoid(gate)
-    return d_gate * up * (s * (1.0 + gate * (1.0 - s))) + d_up * gate * s

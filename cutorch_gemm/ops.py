@@ -97,8 +97,9 @@ _FAST = {
 
 
 # The ops whose autograd and vmap kernels are C++ (csrc/torch/autograd_kernels.cpp, autograd_grouped.cpp,
-# vmap_kernels.cpp): every torch.func transform and forward-mode AD reach them through the dispatcher.
-_CPP_AUTOGRAD_OPS = (torch.ops.gemm.mm, torch.ops.gemm.bmm, torch.ops.gemm.gemm, torch.ops.gemm.grouped_mm)
+# autograd_pointwise.cpp, vmap_kernels.cpp): every torch.func transform and forward-mode AD reach them through the dispatcher.
+_CPP_AUTOGRAD_OPS = (torch.ops.gemm.mm, torch.ops.gemm.bmm, torch.ops.gemm.gemm, torch.ops.gemm.grouped_mm,
+                     torch.ops.gemm.swiglu, torch.ops.gemm.moe_combine)
 
 
 def _call(op, tensors, *args, **kwargs):

@@ -79,10 +79,52 @@ def test_graph_nodes(device):
              (lambda: cg.bmm(x[None], w.t()[None]), lambda: torch.ops.gemm.bmm(x[None], w.t()[None]), "BmmBackward"),
              (lambda: cg.gemm(x, w.t(), activation="silu"), lambda: torch.ops.gemm.gemm(x, w.t(), activation="silu"),
               "GemmBackward")]
+    inv = torch.tensor([1, 0, 3, 2], device=device)
+    wts = torch.rand(2, 2, device=device, requires_grad=True)
+    cases += [(lambda: cg.swiglu(x[:, :10]), lambda: torch.ops.gemm.swiglu(x[:, :10]), "SwigluBackward"),
+              (lambda: cg.moe_combine(x[:4], inv, wts, 2), lambda: torch.ops.gemm.moe_combine(x[:4], inv, wts, 2),
+               "MoeCombineBackward")]
     for wrapped, raw, node in cases:
         y_wrap, y_raw = wrapped(), raw()
         assert y_wrap.grad_fn.name() == y_raw.grad_fn.name() == f"cutorch_gemm::{node}", (node, y_wrap.grad_fn)
         torch.testing.assert_close(y_wrap, y_raw, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("weights", [True, False], ids=["weights", "no_weights"])
+def test_pointwise_gradients_match_the_reference(device, weights):
+    """swiglu and moe_combine's C++ nodes (csrc/torch/autograd_pointwise.cpp) against autograd through torch's
+    ops: first gradients (the backward ops), second ones (create_graph: the nodes' composite backward), with
+    and without the combine's weights (without, y is not kept: a stand-in of its shape), an out-of-range inv
+    entry (contributes nothing), and one input frozen."""
+    f64 = torch.float64
+    z = torch.randn(5, 8, device=device, dtype=f64, requires_grad=True)
+    y = torch.randn(6, 4, device=device, dtype=f64, requires_grad=True)
+    w = torch.rand(3, 2, device=device).to(f64).requires_grad_(weights)  # (fp32-representable: used in fp32)
+    inv = torch.tensor([3, 0, 7, 1, 4, 2], device=device)  # 7: outside [0, 6)
+
+    def ref_combine(y, w):
+        ok = (inv >= 0) & (inv < 6)
+        rows = torch.where(ok[:, None], y[inv.clamp(0, 5)], torch.zeros((), dtype=f64, device=device))
+        return (rows.reshape(3, 2, 4) * (w if weights else torch.ones_like(w))[..., None]).sum(1)
+
+    ours = lambda z, y, w: (cg.swiglu(z).sin().sum()  # noqa: E731
+                            + cg.moe_combine(y, inv, w if weights else None, 2).sin().sum())
+    ref = lambda z, y, w: (F.silu(z[:, :4]) * z[:, 4:]).sin().sum() + ref_combine(y, w).sin().sum()  # noqa: E731
+    leaves = (z, y, w) if weights else (z, y)
+    for create_graph in (False, True):
+        g = torch.autograd.grad(ours(z, y, w), leaves, create_graph=create_graph)
+        r = torch.autograd.grad(ref(z, y, w), leaves, create_graph=create_graph)
+        _assert_close(g[:2], r[:2], f"first gradients (create_graph={create_graph})")
+        if weights:  # (the backward op sums the weights' gradient in fp32, as the forward uses them)
+            torch.testing.assert_close(g[2], r[2], rtol=1e-6, atol=1e-6)
+    gg = torch.autograd.grad(sum(t.square().sum() for t in g), leaves)
+    rr = torch.autograd.grad(sum(t.square().sum() for t in r), leaves)
+    _assert_close(gg[:2], rr[:2], "second gradients")
+    if weights:  # (through the weights' fp32 cast)
+        torch.testing.assert_close(gg[2], rr[2], rtol=1e-6, atol=1e-6)
+    z.requires_grad_(False)  # a frozen input: its node records nothing, the other still does
+    assert cg.swiglu(z).grad_fn is None
+    _assert_close(torch.autograd.grad(ours(z, y, w), (y,)), torch.autograd.grad(ref(z, y, w), (y,)), "frozen z")
 
 
 @pytest.mark.parametrize("op", ["mm", "bmm", "gemm", "gemm alpha beta c", "gemm gelu_tanh alpha beta c", "gemm fp32 out"])
@@ -433,7 +475,8 @@ def test_matmul_entry_point_matches_the_python_steps(device, monkeypatch, shapes
 @pytest.mark.parametrize("act", ["none", "gelu"])
 def test_compiled_autograd(device, act):
     """torch._dynamo's compiled autograd traces the C++ nodes' backward (their functionals, bound on each
-    trace): mm, bmm, gemm with bias and c, grouped_mm with a bias, raw and wrapped; gradients as eager, twice."""
+    trace): mm, bmm, gemm with bias and c, grouped_mm with a bias, swiglu, moe_combine with and without weights,
+    raw and wrapped; gradients as eager, twice."""
     x, w, b = _leaves(device)
     c = torch.randn(7, 5, device=device, dtype=torch.float64, requires_grad=True)
     e = torch.randn(2, 13, 3, device=device, dtype=torch.float64, requires_grad=True)
@@ -441,10 +484,16 @@ def test_compiled_autograd(device, act):
     offs = torch.tensor([3, 6], device=device, dtype=torch.int32)
     leaves = (x, w, b, c, e, eb)
 
-    def loss(x, w, b, c, e, eb):
+    inv = torch.tensor([5, 0, 6, 1, 4, 2, 3], device=device)
+    wts = torch.rand(7, 1, device=device, dtype=torch.float64).float().double().requires_grad_()
+    leaves = leaves + (wts,)
+
+    def loss(x, w, b, c, e, eb, wts):
         y = torch.ops.gemm.gemm(x, w.t(), b, c, alpha=0.5, beta=2.0, activation=act)
         return (_loss(y) + _loss(cg.mm(x, w.t())) + cg.bmm(x[None], w.t()[None]).square().sum()
-                + _loss(cg.grouped_mm(x, e, offs, bias=eb, activation=act)))
+                + _loss(cg.grouped_mm(x, e, offs, bias=eb, activation=act))
+                + _loss(cg.swiglu(y[:, :4])) + _loss(cg.moe_combine(y, inv, wts, 1))
+                + _loss(torch.ops.gemm.moe_combine(x, inv, None, 1)))
 
     want = torch.autograd.grad(loss(*leaves), leaves)
     for _ in range(2):

@@ -327,8 +327,9 @@ def test_scaled_mm_tangents(device):
 
 
 def test_raw_ops_under_torch_func(device):
-    """Raw torch.ops.gemm.mm / bmm / gemm / grouped_mm calls work under every transform (their autograd and
-    vmap kernels are C++: csrc/torch/autograd_kernels.cpp, autograd_grouped.cpp, vmap_kernels.cpp); the ops
+    """Raw torch.ops.gemm.mm / bmm / gemm / grouped_mm / swiglu / moe_combine calls work under every transform
+    (their autograd and vmap kernels are C++: csrc/torch/autograd_kernels.cpp, autograd_grouped.cpp,
+    autograd_pointwise.cpp, vmap_kernels.cpp); the ops
     whose autograd is a Python Function raise a clear error naming the wrapper when called raw under
     torch.func.grad or jvp (they used to raise an autograd.Function message, and jvp returned zeros)."""
     a = torch.randn(4, 5, dtype=F64, device=device)
@@ -349,8 +350,24 @@ def test_raw_ops_under_torch_func(device):
     g = torch.func.grad(lambda x: torch.ops.gemm.grouped_mm(x, e, offs, activation="silu").square().sum())(a)
     rg = torch.func.grad(lambda x: torch.nn.functional.silu(torch.cat([x[:1] @ e[0], x[1:4] @ e[1]])).square().sum())(a)
     torch.testing.assert_close(g, rg, **TOL)
-    with pytest.raises(RuntimeError, match=r"call cutorch_gemm\.swiglu instead"):
-        torch.func.grad(lambda x: torch.ops.gemm.swiglu(x[:, :4]).sum())(a)
+    # swiglu and moe_combine (csrc/torch/autograd_pointwise.cpp): grad, jvp, vmap of the raw ops
+    z = torch.randn(3, 4, 6, dtype=F64, device=device)
+    ref_sw = lambda x: torch.nn.functional.silu(x[..., :3]) * x[..., 3:]  # noqa: E731
+    torch.testing.assert_close(torch.func.grad(lambda x: torch.ops.gemm.swiglu(x).square().sum())(z),
+                               torch.func.grad(lambda x: ref_sw(x).square().sum())(z), **TOL)
+    torch.testing.assert_close(torch.vmap(torch.ops.gemm.swiglu, in_dims=1)(z), ref_sw(z.movedim(1, 0)), **TOL)
+    y = torch.randn(6, 5, dtype=F64, device=device)
+    inv = torch.tensor([3, 0, 5, 1, 4, 2], device=device)
+    w = torch.randn(3, 2, dtype=torch.float32, device=device).to(F64)
+    ref_cb = lambda yy, ww: (yy[inv].reshape(3, 2, 5) * ww[..., None]).sum(1)  # noqa: E731
+    tw = torch.randn(3, 2, dtype=torch.float32, device=device).to(F64)  # (weights are used in fp32)
+    torch.testing.assert_close(torch.func.jvp(lambda ww: torch.ops.gemm.moe_combine(y, inv, ww, 2), (w,), (tw,)),
+                               torch.func.jvp(lambda ww: ref_cb(y, ww), (w,), (tw,)), **TOL)
+    ys = torch.randn(2, 6, 5, dtype=F64, device=device)
+    torch.testing.assert_close(torch.vmap(lambda yy: torch.ops.gemm.moe_combine(yy, inv, w, 2))(ys),
+                               torch.stack([ref_cb(yy, w) for yy in ys]), **TOL)
+    with pytest.raises(RuntimeError, match=r"call cutorch_gemm\.grouped_gemm instead"):
+        torch.func.grad(lambda x: torch.ops.gemm.grouped_gemm([x], [b])[0].sum())(a)
 
 
 def test_modules_under_torch_func(device, monkeypatch):

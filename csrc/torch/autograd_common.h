@@ -1,4 +1,5 @@
-// What the C++ Autograd kernels (autograd_kernels.cpp: mm, bmm, gemm; autograd_grouped.cpp: grouped_mm) share:
+// What the C++ Autograd kernels (autograd_kernels.cpp: mm, bmm, gemm; autograd_grouped.cpp: grouped_mm;
+// autograd_pointwise.cpp: swiglu, moe_combine) share:
 // accumulator dtypes, activation derivatives, tangents, node construction and compiled autograd's functional call
 // (the ops themselves are called through op_calls.h).
 #pragma once
@@ -67,6 +68,24 @@ inline at::Tensor act_grad(const at::Tensor& z, const std::string& act) {
     return s * (1.0 + z * (1.0 - s));
   }
   TORCH_CHECK_VALUE(false, "gemm.gemm: unknown activation '", act, "'");
+}
+
+// dL/dz for D = silu(gate) * up, z = [gate | up] (recomputed, accumulator dtype).
+inline at::Tensor swiglu_grad(const at::Tensor& grad, const at::Tensor& z) {
+  const auto halves = z.chunk(2, -1);
+  const at::Tensor& gate = halves[0];
+  const at::Tensor& up = halves[1];
+  const at::Tensor s = at::sigmoid(gate);
+  const at::Tensor g = grad.to(z.scalar_type());
+  return at::cat({g * up * (s * (1.0 + gate * (1.0 - s))), g * gate * s}, -1);
+}
+
+// The tangent of silu(gate) * up for z = [gate | up] and its tangent dz (same dtype).
+inline at::Tensor swiglu_tangent(const at::Tensor& dz, const at::Tensor& z) {
+  const auto zh = z.chunk(2, -1);
+  const auto dh = dz.chunk(2, -1);
+  const at::Tensor s = at::sigmoid(zh[0]);
+  return dh[0] * zh[1] * (s * (1.0 + zh[0] * (1.0 - s))) + dh[1] * zh[0] * s;
 }
 
 // A tangent term summed in `t` (undefined: no term, zeros) as the output's tangent: its shape and dtype.

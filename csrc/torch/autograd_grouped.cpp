@@ -18,24 +18,6 @@
 namespace cutorch_gemm::autograd {
 namespace {
 
-// dL/dz for D = silu(gate) * up, z = [gate | up] (recomputed, accumulator dtype).
-at::Tensor swiglu_grad(const at::Tensor& grad, const at::Tensor& z) {
-  const auto halves = z.chunk(2, -1);
-  const at::Tensor& gate = halves[0];
-  const at::Tensor& up = halves[1];
-  const at::Tensor s = at::sigmoid(gate);
-  const at::Tensor g = grad.to(z.scalar_type());
-  return at::cat({g * up * (s * (1.0 + gate * (1.0 - s))), g * gate * s}, -1);
-}
-
-// The tangent of silu(gate) * up for z = [gate | up] and its tangent dz (same dtype).
-at::Tensor swiglu_tangent(const at::Tensor& dz, const at::Tensor& z) {
-  const auto zh = z.chunk(2, -1);
-  const auto dh = dz.chunk(2, -1);
-  const at::Tensor s = at::sigmoid(zh[0]);
-  return dh[0] * zh[1] * (s * (1.0 + zh[0] * (1.0 - s))) + dh[1] * zh[0] * s;
-}
-
 // Group of each index along the grouped extent (offs.size(0) past the last group), on the device.
 at::Tensor group_ids(const at::Tensor& offs, const c10::SymInt& extent) {
   return at::searchsorted(offs, at::arange(c10::Scalar(extent), offs.options()), /*out_int32=*/false, /*right=*/true);

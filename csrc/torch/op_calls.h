@@ -6,6 +6,7 @@
 #include <ATen/core/Tensor.h>
 
 #include <optional>
+#include <tuple>
 
 namespace cutorch_gemm::calls {
 
@@ -47,6 +48,29 @@ inline at::Tensor call_scaled_mm(const at::Tensor& a, const at::Tensor& b, const
   static auto h = handle<at::Tensor(const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&,
                                     const OptT&, at::ScalarType, bool)>("gemm::scaled_mm");
   return h.call(a, b, scale_a, scale_b, bias, out_dtype, use_fast_accum);
+}
+
+inline at::Tensor call_swiglu(const at::Tensor& gate_up) {
+  static auto h = handle<at::Tensor(const at::Tensor&)>("gemm::swiglu");
+  return h.call(gate_up);
+}
+
+inline at::Tensor call_swiglu_backward(const at::Tensor& grad, const at::Tensor& gate_up) {
+  static auto h = handle<at::Tensor(const at::Tensor&, const at::Tensor&)>("gemm::swiglu_backward");
+  return h.call(grad, gate_up);
+}
+
+inline at::Tensor call_moe_combine(const at::Tensor& y, const at::Tensor& inv, const OptT& weights, int64_t k) {
+  static auto h = handle<at::Tensor(const at::Tensor&, const at::Tensor&, const OptT&, int64_t)>("gemm::moe_combine");
+  return h.call(y, inv, weights, k);
+}
+
+inline std::tuple<at::Tensor, at::Tensor> call_moe_combine_backward(const at::Tensor& grad, const at::Tensor& y,
+                                                                    const at::Tensor& inv, const OptT& weights,
+                                                                    int64_t k) {
+  static auto h = handle<std::tuple<at::Tensor, at::Tensor>(const at::Tensor&, const at::Tensor&, const at::Tensor&,
+                                                            const OptT&, int64_t)>("gemm::moe_combine_backward");
+  return h.call(grad, y, inv, weights, k);
 }
 
 }  // namespace cutorch_gemm::calls

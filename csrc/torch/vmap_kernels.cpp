@@ -1,5 +1,5 @@
-// The vmap kernels (dispatch key FuncTorchBatched) of gemm::mm, bmm, gemm and grouped_mm: torch.vmap's batching
-// rules in C++, as ATen's own ops have them, so that a vmapped call, per-sample gradients (vmap of grad) and
+// The vmap kernels (dispatch key FuncTorchBatched) of gemm::mm, bmm, gemm, grouped_mm, swiglu and moe_combine:
+// torch.vmap's batching rules in C++, as ATen's own ops have them, so that a vmapped call, per-sample gradients (vmap of grad) and
 // jacrev / hessian (which vmap the backward) stay one launch per op and out of Python. (torch.library's
 // register_vmap rules, their Python predecessors, cost ~150 us of host time per call on the H200 host.)
 //
@@ -10,7 +10,8 @@
 // - bmm: the vmapped batch and bmm's own batch flattened into one bmm.
 // - gemm with one weight and bias: the batch folded into M (a, and c where given, as batch * M rows); a batch
 //   of weights or biases: one gemm per entry.
-// - grouped_mm: one grouped_mm per entry.
+// - grouped_mm, moe_combine: one call per entry.
+// - swiglu: the batch as one more leading dimension (the op takes any).
 // The results are wrapped back as batched at this level, batch dimension 0. The calls below go through the
 // dispatcher with this level's batching key excluded, so the levels beneath (grad, another vmap) see them.
 #include <ATen/ATen.h>
@@ -169,6 +170,23 @@ at::Tensor grouped_mm_batched(const at::Tensor& a, const at::Tensor& b, const Op
   return makeBatched(out, 0, level);
 }
 
+at::Tensor swiglu_batched(const at::Tensor& gate_up) {
+  c10::impl::ExcludeDispatchKeyGuard guard(c10::DispatchKey::FuncTorchBatched);
+  const int64_t level = batched_level(gate_up);
+  const Operand Z = unwrap(gate_up, level);
+  return makeBatched(call_swiglu(Z.value.movedim(*Z.bdim, 0)), 0, level);  // (the op takes any leading dims)
+}
+
+at::Tensor moe_combine_batched(const at::Tensor& y, const at::Tensor& inv, const OptT& weights, int64_t k) {
+  c10::impl::ExcludeDispatchKeyGuard guard(c10::DispatchKey::FuncTorchBatched);
+  const int64_t level = batched_level(y, inv, weights);
+  const Operand Y = unwrap(y, level), Inv = unwrap(inv, level), W = unwrap(weights, level);
+  const at::Tensor out = per_entry(batch_size({&Y, &Inv, &W}), Y.value.device(), [&](auto pick) {
+    return call_moe_combine(*pick(Y), *pick(Inv), pick(W), k);
+  });
+  return makeBatched(out, 0, level);
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(gemm, FuncTorchBatched, m) {
@@ -176,6 +194,8 @@ TORCH_LIBRARY_IMPL(gemm, FuncTorchBatched, m) {
   m.impl("bmm", &bmm_batched);
   m.impl("gemm", &gemm_batched);
   m.impl("grouped_mm", &grouped_mm_batched);
+  m.impl("swiglu", &swiglu_batched);
+  m.impl("moe_combine", &moe_combine_batched);
 }
 
 }  // namespace cutorch_gemm::vmap
