@@ -1,7 +1,8 @@
 // The vmap kernels (dispatch key FuncTorchBatched) of gemm::mm, bmm, gemm, grouped_mm, swiglu and moe_combine:
-// torch.vmap's batching rules in C++, as ATen's own ops have them, so that a vmapped call, per-sample gradients (vmap of grad) and
-// jacrev / hessian (which vmap the backward) stay one launch per op and out of Python. (torch.library's
-// register_vmap rules, their Python predecessors, cost ~150 us of host time per call on the H200 host.)
+// torch.vmap's batching rules in C++, as ATen's own ops have them, so that a vmapped call, per-sample gradients
+// (vmap of grad) and jacrev / hessian (which vmap the backward) stay one launch per op and out of Python.
+// (torch.library's register_vmap rules, their Python predecessors, cost ~150 us of host time per call on the H200
+// host.)
 //
 // Each kernel takes the operands at the current vmap level: an operand batched there is unwrapped to its
 // value and batch dimension, the others are shared by every entry. The rules:
