@@ -1,30 +1,25 @@
 """Autograd for every op: reverse mode (backward, double backward), forward mode (jvp) and the
 torch.func transforms (grad, jacrev, jacfwd, hessian, vmap).
 
-mm, bmm, gemm, grouped_mm, swiglu and moe_combine: C++ Autograd kernels (csrc/torch/autograd_kernels.cpp,
-autograd_grouped.cpp, autograd_pointwise.cpp: plain autograd Nodes and forward-mode tangents, as ATen's own ops
-have them), which torch.func's grad / vjp /
-jacrev / jvp / jacfwd levels run level by level, and C++ vmap kernels (csrc/torch/vmap_kernels.cpp: the
-FuncTorchBatched key).
-Raw calls and the wrappers alike go through the dispatcher, under every transform.
+mm, bmm, gemm, grouped_mm, scaled_mm, swiglu and moe_combine: C++ Autograd kernels
+(csrc/torch/autograd_kernels.cpp, autograd_grouped.cpp, autograd_scaled.cpp, autograd_pointwise.cpp: plain
+autograd Nodes and forward-mode tangents, as ATen's own ops have them), which torch.func's grad / vjp / jacrev /
+jvp / jacfwd levels run level by level, and C++ vmap kernels (csrc/torch/vmap_kernels.cpp: the FuncTorchBatched
+key). Raw calls and the wrappers alike go through the dispatcher, under every transform.
 
-The other ops have autograd.Functions (forward below the autograd key, setup_context, backward, jvp, a
-vmap rule): `_autograd_dense.py` (scaled_mm), `_autograd_grouped.py` (grouped_gemm), their shared helpers in
-`_autograd_util.py`. This file
-registers them. Two ways in:
+grouped_gemm (lists of problems) has an autograd.Function (`_autograd_grouped.py`, helpers in
+`_autograd_util.py`), registered here. Two ways in:
 - the op's Autograd kernel (registered here, in place of torch.library.register_autograd, whose
   generated kernel ignores forward-mode tangents: `forward_ad` and `torch.func.jvp` got a zero
   tangent): applies the Function when an input requires grad or carries a tangent;
-- the Python wrappers (ops._call): under a torch.func transform they apply the Function
-  themselves, from Python, because torch.func cannot reach an autograd.Function applied inside
-  the dispatcher (raw `torch.ops.gemm.*` calls then raise, saying so); on plain tensors they apply
-  the old-style Function directly (kernel_call).
+- the Python wrapper (ops._call): under a torch.func transform it applies the Function itself, from
+  Python, because torch.func cannot reach an autograd.Function applied inside the dispatcher (a raw
+  `torch.ops.gemm.grouped_gemm` call then raises, saying so).
 
-Backward is built from the same ops: dA = dZ @ B^T and dB = A^T @ dZ are `mm` / `gemm` on
-transposed views (no copies); the grouped weight gradient is the 2D x 2D form of `grouped_mm`.
-With an activation, the pre-activation Z is recomputed by the same op in fp32 (one extra GEMM
-instead of saving Z). Backward and jvp call the wrappers (`ops.*`), so they are differentiable
-again (double backward, hessian) and transform-aware.
+Backward is built from the same ops: dA = dZ @ B^T and dB = A^T @ dZ per problem, on transposed
+views (no copies). With an activation, the pre-activation Z is recomputed by the same op in fp32 (one
+extra GEMM instead of saving Z). Backward and jvp call the wrappers (`ops.*`), so they are
+differentiable again (double backward, hessian) and transform-aware.
 """
 from __future__ import annotations
 
@@ -33,26 +28,16 @@ import inspect
 import torch
 
 from . import ops as _w
-from ._autograd_dense import _ScaledMm, _pack_scaled_mm
 from ._autograd_grouped import _GroupedGemm, _grouped_gemm_flat, _nothing_to_differentiate
 from ._autograd_util import _below
 
 _ops = torch.ops.gemm
 
-
-# ---- registration ---------------------------------------------------------------------------
-
-_FUNCTIONS = {
-    "scaled_mm": (_ScaledMm, _pack_scaled_mm),
-}
-
-
 # Under a torch.func transform, torch binds a new-style Function's arguments with
 # inspect.signature(forward) on every apply (torch.autograd.function._bind_default_args, called from
 # C++). inspect.signature returns a function's __signature__ when it has one: computed once here, it
 # took torch.func.grad of a small linear from 459 to 408 us (CPU machine, reference ops).
-for _fn in [fn for fn, _ in _FUNCTIONS.values()] + [_GroupedGemm]:
-    _fn.forward.__signature__ = inspect.signature(_fn.forward)
+_GroupedGemm.forward.__signature__ = inspect.signature(_GroupedGemm.forward)
 
 
 def _needs_function(tensors) -> bool:
@@ -62,19 +47,9 @@ def _needs_function(tensors) -> bool:
     return _w.has_tangent(tensors)
 
 
-def _apply(name, fn, flat):
-    if torch._C._are_functorch_transforms_active():
-        raise RuntimeError(
-            f"torch.ops.gemm.{name} was called under a torch.func transform (grad, jvp, jacrev, jacfwd, "
-            f"hessian, vmap of those): call cutorch_gemm.{name} instead, which supports them (the raw op's "
-            f"autograd runs inside the dispatcher, where torch.func cannot follow it)")
-    out = fn.apply(*flat)
-    return list(out) if name == "grouped_gemm" else out
-
-
 def _old_style(fn):
     """`fn` as an old-style Function (forward(ctx, ...) running fn's forward and setup_context),
-    for the Autograd kernels: torch binds a new-style Function's default arguments through
+    for the Autograd kernel: torch binds a new-style Function's default arguments through
     inspect.signature on every apply, ~9 us of host time per call (CPU, 2x2 mm: 19.6 -> 10.2 us
     for a forward that records a graph). torch.func needs the new style (ops._call applies it)."""
     def forward(ctx, *args):
@@ -86,23 +61,7 @@ def _old_style(fn):
         "forward": staticmethod(forward), "backward": staticmethod(fn.backward), "jvp": staticmethod(fn.jvp)})
 
 
-# op packet -> (the old-style Function its Autograd kernel applies, its argument packer)
-_KERNEL_FUNCTIONS = {}
-
-
-def _make_kernel(name, fn, pack):
-    op = getattr(_ops, name).default
-    fn = _old_style(fn)
-    _KERNEL_FUNCTIONS[getattr(_ops, name)] = (fn, pack)
-
-    def kernel(keyset, *args, **kwargs):
-        flat = pack(*args, **kwargs)
-        if _needs_function(flat):
-            return _apply(name, fn, flat)
-        with _below():
-            return op.redispatch(keyset & torch._C._after_autograd_keyset, *args, **kwargs)
-
-    return kernel
+_GroupedGemmKernel = _old_style(_GroupedGemm)
 
 
 def _grouped_gemm_kernel(keyset, a, b, bias=None, *, activation="none", out_dtype=None):
@@ -116,38 +75,22 @@ def _grouped_gemm_kernel(keyset, a, b, bias=None, *, activation="none", out_dtyp
     if not _needs_function(flat[4:]):
         with _below():
             return _ops.grouped_gemm.default(a, b, bias, activation=activation, out_dtype=out_dtype)
-    return _apply("grouped_gemm", _GroupedGemmKernel, flat)
-
-
-_GroupedGemmKernel = _old_style(_GroupedGemm)
+    if torch._C._are_functorch_transforms_active():
+        raise RuntimeError(
+            "torch.ops.gemm.grouped_gemm was called under a torch.func transform (grad, jvp, jacrev, jacfwd, "
+            "hessian, vmap of those): call cutorch_gemm.grouped_gemm instead, which supports them (the raw op's "
+            "autograd runs inside the dispatcher, where torch.func cannot follow it)")
+    return list(_GroupedGemmKernel.apply(*flat))
 
 
 def function_call(op, args, kwargs):
-    """``op(*args, **kwargs)`` through its autograd.Function, applied from Python (ops._call under
-    torch.func transforms and forward-mode AD)."""
-    name = op._qualified_op_name.split("::")[-1]
-    if name == "grouped_gemm":
-        if _nothing_to_differentiate(args[0], args[1], kwargs.get("bias")):  # (the wrapper passes bias by keyword)
-            return op(*args, **kwargs)  # (or the op raises)
-        return list(_GroupedGemm.apply(*_grouped_gemm_flat(*args, **kwargs)))
-    fn, pack = _FUNCTIONS[name]
-    return fn.apply(*pack(*args, **kwargs))
-
-
-def kernel_call(op, args, kwargs):
-    """What ``op``'s Autograd kernel does when it records a graph, from Python (ops._call, for plain
-    tensors that record one): the old-style Function applied directly. NotImplemented for
-    grouped_gemm (its kernel sorts out its lists first)."""
-    entry = _KERNEL_FUNCTIONS.get(op)
-    if entry is None:
-        return NotImplemented
-    fn, pack = entry
-    return fn.apply(*pack(*args, **kwargs))
+    """``grouped_gemm(*args, **kwargs)`` through its autograd.Function, applied from Python (ops._call
+    under torch.func transforms and forward-mode AD)."""
+    if _nothing_to_differentiate(args[0], args[1], kwargs.get("bias")):  # (the wrapper passes bias by keyword)
+        return op(*args, **kwargs)  # (or the op raises)
+    return list(_GroupedGemm.apply(*_grouped_gemm_flat(*args, **kwargs)))
 
 
 _lib = torch.library.Library("gemm", "IMPL")
-for _name, (_fn, _pack) in _FUNCTIONS.items():
-    _lib.impl(_name, _make_kernel(_name, _fn, _pack), "Autograd", with_keyset=True)
 _lib.impl("grouped_gemm", _grouped_gemm_kernel, "Autograd", with_keyset=True)
 _w._FUNCTION_CALL = function_call
-_w._KERNEL_CALL = kernel_call

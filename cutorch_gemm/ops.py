@@ -76,38 +76,36 @@ def direct(tensors) -> bool:
     return not torch.compiler.is_compiling() and _plain(tensors) and not transformed(tensors)
 
 
-# Set by _autograd.py: function_call(op, args, kwargs) applies the op's autograd.Function (the
-# new-style one torch.func needs); kernel_call(op, args, kwargs) applies what the op's Autograd
-# kernel applies (the old-style one, cheaper), or returns NotImplemented for ops without one.
+# Set by _autograd.py: function_call(op, args, kwargs) applies grouped_gemm's autograd.Function (the
+# new-style one torch.func needs).
 _FUNCTION_CALL = None
-_KERNEL_CALL = None
 
 
 # Ops called from C++ (csrc/torch/fast_calls.cpp): through the dispatcher without torch.ops' Python
-# argument parsing (an mm / bmm / gemm / grouped_mm call that records a graph: through its C++ Autograd kernel).
-# op -> (entry point, whether it takes a call that records a graph). Host microseconds per call: most of
-# a small GEMM's, all of a host-bound step's.
+# argument parsing (a call that records a graph: through the op's C++ Autograd kernel). Host microseconds
+# per call: most of a small GEMM's, all of a host-bound step's.
 _FAST = {
-    torch.ops.gemm.mm: (_C.fast_mm, True),
-    torch.ops.gemm.bmm: (_C.fast_bmm, True),
-    torch.ops.gemm.gemm: (_C.fast_gemm, True),
-    torch.ops.gemm.grouped_mm: (_C.fast_grouped_mm, True),
-    torch.ops.gemm.scaled_mm: (_C.fast_scaled_mm, False),
+    torch.ops.gemm.mm: _C.fast_mm,
+    torch.ops.gemm.bmm: _C.fast_bmm,
+    torch.ops.gemm.gemm: _C.fast_gemm,
+    torch.ops.gemm.grouped_mm: _C.fast_grouped_mm,
+    torch.ops.gemm.scaled_mm: _C.fast_scaled_mm,
 }
 
 
 # The ops whose autograd and vmap kernels are C++ (csrc/torch/autograd_kernels.cpp, autograd_grouped.cpp,
-# autograd_pointwise.cpp, vmap_kernels.cpp): every torch.func transform and forward-mode AD reach them through the dispatcher.
+# autograd_scaled.cpp, autograd_pointwise.cpp, vmap_kernels.cpp): every torch.func transform and forward-mode
+# AD reach them through the dispatcher. (grouped_gemm's autograd is a Python Function: _autograd.py.)
 _CPP_AUTOGRAD_OPS = (torch.ops.gemm.mm, torch.ops.gemm.bmm, torch.ops.gemm.gemm, torch.ops.gemm.grouped_mm,
-                     torch.ops.gemm.swiglu, torch.ops.gemm.moe_combine)
+                     torch.ops.gemm.scaled_mm, torch.ops.gemm.swiglu, torch.ops.gemm.moe_combine)
 
 
 def _call(op, tensors, *args, **kwargs):
     """``op(*args, **kwargs)``, by the cheapest route that does what calling the op would:
-    - under torch.func transforms and forward-mode AD: through the op's autograd.Function;
-    - on plain tensors (``_plain``): from C++ (``_FAST``) where the entry point takes the call; else
-      below the autograd key when nothing records a graph, or through the Function the op's Autograd
-      kernel applies, applied here (one dispatcher round trip into Python fewer);
+    - under torch.func transforms and forward-mode AD: the op itself (C++ autograd and vmap kernels), or
+      grouped_gemm's autograd.Function applied from Python;
+    - on plain tensors (``_plain``): from C++ (``_FAST``) where there is an entry point; else below the
+      autograd key when nothing records a graph;
     - otherwise, and under torch.compile, export and jit.trace, the op itself (``op.default``)."""
     try:
         if not torch.compiler.is_compiling():
@@ -117,21 +115,16 @@ def _call(op, tensors, *args, **kwargs):
                     # where autograd sees the 16-bit operands). (The ops with Autocast kernels are all here.)
                     return op.default(*args, **kwargs)
                 return _FUNCTION_CALL(op, args, kwargs)
-            record = torch.is_grad_enabled() and _any_requires_grad(tensors)
             if _plain(tensors):
                 fast = _FAST.get(op)
-                if fast is not None and (not record or fast[1]):
+                if fast is not None:
                     try:
-                        return fast[0](*args, **kwargs)
+                        return fast(*args, **kwargs)
                     except TypeError as e:  # an argument of the wrong type (offs=[...], out_dtype="float")
                         if "incompatible function arguments" not in str(e):
                             raise  # (the op's own TypeErrors: dtypes)
                     return op.default(*args, **kwargs)  # whose schema error names the argument
-                if record:
-                    out = _KERNEL_CALL(op, args, kwargs)
-                    if out is not NotImplemented:
-                        return out
-            if not record:
+            if not (torch.is_grad_enabled() and _any_requires_grad(tensors)):
                 # Nothing to record: what the Autograd kernel would do, minus its Python round trip.
                 with _below_autograd():
                     return op.default(*args, **kwargs)

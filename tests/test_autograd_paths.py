@@ -1,10 +1,10 @@
 """The ways a recorded call reaches an op's autograd, and the autograd features around them.
 
-mm / bmm / gemm record C++ nodes in their Autograd kernels (csrc/torch/autograd_kernels.cpp), reached
-from the wrappers' C++ entry points (ops._FAST) and from raw `torch.ops.gemm.*` calls alike. The other
-ops' wrappers, given plain tensors that record a graph, apply the op's autograd.Function themselves
-(ops._call: one dispatcher round trip fewer); a raw call, a tensor subclass, a torch function mode or
-jit.trace go through the op's Autograd kernel in the dispatcher. Every way must give the same values,
+mm / bmm / gemm / grouped_mm / scaled_mm / swiglu / moe_combine record C++ nodes in their Autograd kernels
+(csrc/torch/autograd_*.cpp), reached from the wrappers' C++ entry points (ops._FAST), from the wrappers through
+the op, and from raw `torch.ops.gemm.*` calls alike; grouped_gemm's Autograd kernel applies its
+autograd.Function. A raw call, a tensor subclass, a torch function mode or jit.trace go through the op's Autograd
+kernel in the dispatcher. Every way must give the same values,
 the same gradients (first and second order) as torch's own ops; and activation checkpointing
 (reentrant, non-reentrant, selective), saved-tensor hooks (offload to the CPU), anomaly mode and
 compiled autograd must work through them. Float64 references throughout.
@@ -81,7 +81,12 @@ def test_graph_nodes(device):
               "GemmBackward")]
     inv = torch.tensor([1, 0, 3, 2], device=device)
     wts = torch.rand(2, 2, device=device, requires_grad=True)
-    cases += [(lambda: cg.swiglu(x[:, :10]), lambda: torch.ops.gemm.swiglu(x[:, :10]), "SwigluBackward"),
+    f8 = torch.randn(8, 16, device=device).to(torch.float8_e4m3fn)
+    sa = torch.ones((), device=device, requires_grad=True)
+    one = torch.ones((), device=device)
+    cases += [(lambda: cg.scaled_mm(f8, f8.t(), sa, one, out_dtype=torch.float32),
+               lambda: torch.ops.gemm.scaled_mm(f8, f8.t(), sa, one, out_dtype=torch.float32), "ScaledMmBackward"),
+              (lambda: cg.swiglu(x[:, :10]), lambda: torch.ops.gemm.swiglu(x[:, :10]), "SwigluBackward"),
               (lambda: cg.moe_combine(x[:4], inv, wts, 2), lambda: torch.ops.gemm.moe_combine(x[:4], inv, wts, 2),
                "MoeCombineBackward")]
     for wrapped, raw, node in cases:
@@ -323,8 +328,8 @@ def test_routes(device, monkeypatch):
     """Which calls take the C++ entry points (ops._FAST) and which the Python paths."""
     from cutorch_gemm import ops
     taken = []
-    monkeypatch.setattr(ops, "_FAST", {op: ((lambda *a, _f=f, _op=op, **k: (taken.append(_op), _f(*a, **k))[1]), ok)
-                                       for op, (f, ok) in ops._FAST.items()})
+    monkeypatch.setattr(ops, "_FAST", {op: (lambda *a, _f=f, _op=op, **k: (taken.append(_op), _f(*a, **k))[1])
+                                       for op, f in ops._FAST.items()})
     g = torch.ops.gemm
     x, w, b = _leaves(device)
     xd, wd, bd = x.detach(), w.detach(), b.detach()
@@ -339,6 +344,7 @@ def test_routes(device, monkeypatch):
         (lambda: cg.gemm(x, w.t(), activation="gelu"), g.gemm),  # recorded, activation too: the C++ node
         (lambda: cg.grouped_mm(xd, e, offs), g.grouped_mm), (lambda: cg.grouped_mm(x, e, offs), g.grouped_mm),
         (lambda: cg.scaled_mm(f8, f8.t(), one, one), g.scaled_mm),
+        (lambda: cg.scaled_mm(f8, f8.t(), one.clone().requires_grad_(), one), g.scaled_mm),  # recorded: C++ node
         (lambda: cg.swiglu(xd[:, :12]), None),
     ]
     for call, want in cases:
@@ -476,7 +482,7 @@ def test_matmul_entry_point_matches_the_python_steps(device, monkeypatch, shapes
 def test_compiled_autograd(device, act):
     """torch._dynamo's compiled autograd traces the C++ nodes' backward (their functionals, bound on each
     trace): mm, bmm, gemm with bias and c, grouped_mm with a bias, swiglu, moe_combine with and without weights,
-    raw and wrapped; gradients as eager, twice."""
+    scaled_mm's scale, raw and wrapped; gradients as eager, twice."""
     x, w, b = _leaves(device)
     c = torch.randn(7, 5, device=device, dtype=torch.float64, requires_grad=True)
     e = torch.randn(2, 13, 3, device=device, dtype=torch.float64, requires_grad=True)
@@ -486,14 +492,17 @@ def test_compiled_autograd(device, act):
 
     inv = torch.tensor([5, 0, 6, 1, 4, 2, 3], device=device)
     wts = torch.rand(7, 1, device=device, dtype=torch.float64).float().double().requires_grad_()
-    leaves = leaves + (wts,)
+    f8 = torch.randn(8, 16, device=device).to(torch.float8_e4m3fn)
+    sa = torch.rand(8, 1, device=device, requires_grad=True)
+    leaves = leaves + (wts, sa)
 
-    def loss(x, w, b, c, e, eb, wts):
+    def loss(x, w, b, c, e, eb, wts, sa):
         y = torch.ops.gemm.gemm(x, w.t(), b, c, alpha=0.5, beta=2.0, activation=act)
         return (_loss(y) + _loss(cg.mm(x, w.t())) + cg.bmm(x[None], w.t()[None]).square().sum()
                 + _loss(cg.grouped_mm(x, e, offs, bias=eb, activation=act))
                 + _loss(cg.swiglu(y[:, :4])) + _loss(cg.moe_combine(y, inv, wts, 1))
-                + _loss(torch.ops.gemm.moe_combine(x, inv, None, 1)))
+                + _loss(torch.ops.gemm.moe_combine(x, inv, None, 1))
+                + cg.scaled_mm(f8, f8.t(), sa, torch.ones((), device=device), out_dtype=torch.float32).square().sum())
 
     want = torch.autograd.grad(loss(*leaves), leaves)
     for _ in range(2):

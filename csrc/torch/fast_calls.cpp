@@ -1,8 +1,7 @@
 // Direct entry points for the Python wrappers' common calls (cutorch_gemm/ops.py, _call): mm, bmm, gemm,
 // grouped_mm and scaled_mm called through the dispatcher from C++, and dropin.linear's and dropin.matmul's whole
-// common calls (reshapes, transposed weight, mm / bmm / gemm, activation) as one entry each. mm / bmm / gemm /
-// grouped_mm calls that record a graph do so in their C++ Autograd kernels (autograd_kernels.cpp,
-// autograd_grouped.cpp); scaled_mm calls that record one stay on the Python Function.
+// common calls (reshapes, transposed weight, mm / bmm / gemm, activation) as one entry each. Calls that record a
+// graph do so in the ops' C++ Autograd kernels (autograd_kernels.cpp, autograd_grouped.cpp, autograd_scaled.cpp).
 //
 // Why: host time. torch.ops.gemm.*'s Python binding parses every argument against the schema; for a small,
 // host-bound linear (2 x 4 x 3 on the CPU reference) a no-grad gemm took 7.8 us through the binding and 3.4
@@ -133,13 +132,14 @@ at::Tensor grouped_mm(const at::Tensor& a, const at::Tensor& b, const OptT& offs
   return call_grouped_mm(a, b, offs, bias, activation, out_dtype);
 }
 
-// scaled_mm when nothing records a graph (inference, frozen scales); a recorded call stays on the Python Function.
 at::Tensor scaled_mm(const at::Tensor& a, const at::Tensor& b, const at::Tensor& scale_a, const at::Tensor& scale_b,
                      const OptT& bias, OptDt out_dtype, bool use_fast_accum) {
-  TORCH_CHECK(!records({&a, &b, &scale_a, &scale_b, defined(bias) ? &*bias : nullptr}),
-              "cutorch_gemm._C.fast_scaled_mm takes no recorded call (the Python Function does)");
+  const at::ScalarType out_t = out_dtype.value_or(at::kBFloat16);
+  if (records({&a, &b, &scale_a, &scale_b, defined(bias) ? &*bias : nullptr})) {
+    return call_scaled_mm(a, b, scale_a, scale_b, bias, out_t, use_fast_accum);
+  }
   at::AutoDispatchBelowAutograd below;
-  return call_scaled_mm(a, b, scale_a, scale_b, bias, out_dtype.value_or(at::kBFloat16), use_fast_accum);
+  return call_scaled_mm(a, b, scale_a, scale_b, bias, out_t, use_fast_accum);
 }
 
 }  // namespace
@@ -171,7 +171,7 @@ void register_fast_calls(pybind11::module_& m) {
   m.def("fast_scaled_mm", &scaled_mm, nogil, py::arg("a"), py::arg("b"), py::arg("scale_a"), py::arg("scale_b"),
         py::arg("bias") = py::none(), py::kw_only(), py::arg("out_dtype") = py::none(),
         py::arg("use_fast_accum") = false,
-        "gemm.scaled_mm for ops._call, below autograd (calls that record a graph: the Python Function).");
+        "gemm.scaled_mm for ops._call (as fast_mm).");
 }
 
 }  // namespace cutorch_gemm::fast

@@ -1,8 +1,8 @@
-// The vmap kernels (dispatch key FuncTorchBatched) of gemm::mm, bmm, gemm, grouped_mm, swiglu and moe_combine:
-// torch.vmap's batching rules in C++, as ATen's own ops have them, so that a vmapped call, per-sample gradients
-// (vmap of grad) and jacrev / hessian (which vmap the backward) stay one launch per op and out of Python.
-// (torch.library's register_vmap rules, their Python predecessors, cost ~150 us of host time per call on the H200
-// host.)
+// The vmap kernels (dispatch key FuncTorchBatched) of gemm::mm, bmm, gemm, grouped_mm, scaled_mm, swiglu and
+// moe_combine: torch.vmap's batching rules in C++, as ATen's own ops have them, so that a vmapped call, per-sample
+// gradients (vmap of grad) and jacrev / hessian (which vmap the backward) stay one launch per op and out of
+// Python. (torch.library's register_vmap rules, their Python predecessors, cost ~150 us of host time per call on
+// the H200 host.)
 //
 // Each kernel takes the operands at the current vmap level: an operand batched there is unwrapped to its
 // value and batch dimension, the others are shared by every entry. The rules:
@@ -11,7 +11,7 @@
 // - bmm: the vmapped batch and bmm's own batch flattened into one bmm.
 // - gemm with one weight and bias: the batch folded into M (a, and c where given, as batch * M rows); a batch
 //   of weights or biases: one gemm per entry.
-// - grouped_mm, moe_combine: one call per entry.
+// - grouped_mm, scaled_mm, moe_combine: one call per entry.
 // - swiglu: the batch as one more leading dimension (the op takes any).
 // The results are wrapped back as batched at this level, batch dimension 0. The calls below go through the
 // dispatcher with this level's batching key excluded, so the levels beneath (grad, another vmap) see them.
@@ -188,6 +188,19 @@ at::Tensor moe_combine_batched(const at::Tensor& y, const at::Tensor& inv, const
   return makeBatched(out, 0, level);
 }
 
+at::Tensor scaled_mm_batched(const at::Tensor& a, const at::Tensor& b, const at::Tensor& scale_a,
+                             const at::Tensor& scale_b, const OptT& bias, at::ScalarType out_dtype,
+                             bool use_fast_accum) {
+  c10::impl::ExcludeDispatchKeyGuard guard(c10::DispatchKey::FuncTorchBatched);
+  const int64_t level = batched_level(a, b, scale_a, scale_b, bias);
+  const Operand A = unwrap(a, level), B = unwrap(b, level), Sa = unwrap(scale_a, level), Sb = unwrap(scale_b, level),
+                Bias = unwrap(bias, level);
+  const at::Tensor out = per_entry(batch_size({&A, &B, &Sa, &Sb, &Bias}), A.value.device(), [&](auto pick) {
+    return call_scaled_mm(*pick(A), *pick(B), *pick(Sa), *pick(Sb), pick(Bias), out_dtype, use_fast_accum);
+  });
+  return makeBatched(out, 0, level);
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(gemm, FuncTorchBatched, m) {
@@ -197,6 +210,7 @@ TORCH_LIBRARY_IMPL(gemm, FuncTorchBatched, m) {
   m.impl("grouped_mm", &grouped_mm_batched);
   m.impl("swiglu", &swiglu_batched);
   m.impl("moe_combine", &moe_combine_batched);
+  m.impl("scaled_mm", &scaled_mm_batched);
 }
 
 }  // namespace cutorch_gemm::vmap
