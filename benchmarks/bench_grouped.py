@@ -106,17 +106,21 @@ def run_case(cg, name, E, T, K, N, routing, form, device, gen) -> dict:
                 config=cg.explain("grouped_mm", a, b, offs, activation="swiglu" if form == "swiglu" else "none").config)
 
 
+def expert_lists(sizes, E, T, K, N, device="cuda", dtype=torch.bfloat16):
+    """The list API's operands for experts' problems: x (T, K) and w (E, N, K), then a = the x row slices of
+    each expert (`sizes` rows each, in order) and b = the W_e.t() views."""
+    x = torch.randn(T, K, device=device, dtype=dtype)
+    w = torch.randn(E, N, K, device=device, dtype=dtype)
+    starts = [sum(sizes[:e]) for e in range(E)]
+    return x, w, [x[s:s + n] for s, n in zip(starts, sizes)], [w[e].t() for e in range(E)]
+
+
 def run_list_case(cg, name, E, T, K, N, routing, device, gen) -> dict:
     """grouped_gemm's list API on the same expert problems (each its own tensors: x slices and
     W_e.t() views) against a loop of torch.mm. On sm90, small problems take the pointer-array
     launch, and problems that fill the GPU one launch each (explain says which)."""
     sizes = group_sizes(E, T, routing, gen)
-    dt = torch.bfloat16
-    x = torch.randn(T, K, device=device, dtype=dt)
-    w = torch.randn(E, N, K, device=device, dtype=dt)
-    starts = [sum(sizes[:e]) for e in range(E)]
-    a = [x[s:s + n] for s, n in zip(starts, sizes)]
-    b = [w[e].t() for e in range(E)]
+    _, _, a, b = expert_lists(sizes, E, T, K, N, device)
 
     def ours():
         return cg.grouped_gemm(a, b)

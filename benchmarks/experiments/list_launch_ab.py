@@ -17,7 +17,7 @@ import torch
 
 sys.path.insert(0, os.getcwd())
 import cutorch_gemm as cg  # noqa: E402
-from benchmarks.bench_grouped import CASES, ROUTINGS, group_sizes  # noqa: E402
+from benchmarks.bench_grouped import CASES, ROUTINGS, expert_lists, group_sizes  # noqa: E402
 from benchmarks.bench_timing import time_interleaved  # noqa: E402
 
 
@@ -44,16 +44,11 @@ def with_knob(value, fn):
 def main():
     sizes_of = replayed_sizes()
     only = os.environ.get("CASES", "mixtral_up,mixtral_down,deepseek_v3_rank_up").split(",")
-    dt = torch.bfloat16
     for name, E, T, K, N, _ in CASES:
         if name not in only:
             continue
         sizes = sizes_of[name]
-        x = torch.randn(T, K, device="cuda", dtype=dt)
-        w = torch.randn(E, N, K, device="cuda", dtype=dt)
-        starts = [sum(sizes[:e]) for e in range(E)]
-        a = [x[s:s + n] for s, n in zip(starts, sizes)]
-        b = [w[e].t() for e in range(E)]
+        x, w, a, b = expert_lists(sizes, E, T, K, N)
         offs = torch.tensor(sizes, device="cuda").cumsum(0).to(torch.int32)
         fns = {
             "loop": lambda: [torch.mm(ai, bi) for ai, bi in zip(a, b)],

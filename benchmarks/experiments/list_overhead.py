@@ -26,7 +26,7 @@ import torch
 sys.path.insert(0, os.getcwd())
 import cutorch_gemm as cg  # noqa: E402
 from benchmarks.bench_gemm import time_interleaved  # noqa: E402
-from benchmarks.bench_grouped import group_sizes  # noqa: E402
+from benchmarks.bench_grouped import expert_lists, group_sizes  # noqa: E402
 
 CASES = [("qwen3_down", 128, 32768, 768, 2048), ("qwen3_up", 128, 32768, 2048, 1536),
          ("olmoe_up", 64, 16384, 2048, 2048), ("small_64x1024", 64, 4096, 1024, 1024)]
@@ -98,11 +98,7 @@ def main():
     dt = torch.bfloat16
     for name, E, T, K, N in (CASES if os.environ.get("LIST", "1") != "0" else []):
         sizes = group_sizes(E, T, "skewed", gen)
-        x = torch.randn(T, K, device="cuda", dtype=dt)
-        w = torch.randn(E, N, K, device="cuda", dtype=dt)
-        starts = [sum(sizes[:e]) for e in range(E)]
-        a = [x[s:s + n] for s, n in zip(starts, sizes)]
-        b = [w[e].t() for e in range(E)]
+        x, w, a, b = expert_lists(sizes, E, T, K, N, dtype=dt)
         offs = torch.tensor(sizes, device="cuda").cumsum(0).to(torch.int32)
         wt = w.transpose(1, 2)
         fns = {"list": lambda: cg.grouped_gemm(a, b), "op": lambda: torch.ops.gemm.grouped_gemm(a, b),
