@@ -1,7 +1,8 @@
 """cutorch_gemm: CUTLASS-style GEMM, grouped GEMM and fused-epilogue kernels as PyTorch ops.
 
 The ops live in ``torch.ops.gemm`` (registered by the native module ``cutorch_gemm._C``);
-this package adds their fake (meta) kernels, autograd, typed wrappers and ``explain``.
+this package adds their fake (meta) kernels, typed wrappers and ``explain`` (their autograd and vmap kernels are
+C++: csrc/torch/autograd_*.cpp, vmap_kernels.cpp).
 """
 from __future__ import annotations
 
@@ -9,7 +10,6 @@ import torch  # noqa: F401  (the native module links against torch's libraries)
 
 from . import _C  # noqa: F401  registers torch.ops.gemm.*
 from . import _fake  # noqa: F401  register_fake for every op
-from . import _autograd  # noqa: F401  autograd (Functions + Autograd kernels) for every op
 from . import _flops  # noqa: F401  FLOP formulas for torch.utils.flop_counter
 from . import nn  # noqa: F401  Linear, replace_linear
 from .dropin import linear, matmul

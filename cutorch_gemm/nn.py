@@ -9,10 +9,18 @@ from typing import Callable, Iterable, Optional, Union
 import torch
 
 from . import ops
-from ._autograd_util import _sum_rows
 from .dropin import _ACT_FN, linear, route_linear
 
 _FUSABLE = {torch.nn.ReLU: "relu", torch.nn.SiLU: "silu"}
+
+
+def _sum_rows(dz: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """dz summed over its rows (a bias gradient) into `dtype`, the sum in fp32 (fp64 for fp64). One
+    launch when dz already has `dtype`: torch's sum of a 16-bit tensor accumulates in fp32 and rounds
+    once, as summing in fp32 and converting does with a second kernel."""
+    if dz.dtype == dtype:
+        return dz.sum(0)
+    return dz.sum(0, dtype=torch.float64 if dz.dtype == torch.float64 else torch.float32).to(dtype)
 
 
 class Linear(torch.nn.Linear):

@@ -32,9 +32,9 @@ def _any_requires_grad(tensors) -> bool:
 def _plain(tensors) -> bool:
     """Every tensor a plain torch.Tensor or nn.Parameter (no subclass with its own dispatch: a
     FakeTensor, a FunctionalTensor, a user's), and no torch function mode, jit tracer or autocast
-    around the call: then an autograd.Function applied from Python does exactly what the op's
-    Autograd kernel would do. (Autocast casts the operands in its dispatch key, above Autograd: a
-    Function applied around the op would save the fp32 operands and run its backward GEMMs in fp32.)"""
+    around the call: then the C++ entry points (``_FAST``) do exactly what dispatching the op would.
+    (Autocast casts the operands in its dispatch key, above Autograd: an entry point below it would
+    skip the cast.)"""
     for t in tensors:
         if t is not None and type(t) is not torch.Tensor and type(t) is not torch.nn.Parameter:
             return False
@@ -58,15 +58,14 @@ def _tangent_of(t: torch.Tensor) -> bool:
         return _fw_ad.unpack_dual(t).tangent is not None
     except RuntimeError:
         # torch's legacy vmap (gradcheck's batched forward-mode check) has no unpack_dual for its
-        # BatchedTensors: say yes, the autograd.Function path is right either way.
+        # BatchedTensors: say yes, the op itself is right either way.
         return True
 
 
 def transformed(tensors) -> bool:
-    """True when a call on ``tensors`` must go through the ops' autograd.Functions in Python
-    (``_autograd.py``): a torch.func transform (grad, vjp, jvp, jacrev, jacfwd, hessian, vmap) is
-    active, or an input carries a forward-mode tangent. The ops' Autograd kernels run inside the
-    dispatcher, where torch.func cannot reach an autograd.Function."""
+    """True when a call on ``tensors`` runs under a torch.func transform (grad, vjp, jvp, jacrev, jacfwd,
+    hessian, vmap) or an input carries a forward-mode tangent: the op itself then (its C++ autograd and vmap
+    kernels act level by level), not a C++ entry point (``_FAST``, which takes plain calls only)."""
     return torch._C._are_functorch_transforms_active() or has_tangent(tensors)
 
 
@@ -74,11 +73,6 @@ def direct(tensors) -> bool:
     """Whether a wrapper may call its C++ entry point (``_FAST``, ``_C.fast_linear``) with ``tensors``: plain
     ones (``_plain``), no torch.compile tracing and no torch.func transform or forward-mode tangent."""
     return not torch.compiler.is_compiling() and _plain(tensors) and not transformed(tensors)
-
-
-# Set by _autograd.py: function_call(op, args, kwargs) applies grouped_gemm's autograd.Function (the
-# new-style one torch.func needs).
-_FUNCTION_CALL = None
 
 
 # Ops called from C++ (csrc/torch/fast_calls.cpp): through the dispatcher without torch.ops' Python
@@ -93,28 +87,19 @@ _FAST = {
 }
 
 
-# The ops whose autograd and vmap kernels are C++ (csrc/torch/autograd_kernels.cpp, autograd_grouped.cpp,
-# autograd_scaled.cpp, autograd_pointwise.cpp, vmap_kernels.cpp): every torch.func transform and forward-mode
-# AD reach them through the dispatcher. (grouped_gemm's autograd is a Python Function: _autograd.py.)
-_CPP_AUTOGRAD_OPS = (torch.ops.gemm.mm, torch.ops.gemm.bmm, torch.ops.gemm.gemm, torch.ops.gemm.grouped_mm,
-                     torch.ops.gemm.scaled_mm, torch.ops.gemm.swiglu, torch.ops.gemm.moe_combine)
-
-
 def _call(op, tensors, *args, **kwargs):
-    """``op(*args, **kwargs)``, by the cheapest route that does what calling the op would:
-    - under torch.func transforms and forward-mode AD: the op itself (C++ autograd and vmap kernels), or
-      grouped_gemm's autograd.Function applied from Python;
+    """``op(*args, **kwargs)``, by the cheapest route that does what calling the op would (every op's autograd
+    and vmap kernels are C++: csrc/torch/autograd_*.cpp, vmap_kernels.cpp):
+    - under torch.func transforms and forward-mode AD: the op itself (``op.default``);
     - on plain tensors (``_plain``): from C++ (``_FAST``) where there is an entry point; else below the
       autograd key when nothing records a graph;
     - otherwise, and under torch.compile, export and jit.trace, the op itself (``op.default``)."""
     try:
         if not torch.compiler.is_compiling():
             if transformed(tensors):
-                if op in _CPP_AUTOGRAD_OPS:
-                    # What the transforms need is in the dispatcher, after the Autocast kernels (which cast
-                    # where autograd sees the 16-bit operands). (The ops with Autocast kernels are all here.)
-                    return op.default(*args, **kwargs)
-                return _FUNCTION_CALL(op, args, kwargs)
+                # What the transforms need is in the dispatcher, after the Autocast kernels (which cast where
+                # autograd sees the 16-bit operands).
+                return op.default(*args, **kwargs)
             if _plain(tensors):
                 fast = _FAST.get(op)
                 if fast is not None:
@@ -125,7 +110,7 @@ def _call(op, tensors, *args, **kwargs):
                             raise  # (the op's own TypeErrors: dtypes)
                     return op.default(*args, **kwargs)  # whose schema error names the argument
             if not (torch.is_grad_enabled() and _any_requires_grad(tensors)):
-                # Nothing to record: what the Autograd kernel would do, minus its Python round trip.
+                # Nothing to record: what the Autograd kernel would do, minus its dispatch.
                 with _below_autograd():
                     return op.default(*args, **kwargs)
         return op.default(*args, **kwargs)  # (the same Python frame as above: jit.trace's check compares them)

@@ -66,7 +66,7 @@ def tile_kernels_only(monkeypatch):
 @pytest.fixture
 def fresh_dynamo(monkeypatch):
     """A reset dynamo with no on-disk caches: the AOTAutograd cache is keyed on the forward
-    graph, so an edit of the Python backward (cutorch_gemm/_autograd*.py) could be served a stale
+    graph, so an edit of a backward (csrc/torch/autograd_*.cpp, nn.py's Functions) could be served a stale
     backward; every graph is compiled in the test."""
     import torch._dynamo
     import torch._functorch.config as functorch_config

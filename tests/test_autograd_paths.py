@@ -1,11 +1,9 @@
 """The ways a recorded call reaches an op's autograd, and the autograd features around them.
 
-mm / bmm / gemm / grouped_mm / scaled_mm / swiglu / moe_combine record C++ nodes in their Autograd kernels
-(csrc/torch/autograd_*.cpp), reached from the wrappers' C++ entry points (ops._FAST), from the wrappers through
-the op, and from raw `torch.ops.gemm.*` calls alike; grouped_gemm's Autograd kernel applies its
-autograd.Function. A raw call, a tensor subclass, a torch function mode or jit.trace go through the op's Autograd
-kernel in the dispatcher. Every way must give the same values,
-the same gradients (first and second order) as torch's own ops; and activation checkpointing
+Every op records C++ nodes in its Autograd kernel (csrc/torch/autograd_*.cpp), reached from the wrappers' C++
+entry points (ops._FAST), from the wrappers through the op, and from raw `torch.ops.gemm.*` calls alike; a tensor
+subclass, a torch function mode or jit.trace go through the op's Autograd kernel in the dispatcher. Every way must
+give the same values, the same gradients (first and second order) as torch's own ops; and activation checkpointing
 (reentrant, non-reentrant, selective), saved-tensor hooks (offload to the CPU), anomaly mode and
 compiled autograd must work through them. Float64 references throughout.
 """
@@ -86,6 +84,8 @@ def test_graph_nodes(device):
     one = torch.ones((), device=device)
     cases += [(lambda: cg.scaled_mm(f8, f8.t(), sa, one, out_dtype=torch.float32),
                lambda: torch.ops.gemm.scaled_mm(f8, f8.t(), sa, one, out_dtype=torch.float32), "ScaledMmBackward"),
+              (lambda: cg.grouped_gemm([x, x[:3]], [w.t(), w.t()])[1],
+               lambda: torch.ops.gemm.grouped_gemm([x, x[:3]], [w.t(), w.t()])[1], "GroupedGemmBackward"),
               (lambda: cg.swiglu(x[:, :10]), lambda: torch.ops.gemm.swiglu(x[:, :10]), "SwigluBackward"),
               (lambda: cg.moe_combine(x[:4], inv, wts, 2), lambda: torch.ops.gemm.moe_combine(x[:4], inv, wts, 2),
                "MoeCombineBackward")]
@@ -482,7 +482,8 @@ def test_matmul_entry_point_matches_the_python_steps(device, monkeypatch, shapes
 def test_compiled_autograd(device, act):
     """torch._dynamo's compiled autograd traces the C++ nodes' backward (their functionals, bound on each
     trace): mm, bmm, gemm with bias and c, grouped_mm with a bias, swiglu, moe_combine with and without weights,
-    scaled_mm's scale, raw and wrapped; gradients as eager, twice."""
+    scaled_mm's scale, grouped_gemm's lists (one output unused by the loss: its gradient never comes), raw and
+    wrapped; gradients as eager, twice."""
     x, w, b = _leaves(device)
     c = torch.randn(7, 5, device=device, dtype=torch.float64, requires_grad=True)
     e = torch.randn(2, 13, 3, device=device, dtype=torch.float64, requires_grad=True)
@@ -502,7 +503,9 @@ def test_compiled_autograd(device, act):
                 + _loss(cg.grouped_mm(x, e, offs, bias=eb, activation=act))
                 + _loss(cg.swiglu(y[:, :4])) + _loss(cg.moe_combine(y, inv, wts, 1))
                 + _loss(torch.ops.gemm.moe_combine(x, inv, None, 1))
-                + cg.scaled_mm(f8, f8.t(), sa, torch.ones((), device=device), out_dtype=torch.float32).square().sum())
+                + cg.scaled_mm(f8, f8.t(), sa, torch.ones((), device=device), out_dtype=torch.float32).square().sum()
+                + _loss(cg.grouped_gemm([x, x[:2]], [w.t(), e[0]], bias=[b, eb[0]], activation=act)[0])
+                + sum(_loss(o) for o in torch.ops.gemm.grouped_gemm([x[1:], x], [e[1], w.t()])))
 
     want = torch.autograd.grad(loss(*leaves), leaves)
     for _ in range(2):

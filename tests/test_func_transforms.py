@@ -2,11 +2,11 @@
 jacfwd, hessian, vmap) through every op, against the float64 reference formulas of conftest.py
 run through the same transforms.
 
-Before the ops had their own autograd.Functions (cutorch_gemm/_autograd.py), forward-mode AD
-returned a zero tangent without a word (torch.library.register_autograd's kernel drops
-tangents) and torch.func.grad / jacrev raised; these tests pin both down. Float64 throughout
-(the CPU reference ops, the GPU's DMMA path) except where a test says otherwise: the transforms
-are Python glue over the ops, whose numerics the op tests cover per kernel.
+Before the ops had their own autograd (autograd.Functions first, C++ Autograd and vmap kernels since:
+csrc/torch/autograd_*.cpp, vmap_kernels.cpp), forward-mode AD returned a zero tangent without a word
+(torch.library.register_autograd's kernel drops tangents) and torch.func.grad / jacrev raised; these tests
+pin both down. Float64 throughout (the CPU reference ops, the GPU's DMMA path) except where a test says
+otherwise: the transforms are glue over the ops, whose numerics the op tests cover per kernel.
 """
 from __future__ import annotations
 
@@ -327,11 +327,9 @@ def test_scaled_mm_tangents(device):
 
 
 def test_raw_ops_under_torch_func(device):
-    """Raw torch.ops.gemm.mm / bmm / gemm / grouped_mm / swiglu / moe_combine calls work under every transform
-    (their autograd and vmap kernels are C++: csrc/torch/autograd_kernels.cpp, autograd_grouped.cpp,
-    autograd_pointwise.cpp, vmap_kernels.cpp); the ops
-    whose autograd is a Python Function raise a clear error naming the wrapper when called raw under
-    torch.func.grad or jvp (they used to raise an autograd.Function message, and jvp returned zeros)."""
+    """Raw torch.ops.gemm.* calls (mm, bmm, gemm, grouped_mm, grouped_gemm, swiglu, moe_combine here) work under
+    every transform: their autograd and vmap kernels are C++ (csrc/torch/autograd_*.cpp, vmap_kernels.cpp). (While
+    some ops' autograd was a Python Function, those raised here when called raw, and earlier jvp returned zeros.)"""
     a = torch.randn(4, 5, dtype=F64, device=device)
     b = torch.randn(5, 3, dtype=F64, device=device)
     bias = torch.randn(3, dtype=F64, device=device)
@@ -366,8 +364,14 @@ def test_raw_ops_under_torch_func(device):
     ys = torch.randn(2, 6, 5, dtype=F64, device=device)
     torch.testing.assert_close(torch.vmap(lambda yy: torch.ops.gemm.moe_combine(yy, inv, w, 2))(ys),
                                torch.stack([ref_cb(yy, w) for yy in ys]), **TOL)
-    with pytest.raises(RuntimeError, match=r"call cutorch_gemm\.grouped_gemm instead"):
-        torch.func.grad(lambda x: torch.ops.gemm.grouped_gemm([x], [b])[0].sum())(a)
+    # grouped_gemm (csrc/torch/autograd_grouped_gemm.cpp): lists under grad and vmap
+    b2 = torch.randn(5, 2, dtype=F64, device=device)
+    g = torch.func.grad(lambda x: sum(o.square().sum() for o in torch.ops.gemm.grouped_gemm([x, x[:2]], [b, b2])))(a)
+    torch.testing.assert_close(g, torch.func.grad(lambda x: (x @ b).square().sum() + (x[:2] @ b2).square().sum())(a),
+                               **TOL)
+    outs = torch.vmap(lambda x: tuple(torch.ops.gemm.grouped_gemm([x, x[:2]], [b, b2], activation="relu")))(xs)
+    torch.testing.assert_close(outs[0], torch.relu(xs @ b), **TOL)
+    torch.testing.assert_close(outs[1], torch.relu(xs[:, :2] @ b2), **TOL)
 
 
 def test_modules_under_torch_func(device, monkeypatch):

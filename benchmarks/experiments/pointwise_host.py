@@ -1,5 +1,5 @@
-"""Host time of swiglu, moe_combine and scaled_mm's autograd paths (seventy-third session: C++ Autograd and vmap
-kernels in place of Python autograd.Functions), on tiny tensors where the host is all of a call.
+"""Host time of swiglu, moe_combine, scaled_mm and grouped_gemm's autograd paths (seventy-third session: C++
+Autograd and vmap kernels in place of Python autograd.Functions), on tiny tensors where the host is all of a call.
 
     python benchmarks/experiments/pointwise_host.py          # DEVICE=cuda for a GPU's host
 
@@ -59,6 +59,15 @@ def main():
         "scaled_mm vmap 8 (scales)": lambda: torch.vmap(
             lambda s: cg.scaled_mm(f8, f8.t(), s, one, out_dtype=torch.float32))(sas),
     }
+    ga = [torch.randn(4, 8, device=dev, requires_grad=True) for _ in range(8)]
+    gb = [torch.randn(8, 6, device=dev, requires_grad=True) for _ in range(8)]
+    gas = [torch.randn(8, 4, 8, device=dev) for _ in range(2)]
+    cases.update({
+        "grouped_gemm 8 fwd+bwd": lambda: sum(o.sum() for o in cg.grouped_gemm(ga, gb)).backward(),
+        "grouped_gemm 8 grad": lambda: torch.func.grad(
+            lambda x: sum(o.sum() for o in cg.grouped_gemm([x] * 8, [t.detach() for t in gb])))(ga[0].detach()),
+        "grouped_gemm 2 vmap 8": lambda: torch.vmap(lambda x, y: tuple(cg.grouped_gemm([x, y], gb[:2])))(*gas),
+    })
     for name, fn in cases.items():
         print(f"{name:28s} {best_us(fn):8.1f} us", flush=True)
 

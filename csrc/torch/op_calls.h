@@ -6,12 +6,15 @@
 #include <ATen/core/Tensor.h>
 
 #include <optional>
+#include <string>
 #include <tuple>
+#include <vector>
 
 namespace cutorch_gemm::calls {
 
 using OptT = std::optional<at::Tensor>;
 using OptDt = std::optional<at::ScalarType>;
+using TensorVec = std::vector<at::Tensor>;  // (a Tensor[] argument or result, as the ops' kernels take it)
 
 template <class Sig>
 c10::TypedOperatorHandle<Sig> handle(const char* name) {
@@ -40,6 +43,23 @@ inline at::Tensor call_grouped_mm(const at::Tensor& a, const at::Tensor& b, cons
   static auto h = handle<at::Tensor(const at::Tensor&, const at::Tensor&, const OptT&, const OptT&, c10::string_view,
                                     OptDt)>("gemm::grouped_mm");
   return h.call(a, b, offs, bias, activation, out_dtype);
+}
+
+// Boxed: the dispatcher's unboxed calls take their dispatch keys from Tensor, optional Tensor and ArrayRef<Tensor>
+// arguments only, not from the std::vector<Tensor> ones grouped_gemm's kernels take (with nothing found, the call
+// fails: "There were no tensor arguments"); a boxed call reads the keys from the stack's tensor lists.
+inline TensorVec call_grouped_gemm(const TensorVec& a, const TensorVec& b, const std::optional<TensorVec>& bias,
+                                   c10::string_view activation, OptDt out_dtype) {
+  static const c10::OperatorHandle op = c10::Dispatcher::singleton().findSchemaOrThrow("gemm::grouped_gemm", "");
+  std::vector<c10::IValue> stack;
+  stack.reserve(5);
+  stack.emplace_back(a);
+  stack.emplace_back(b);
+  stack.emplace_back(bias.has_value() ? c10::IValue(*bias) : c10::IValue());
+  stack.emplace_back(std::string(activation));
+  stack.emplace_back(out_dtype.has_value() ? c10::IValue(*out_dtype) : c10::IValue());
+  op.callBoxed(stack);
+  return stack[0].toTensorVector();
 }
 
 inline at::Tensor call_scaled_mm(const at::Tensor& a, const at::Tensor& b, const at::Tensor& scale_a,

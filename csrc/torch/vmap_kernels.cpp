@@ -1,8 +1,8 @@
-// The vmap kernels (dispatch key FuncTorchBatched) of gemm::mm, bmm, gemm, grouped_mm, scaled_mm, swiglu and
-// moe_combine: torch.vmap's batching rules in C++, as ATen's own ops have them, so that a vmapped call, per-sample
-// gradients (vmap of grad) and jacrev / hessian (which vmap the backward) stay one launch per op and out of
-// Python. (torch.library's register_vmap rules, their Python predecessors, cost ~150 us of host time per call on
-// the H200 host.)
+// The vmap kernels (dispatch key FuncTorchBatched) of every gemm op (mm, bmm, gemm, grouped_mm, grouped_gemm,
+// scaled_mm, swiglu, moe_combine): torch.vmap's batching rules in C++, as ATen's own ops have them, so that a
+// vmapped call, per-sample gradients (vmap of grad) and jacrev / hessian (which vmap the backward) stay one launch
+// per op and out of Python. (torch.library's register_vmap rules, their Python predecessors, cost ~150 us of host
+// time per call on the H200 host.)
 //
 // Each kernel takes the operands at the current vmap level: an operand batched there is unwrapped to its
 // value and batch dimension, the others are shared by every entry. The rules:
@@ -11,7 +11,7 @@
 // - bmm: the vmapped batch and bmm's own batch flattened into one bmm.
 // - gemm with one weight and bias: the batch folded into M (a, and c where given, as batch * M rows); a batch
 //   of weights or biases: one gemm per entry.
-// - grouped_mm, scaled_mm, moe_combine: one call per entry.
+// - grouped_mm, grouped_gemm, scaled_mm, moe_combine: one call per entry.
 // - swiglu: the batch as one more leading dimension (the op takes any).
 // The results are wrapped back as batched at this level, batch dimension 0. The calls below go through the
 // dispatcher with this level's batching key excluded, so the levels beneath (grad, another vmap) see them.
@@ -201,6 +201,62 @@ at::Tensor scaled_mm_batched(const at::Tensor& a, const at::Tensor& b, const at:
   return makeBatched(out, 0, level);
 }
 
+// grouped_gemm: one call per batch entry over the lists' entries; each problem's outputs stacked.
+TensorVec grouped_gemm_batched(const TensorVec& a, const TensorVec& b, const std::optional<TensorVec>& bias,
+                               c10::string_view activation, OptDt out_dtype) {
+  c10::impl::ExcludeDispatchKeyGuard guard(c10::DispatchKey::FuncTorchBatched);
+  int64_t level = -1;
+  for (const TensorVec* list : {&a, &b, bias.has_value() ? &*bias : nullptr})
+    if (list != nullptr)
+      for (const at::Tensor& t : *list) level = std::max(level, level_of(t));
+  TORCH_INTERNAL_ASSERT(level >= 0, "a batched kernel without a batched operand");
+  auto unwrap_all = [level](const TensorVec& list) {
+    std::vector<Operand> ops;
+    ops.reserve(list.size());
+    for (const at::Tensor& t : list) ops.push_back(unwrap(t, level));
+    return ops;
+  };
+  const std::vector<Operand> A = unwrap_all(a), B = unwrap_all(b), Bias = bias.has_value() ? unwrap_all(*bias)
+                                                                                         : std::vector<Operand>();
+  std::vector<const Operand*> all;
+  for (const std::vector<Operand>* list : {&A, &B, &Bias})
+    for (const Operand& o : *list) all.push_back(&o);
+  c10::SymInt n_sym;
+  for (const Operand* o : all)
+    if (o->bdim.has_value()) {
+      n_sym = o->value.sym_size(*o->bdim);
+      break;
+    }
+  const int64_t n = n_sym.guard_int(__FILE__, __LINE__);
+  auto call = [&](auto pick) {
+    auto lists = [&](const std::vector<Operand>& ops) {
+      TensorVec out;
+      out.reserve(ops.size());
+      for (const Operand& o : ops) out.push_back(*pick(o));
+      return out;
+    };
+    const std::optional<TensorVec> bias_list = bias.has_value() ? std::optional<TensorVec>(lists(Bias)) : std::nullopt;
+    return call_grouped_gemm(lists(A), lists(B), bias_list, activation, out_dtype);
+  };
+  TensorVec out;
+  if (n == 0) {  // each problem's shape and dtype from the op's meta kernel
+    at::AutoDispatchBelowAutograd below;
+    for (const at::Tensor& one : call(meta_entry)) {
+      std::vector<int64_t> shape{0};
+      shape.insert(shape.end(), one.sizes().begin(), one.sizes().end());
+      out.push_back(makeBatched(at::empty(shape, one.options().device(A[0].value.device())), 0, level));
+    }
+    return out;
+  }
+  std::vector<TensorVec> per(a.size());
+  for (int64_t i = 0; i < n; ++i) {
+    const TensorVec r = call([i](const Operand& o) { return entry(o, i); });
+    for (size_t p = 0; p < r.size(); ++p) per[p].push_back(r[p]);
+  }
+  for (const TensorVec& entries : per) out.push_back(makeBatched(at::stack(entries), 0, level));
+  return out;
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(gemm, FuncTorchBatched, m) {
@@ -211,6 +267,7 @@ TORCH_LIBRARY_IMPL(gemm, FuncTorchBatched, m) {
   m.impl("swiglu", &swiglu_batched);
   m.impl("moe_combine", &moe_combine_batched);
   m.impl("scaled_mm", &scaled_mm_batched);
+  m.impl("grouped_gemm", &grouped_gemm_batched);
 }
 
 }  // namespace cutorch_gemm::vmap
