@@ -14,15 +14,6 @@ from .dropin import _ACT_FN, linear, route_linear
 _FUSABLE = {torch.nn.ReLU: "relu", torch.nn.SiLU: "silu"}
 
 
-def _sum_rows(dz: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
-    """dz summed over its rows (a bias gradient) into `dtype`, the sum in fp32 (fp64 for fp64). One
-    launch when dz already has `dtype`: torch's sum of a 16-bit tensor accumulates in fp32 and rounds
-    once, as summing in fp32 and converting does with a second kernel."""
-    if dz.dtype == dtype:
-        return dz.sum(0)
-    return dz.sum(0, dtype=torch.float64 if dz.dtype == torch.float64 else torch.float32).to(dtype)
-
-
 class Linear(torch.nn.Linear):
     """torch.nn.Linear computed by cutorch_gemm: same constructor, parameters and state_dict
     keys, plus `activation` (none | relu | gelu | gelu_tanh | silu) fused into the epilogue."""
@@ -118,10 +109,10 @@ class _GatedMLPFunction(torch.autograd.Function):
         dwd = ops.mm(dy.t(), h) if need[3] else None
         dbg = dbu = dbd = None
         if ctx.biases[0] and (need[4] or need[5]):
-            db = _sum_rows(dgu, dgu.dtype)
+            db = dgu.sum(0)  # (a 16-bit sum accumulates in fp32, rounded once)
             dbg, dbu = db[:f], db[f:]
         if ctx.biases[1] and need[6]:
-            dbd = _sum_rows(dy, dy.dtype)
+            dbd = dy.sum(0)
         return dx, dwg, dwu, dwd, dbg, dbu, dbd
 
 
