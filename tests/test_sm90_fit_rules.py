@@ -36,14 +36,21 @@ STAGES = {80: 7, 96: 7, 112: 6, 128: 6, 144: 6, 160: 5, 176: 5, 192: 5, 208: 4, 
     (1536, 1536, 256, 0),      # K < 512
     (1024, 1536, 8960, 96),    # 8 x 16 = 128
     (512, 2560, 2560, 80),
-    (512, 4096, 4096, 0),      # the best width is 128: the 64x128 ping-pong tiles fill as well
-    (1024, 2048, 2048, 0),
+    (512, 4096, 4096, 144),    # one round at score 0.862 (kFitOneRound; 128 would fill better, skipped): 0.882 -> 0.925
+    (1024, 2048, 2048, 144),   # one round at 0.842 (0.904 -> 0.887: the one held-out loss)
+    (544, 4096, 7168, 160),    # one round at 0.824, rows past M (0.737 -> 0.906)
+    (656, 4096, 7168, 192),    # 0.728 -> 0.900
+    (352, 4096, 14336, 96),    # 0.855 -> 0.874
+    (784, 4096, 7168, 0),      # two rounds of 112 at 0.849 keep kFitMin (forced: 0.842 -> 0.708)
+    (1040, 4096, 14336, 0),    # two rounds of 144 at 0.875 (0.888 -> 0.784)
+    (1024, 2048, 1024, 0),     # one round at 0.842 but K < kFitOneRoundK
     (768, 2048, 4096, 96),
     (1024, 1024, 4096, 0),     # 80-wide tiles fill 78% of a round at best
 ])
 def test_sm90_fit_rule(m, n, k, expected):
     """choose_sm90_fit: the width whose tiles fill one or two rounds of 132 SMs best (three, or five up to K = 4096,
-    for widths from 112 that fill them better than the heuristic's tile), where the 128x256 tiles do not; '' keeps the heuristic's config. Forced widths and "fit" act anywhere; other forced configs
+    for widths from 112 that fill them better than the heuristic's tile; one round from a score of 0.8 where K >= 2048,
+    0.9 otherwise), where the 128x256 tiles do not; '' keeps the heuristic's config. Forced widths and "fit" act anywhere; other forced configs
     ("nofit" among them) keep the heuristic's."""
     name = _C.choose_sm90_fit(m, n, k, 132)
     assert name == (f"Sm90_128x{expected}x64_Coop_S{STAGES[expected]}" if expected else ""), name

@@ -68,6 +68,23 @@ constexpr int kFitRoundsWide = 3, kFitWideMin = 112, kFitRoundsShallow = 5, kFit
 // (1024x2048x4096, 64x256 ping-pong: 0.910 / 0.833).
 constexpr int kFitMnMin = 160;
 constexpr double kFitMnOneRound = 0.85;
+// One round of K-major fit tiles serves from a score of kFitOneRound where K >= kFitOneRoundK: most of what such a
+// score misses is rows past M (544 rows: five 128-row tiles, 85% inside), which the 128x256 tiles pay as well, and
+// those fill their one round only through stream-K's partial tiles and fixups. H200, dense_ab.py, 5 rounds, ratio to
+// torch.mm, the heuristic's config (128x256 + stream-K) / fit forced, seventy-fifth session: 544x4096x7168 (160,
+// score 0.824) 0.737 / 0.906, 592x4096x7168 (160, 0.896) 0.776 / 0.953, 656x4096x7168 (192, 0.828) 0.728 / 0.900;
+// 352x4096x14336 (96, 0.889; 64x256 ping-pong) 0.855 / 0.874. Two such rounds did not hold (784x4096x7168, 112
+// wide, 0.849: 0.842 / 0.708; 1040x4096x14336, 144, 0.875: 0.888 / 0.784; but 1184x4096x7168, 160, 0.897: 0.879 /
+// 0.931): kFitMin stays theirs. Held out (benchmarks/experiments/fit_one_round_gpu.sh, same method, the rule /
+// CUTORCH_GEMM_SM90_CONFIG=nofit): 1120x2048x2048 (160) 0.925 / 0.745, 512x4096x4096 (144) 0.925 / 0.882,
+// 544x4096x4096 (160) 0.925 / 0.615, 832x3072x4096 (176) 0.975 / 0.768, 1040x2816x4096 (208) 0.836 / 0.663,
+// 688x4096x7168 (192) 0.913 / 0.754, 336x8192x8192 (192) 0.890 / 0.748, 688x4096x8192 0.908 / 0.768,
+// 448x5120x8192 (160) 0.981 / 0.779, 544x4096x14336 0.922 / 0.805, 432x6144x14336 (192) 0.914 / 0.797; one loss,
+// 1024x2048x2048 (144) 0.887 / 0.904 (geomean of the twelve 0.916 / 0.765). With bias + GELU-tanh (ratio to
+// torch._addmm_activation): 544x4096x4096 0.852 / 0.581, 832x3072x4096 0.988 / 0.791, 688x4096x8192 0.910 / 0.765,
+// 544x4096x14336 0.879 / 0.775.
+constexpr double kFitOneRound = 0.8;
+constexpr int kFitOneRoundK = 2048;
 inline double sm90_tile_score(long long m, long long n, int block_m, int block_n, int num_sms) {
   const long long tiles = ((m + block_m - 1) / block_m) * ((n + block_n - 1) / block_n);
   const long long rounds = (tiles + num_sms - 1) / num_sms;
@@ -208,7 +225,10 @@ inline Sm90ConfigId choose_sm90_fit(Sm90ConfigId base, int m, int n, int k, int 
   const int wide_rounds = k <= kFitShallowK ? kFitRoundsShallow : kFitRoundsWide;
   const bool rounds_ok = rounds <= kFitRounds || (rounds <= wide_rounds && width >= kFitWideMin &&
                                                   best_score > sm90_base_score(base, m, n, num_sms));
-  const double min_score = mn_b && rounds == 1 ? kFitMnOneRound : kFitMin;
+  const double min_score = rounds != 1 ? kFitMin
+                           : mn_b      ? kFitMnOneRound
+                           : k >= kFitOneRoundK ? kFitOneRound
+                                                : kFitMin;
   const bool fit_serves = m >= 256 && k >= 512 && rounds_ok && best_score >= min_score &&
                           sm90_tile_score(m, n, 128, 256, num_sms) < kFitBase;
   return fit_serves ? fit : choose_sm90_wide(base, m, n, k, num_sms, defer_ok, coop_sk);
