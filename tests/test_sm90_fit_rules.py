@@ -44,13 +44,18 @@ STAGES = {80: 7, 96: 7, 112: 6, 128: 6, 144: 6, 160: 5, 176: 5, 192: 5, 208: 4, 
     (784, 4096, 7168, 0),      # two rounds of 112 at 0.849 keep kFitMin (forced: 0.842 -> 0.708)
     (1040, 4096, 14336, 0),    # two rounds of 144 at 0.875 (0.888 -> 0.784)
     (1024, 2048, 1024, 0),     # one round at 0.842 but K < kFitOneRoundK
+    (1184, 4096, 7168, 160),   # two rounds at 0.897, from 160 wide and K >= 4096 (kFitTwoRounds: 0.879 -> 0.931)
+    (1296, 4096, 14336, 176),  # 0.893 (0.834 -> 0.935)
+    (576, 8192, 8192, 160),    # held out: 0.805 -> 0.880
+    (1200, 3584, 8192, 0),     # two rounds of 144 at 0.884: narrower than kFitTwoRoundsWidth
+    (2336, 2048, 2048, 0),     # two rounds of 160 at 0.885 but K < kFitTwoRoundsK
     (768, 2048, 4096, 96),
     (1024, 1024, 4096, 0),     # 80-wide tiles fill 78% of a round at best
 ])
 def test_sm90_fit_rule(m, n, k, expected):
     """choose_sm90_fit: the width whose tiles fill one or two rounds of 132 SMs best (three, or five up to K = 4096,
     for widths from 112 that fill them better than the heuristic's tile; one round from a score of 0.8 where K >= 2048,
-    0.9 otherwise), where the 128x256 tiles do not; '' keeps the heuristic's config. Forced widths and "fit" act anywhere; other forced configs
+    0.9 otherwise; two rounds from 0.85 for widths from 160 where K >= 4096), where the 128x256 tiles do not; '' keeps the heuristic's config. Forced widths and "fit" act anywhere; other forced configs
     ("nofit" among them) keep the heuristic's."""
     name = _C.choose_sm90_fit(m, n, k, 132)
     assert name == (f"Sm90_128x{expected}x64_Coop_S{STAGES[expected]}" if expected else ""), name

@@ -85,6 +85,18 @@ constexpr double kFitMnOneRound = 0.85;
 // 544x4096x14336 0.879 / 0.775.
 constexpr double kFitOneRound = 0.8;
 constexpr int kFitOneRoundK = 2048;
+// Two rounds of the wider fit tiles (from kFitTwoRoundsWidth) serve from kFitTwoRounds where K >= kFitTwoRoundsK:
+// same method, the heuristic's config / fit forced: 1184x4096x7168 (160, 0.897) 0.879 / 0.931, 1296x4096x14336 (176,
+// 0.893; 64x256 ping-pong) 0.834 / 0.935; narrower ones lost (784x4096x7168, 112: 0.842 / 0.708; 1040x4096x14336, 144:
+// 0.888 / 0.784). Held out (benchmarks/experiments/fit_two_rounds_gpu.sh, same method, the rule /
+// CUTORCH_GEMM_SM90_CONFIG=nofit): 1168x4096x8192 (160) 0.863 / 0.847, 1296x4096x8192 (176) 0.940 / 0.835,
+// 1872x2560x4096 (160) 0.892 / 0.838, 1568x3072x8192 0.944 / 0.926, 1872x3072x4096 (192) 0.988 / 0.932, 1328x3584x8192
+// (160) 0.956 / 0.938, 1600x3584x14336 (192) 1.019 / 0.950, 928x5120x8192 (160) 0.978 / 0.899, 1104x5120x14336 (192)
+// 1.017 / 0.965, 928x6144x8192 1.024 / 0.961, 576x8192x8192 (160) 0.880 / 0.805, 688x8192x14336 (192) 0.916 / 0.872,
+// 800x8192x8192 (224) 0.988 / 0.887, 2352x2048x4096 (160) 0.906 / 0.849: every one gained (1.9-12.6%; geomean 0.949 /
+// 0.892). 144 wide, left out, fit forced: 1200x3584x8192 0.946 / 0.939, 832x5120x8192 1.500 / 1.493 (cuBLAS slow).
+constexpr double kFitTwoRounds = 0.85;
+constexpr int kFitTwoRoundsWidth = 160, kFitTwoRoundsK = 4096;
 inline double sm90_tile_score(long long m, long long n, int block_m, int block_n, int num_sms) {
   const long long tiles = ((m + block_m - 1) / block_m) * ((n + block_n - 1) / block_n);
   const long long rounds = (tiles + num_sms - 1) / num_sms;
@@ -225,7 +237,9 @@ inline Sm90ConfigId choose_sm90_fit(Sm90ConfigId base, int m, int n, int k, int 
   const int wide_rounds = k <= kFitShallowK ? kFitRoundsShallow : kFitRoundsWide;
   const bool rounds_ok = rounds <= kFitRounds || (rounds <= wide_rounds && width >= kFitWideMin &&
                                                   best_score > sm90_base_score(base, m, n, num_sms));
-  const double min_score = rounds != 1 ? kFitMin
+  const bool two_wide = rounds == 2 && !mn_b && width >= kFitTwoRoundsWidth && k >= kFitTwoRoundsK;
+  const double min_score = two_wide ? kFitTwoRounds
+                           : rounds != 1 ? kFitMin
                            : mn_b      ? kFitMnOneRound
                            : k >= kFitOneRoundK ? kFitOneRound
                                                 : kFitMin;
