@@ -18,6 +18,8 @@ Suites (``SUITES``):
               (not run by default)
     big, big_epilogue  shapes where the 128x320 and 192x192 tiles serve, plain and with bias + GELU (not run by
               default)
+    tokens             350-1600 tokens against nn.Linear weights, where the fit rules' one- and two-round forms act
+              (not run by default)
 (defined in ``benchmarks/gemm_suites.py``)
 
 Timing follows /work/.library/device/METHOD.md: ``triton.testing.do_bench`` medians (a

@@ -38,6 +38,24 @@ MID_SHAPES = (
     (4608, 1536, 4096, False),
 )
 
+# Token counts of 350-1600 against nn.Linear weights of 4096-8192 outputs and 4096-14336 inputs (M, N, K, in_quick):
+# where the one- and two-round fit rules act (benchmarks/RESULTS.md, seventy-fifth session), and three where nothing
+# does yet (784x4096x7168, 1040x4096x14336, 1424x4096x8192: the 128x256 tiles or 64x256 ping-pong ones).
+TOKEN_SHAPES = (
+    (544, 4096, 7168, True),
+    (656, 4096, 7168, False),
+    (784, 4096, 7168, False),
+    (1184, 4096, 7168, False),
+    (352, 4096, 14336, False),
+    (1040, 4096, 14336, False),
+    (1296, 4096, 14336, True),
+    (544, 4096, 4096, False),
+    (832, 3072, 4096, False),
+    (1424, 4096, 8192, False),
+    (576, 8192, 8192, False),
+    (928, 5120, 8192, False),
+)
+
 # The big suites' shapes (M, N, K, in_quick): 320-wide, then 192x192.
 BIG_SHAPES = (
     (2560, 4096, 4096, True),
@@ -124,6 +142,8 @@ SUITES = {
     # they take the fit widths from 160 up too.
     "mid_dx": Suite(layout="nn", shapes=MID_SHAPES),
     "mid_dw": Suite(layout="tn", shapes=MID_SHAPES),
+    # nn.Linear-like mid-size token counts (not in the default run): the fit rules' one- and two-round shapes.
+    "tokens": Suite(shapes=TOKEN_SHAPES),
     # Where the big tiles serve (choose_sm90_big: 128x320, 192x192 pairs; not in the default run): the shapes its rule
     # was set on and held-out ones (benchmarks/RESULTS.md, fifty-fourth session), plain and with bias + GELU-tanh.
     "big": Suite(shapes=BIG_SHAPES),

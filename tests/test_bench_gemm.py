@@ -59,6 +59,7 @@ def test_decode_offsets_spread_rows_one_per_expert(monkeypatch):
     assert "mid" not in bg.DEFAULT_SUITES and bg.SUITES["mid"].kind == "mm"  # (mid-size dense, on request)
     assert "mid_epilogue" not in bg.DEFAULT_SUITES and bg.SUITES["mid_epilogue"].kind == "epilogue"
     assert "big" not in bg.DEFAULT_SUITES and bg.SUITES["big"].kind == "mm"  # (the big tiles' shapes, on request)
+    assert "tokens" not in bg.DEFAULT_SUITES and bg.SUITES["tokens"].kind == "mm"  # (the fit rules' token counts)
     assert bg.SUITES["big_epilogue"].kind == "epilogue" and bg.SUITES["big_epilogue"].shapes == bg.SUITES["big"].shapes
 
 
